@@ -1,0 +1,3 @@
+module pcml.local/bench/peers/go
+
+go 1.21
