@@ -1,0 +1,71 @@
+//! Fibers: stackful threads in direct style (seeds 002 and 004), on corosensei.
+//!
+//! A fiber runs a closure on a contiguous stack of its own and can suspend anywhere, deep in
+//! ordinary Rust code, which is what lets `ev.sync()`, `ch.recv()` and `h.join()` look like
+//! plain blocking calls. Seed 002 weighs this representation (a contiguous stack per thread)
+//! against heap frames; pcml offers both: fibers here, async tasks in `task`.
+//!
+//! # Why a started fiber never moves (DESIGN.md decision 2)
+//! Rust code may cache the address of a thread-local across a call that suspends the fiber:
+//! the compiler assumes the OS thread cannot change under a function, so `thread_local!`
+//! accesses are hoisted and reused (this was observed in release builds on our machine). If a
+//! suspended fiber resumed on another OS thread, it would then read and write the *previous*
+//! thread's thread-locals: a data race the type system cannot see. So the proc that first runs
+//! a fiber is its home for life; it is resumed only there, and wake-ups from other procs go
+//! through the home proc's inbox. An *unstarted* fiber is only a boxed `Send` closure, with no
+//! stack and no cached addresses, so it may be stolen by any idle proc, which is what spreads
+//! work. Async tasks hold no stack and are `Send`, so they migrate freely. This is Manticore's
+//! per-vproc design (Parallel CML paper, section 9.1) made sound for Rust.
+//!
+//! # Stacks
+//! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a
+//! per-proc pool, and returned to the pool when the fiber ends. Each stack takes two memory
+//! mappings and Linux allows `vm.max_map_count` (65530 by default) per process, so about 30,000
+//! fibers can be started and unfinished at once; unstarted fibers cost only their closure. When
+//! no stack can be had, [`try_spawn`](crate::try_spawn) fails and [`spawn`](crate::spawn)
+//! panics with what to do, and a fiber that is already spawned waits for a stack to be freed.
+//! A stack overflow hits the guard page, and a signal handler prints that a fiber overflowed
+//! its stack and how to raise the size, then aborts.
+//!
+//! # Invariants
+//! - A started fiber's coroutine is touched only by its home proc's worker thread.
+//! - While a fiber runs, its proc's `GUARD` thread-local names its guard page.
+
+pub(crate) mod overflow;
+pub(crate) mod stack;
+
+pub use stack::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
+
+/// Why a fiber handed control back to its proc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Suspend {
+    /// `yield_now`: runnable again at once, behind the others.
+    Yield,
+    /// Blocked: runnable again when its token's wake-up arrives.
+    Block,
+}
+
+/// The coroutine type of a fiber.
+pub(crate) type Coroutine = corosensei::Coroutine<(), Suspend, ()>;
+/// What a running fiber suspends through.
+pub(crate) type Yielder = corosensei::Yielder<(), Suspend>;
+
+/// The body of a spawned, unstarted fiber: a `Send` closure, type-erased.
+pub(crate) trait FiberBody: Send {
+    /// Runs the body to its end on the current fiber, catching panics.
+    fn run(self: Box<Self>);
+}
+
+/// An unstarted fiber.
+pub(crate) struct NewFiber {
+    pub(crate) id: crate::ThreadId,
+    /// The runtime's main fiber (its panics are not captured: they reach `block_on`).
+    pub(crate) main: bool,
+    pub(crate) body: Box<dyn FiberBody>,
+}
+
+impl std::fmt::Debug for NewFiber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewFiber").field("id", &self.id).finish()
+    }
+}

@@ -1,0 +1,43 @@
+//! # pcml: Parallel Concurrent ML for Rust
+//!
+//! Lightweight threads on every core, first-class synchronous events, the CML library around
+//! them, and Erlang-style actors on top. This release provides the runtime: procs, fibers,
+//! async tasks and the scheduler.
+//!
+//! ```
+//! let total = pcml::run(|| {
+//!     let workers: Vec<_> = (0..8u64).map(|i| pcml::spawn(move || i * 10)).collect();
+//!     workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
+//! });
+//! assert_eq!(total, 280);
+//! ```
+//!
+//! ## Threads
+//! - **Fibers** ([`spawn`]) are stackful: code in them blocks in direct style (`join`, and the
+//!   sync operations of later layers) by suspending only the fiber. A started fiber stays on
+//!   the proc that first ran it; see [`fiber`] for why.
+//! - **Async tasks** ([`spawn_task`]) are futures: no stack of their own, so millions fit; they
+//!   migrate between procs freely.
+//! - **Blocking work** ([`spawn_blocking`]) runs on a side pool of OS threads.
+//!
+//! ## The fiber cap
+//! Each started, unfinished fiber holds a stack mapped with a guard page: two memory mappings.
+//! Linux allows `vm.max_map_count` mappings per process (65530 by default), so about 30,000
+//! fibers can be running or blocked at once. Unstarted fibers cost only their closure. Past the
+//! cap [`try_spawn`] returns [`SpawnError`] and [`spawn`] panics saying so. Raise the cap with
+//! `sysctl -w vm.max_map_count=262144` (as root), or use async tasks for very many threads.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod fiber;
+pub(crate) mod loom;
+pub mod mp;
+pub mod sched;
+pub mod task;
+
+pub use mp::{ProcLocal, SpinLock, current_proc, procs};
+pub use sched::{
+    BuildError, Builder, JoinError, JoinHandle, Runtime, RuntimeError, SpawnError, ThreadId,
+    YieldAsync, current, exit, run, spawn, spawn_blocking, spawn_on, spawn_task, try_current,
+    try_spawn, try_spawn_on, yield_async, yield_now,
+};

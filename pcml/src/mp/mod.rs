@@ -1,0 +1,47 @@
+//! Procs: the multiprocessor layer (seed 004, sections 4 and 5).
+//!
+//! A *proc* is one worker OS thread of a runtime; a runtime has `procs()` of them, by default
+//! `std::thread::available_parallelism()`. Each proc runs pcml threads one at a time, with no
+//! preemption. The layer offers what seed 004's MP interface offers: the number of procs, the
+//! identity of the current proc, a per-proc datum ([`ProcLocal`]) and spin locks
+//! ([`SpinLock`]). Acquiring and releasing procs is automatic: an idle proc spins briefly,
+//! then parks, and is unparked when work arrives for it (see `sched`).
+//!
+//! Differences from seed 004: procs are not acquired by user code; the datum is typed and may be
+//! any `T`, one value per proc.
+//!
+//! # Invariants
+//! - `current_proc()` is `Some(i)` exactly on the worker thread of proc `i`, whichever pcml
+//!   thread runs there.
+
+mod parker;
+mod proc_local;
+mod spin;
+
+pub(crate) use parker::Parker;
+pub use proc_local::ProcLocal;
+pub use spin::{SpinLock, SpinLockGuard};
+
+/// The number of procs of the current runtime; outside a runtime, the number a default runtime
+/// would have (`PCML_PROCS` if set, else `std::thread::available_parallelism()`).
+///
+/// ```
+/// let n = pcml::run(pcml::procs);
+/// assert!(n >= 1);
+/// ```
+pub fn procs() -> usize {
+    match crate::sched::location() {
+        Some((_, _, procs)) => procs,
+        None => crate::sched::default_procs(),
+    }
+}
+
+/// The index of the proc running the caller, or `None` outside a runtime's procs.
+///
+/// ```
+/// assert_eq!(pcml::current_proc(), None);
+/// assert_eq!(pcml::run(pcml::current_proc), Some(0));
+/// ```
+pub fn current_proc() -> Option<usize> {
+    crate::sched::location().map(|(_, proc, _)| proc)
+}

@@ -1,0 +1,130 @@
+//! The `Blocker`: one way to block, three kinds of waiter (DESIGN.md decision 1).
+//!
+//! A thread that must wait hands a `Blocker` to whatever will wake it (a channel's waiter
+//! queue, a join state) and then blocks; `unblock` makes it runnable again:
+//! - a **fiber** suspends; its blocker names its home proc, its slot there and a fresh token,
+//!   and `unblock` lands the wake-up in the home proc's inbox (seed 003 section 9.1), so the
+//!   fiber resumes where it lives (decision 2);
+//! - a plain **OS thread** outside any runtime parks; `unblock` sets its flag and unparks it;
+//! - **async** code registers its `Waker`; `unblock` wakes it.
+//!
+//! This is the `Cont<T>` of the Parallel CML paper's C# implementation (section 9.2).
+//!
+//! # Invariants
+//! - `unblock` consumes the blocker, and a fiber's token is consumed by the first wake-up that
+//!   carries it; stale or repeated wake-ups are ignored by the home proc.
+//! - A fiber that called `block_current` is resumed only by its token's wake-up (or dropped at
+//!   shutdown), never spuriously.
+
+use std::fmt;
+use std::task::Waker;
+
+use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::sched::worker::{self, Shared};
+
+/// A handle that makes one blocked thread runnable again.
+pub(crate) struct Blocker(Kind);
+
+enum Kind {
+    Fiber {
+        shared: Arc<Shared>,
+        proc: usize,
+        slot: usize,
+        token: u64,
+    },
+    Thread(Arc<ThreadSignal>),
+    Waker(Waker),
+}
+
+/// What a parked OS thread waits on.
+struct ThreadSignal {
+    /// Set (Release) by `unblock`; read (Acquire) by the parked thread's loop.
+    notified: AtomicBool,
+    thread: crate::loom::thread::Thread,
+}
+
+impl Blocker {
+    pub(crate) fn fiber(shared: Arc<Shared>, proc: usize, slot: usize, token: u64) -> Self {
+        Blocker(Kind::Fiber {
+            shared,
+            proc,
+            slot,
+            token,
+        })
+    }
+
+    /// A blocker that wakes `waker`: how async code waits.
+    pub(crate) fn from_waker(waker: Waker) -> Self {
+        Blocker(Kind::Waker(waker))
+    }
+
+    /// Makes the blocked thread runnable.
+    pub(crate) fn unblock(self) {
+        match self.0 {
+            Kind::Fiber {
+                shared,
+                proc,
+                slot,
+                token,
+            } => worker::wake_fiber(&shared, proc, slot, token),
+            Kind::Thread(signal) => {
+                // Release: pairs with the Acquire load in `block_thread`, so whatever the waker
+                // wrote before unblocking is visible to the woken thread.
+                signal.notified.store(true, Ordering::Release);
+                signal.thread.unpark();
+            }
+            Kind::Waker(w) => w.wake(),
+        }
+    }
+
+    /// Whether both blockers wake the same waiter (used to avoid re-registering a waker).
+    pub(crate) fn will_wake(&self, other: &Waker) -> bool {
+        matches!(&self.0, Kind::Waker(w) if w.will_wake(other))
+    }
+}
+
+impl fmt::Debug for Blocker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Kind::Fiber {
+                proc, slot, token, ..
+            } => write!(f, "Blocker::Fiber(proc {proc}, slot {slot}, token {token})"),
+            Kind::Thread(_) => f.write_str("Blocker::Thread"),
+            Kind::Waker(_) => f.write_str("Blocker::Waker"),
+        }
+    }
+}
+
+/// Blocks the calling thread until the blocker given to `prepare` is unblocked.
+///
+/// `prepare` stores the blocker where the waker will find it; it may unblock it at once. `what`
+/// names the operation for the panic message in contexts that cannot block.
+///
+/// # Panics
+/// Inside a pcml async task, which cannot block.
+pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
+    match worker::block_fiber(prepare) {
+        Ok(()) => {}
+        Err(worker::NotAFiber::Task) => panic!(
+            "pcml: {what} would block inside a pcml async task, which cannot block its proc; use `.await` instead"
+        ),
+        Err(worker::NotAFiber::OsThread(prepare)) => block_thread(prepare),
+        Err(worker::NotAFiber::Shutdown) => panic!(
+            "pcml: {what} would block in a fiber that is being dropped at runtime shutdown;              destructors of fibers must not block"
+        ),
+    }
+}
+
+/// Parks the calling OS thread until unblocked.
+fn block_thread(prepare: impl FnOnce(Blocker)) {
+    let signal = Arc::new(ThreadSignal {
+        notified: AtomicBool::new(false),
+        thread: crate::loom::thread::current(),
+    });
+    prepare(Blocker(Kind::Thread(signal.clone())));
+    // Acquire: pairs with the Release store in `unblock`.
+    while !signal.notified.load(Ordering::Acquire) {
+        crate::loom::thread::park();
+    }
+}

@@ -1,0 +1,56 @@
+//! A proc's inbox: the landing pad of seed 003 section 9.1.
+//!
+//! Another proc (or an OS thread) cannot touch a proc's run queue of started fibers, because a
+//! started fiber never leaves its home proc. Instead it drops a message here: wake the fiber in
+//! slot `s` with token `t`, or start this new fiber here (explicit placement). The owner drains
+//! the inbox between threads and acts on each message.
+//!
+//! # Invariants
+//! - `len` equals `items.len()` whenever `items` is unlocked; it is only a hint for the owner's
+//!   cheap emptiness check, and the Dekker pair with `ProcShared::sleeping` (both `SeqCst`).
+//! - Only the owning proc drains.
+
+use crate::loom::sync::Mutex;
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+
+#[derive(Debug)]
+pub(crate) struct Inbox<T> {
+    /// Written under `items`' lock by `push` and `drain`; read without it by `is_empty`.
+    len: AtomicUsize,
+    items: Mutex<Vec<T>>,
+}
+
+impl<T> Inbox<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            len: AtomicUsize::new(0),
+            items: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Adds a message. The caller then checks whether the owner sleeps (see `wake_proc`).
+    pub(crate) fn push(&self, item: T) {
+        let mut items = self.items.lock().unwrap();
+        items.push(item);
+        // SeqCst: one half of the Dekker pair with the owner's `sleeping.store(true)` then
+        // `is_empty()`: either the owner sees this message or the pusher sees it sleeping.
+        self.len.store(items.len(), Ordering::SeqCst);
+    }
+
+    /// Whether the inbox looks empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        // SeqCst: the other half of the Dekker pair described in `push`.
+        self.len.load(Ordering::SeqCst) == 0
+    }
+
+    /// Moves every message into `out` (which the owner keeps to reuse its buffer).
+    pub(crate) fn drain_into(&self, out: &mut Vec<T>) {
+        if self.is_empty() {
+            return;
+        }
+        let mut items = self.items.lock().unwrap();
+        std::mem::swap(&mut *items, out);
+        // Relaxed: under the lock, which orders it with every push.
+        self.len.store(0, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,402 @@
+//! Join handles: how a thread's result (or its failure) reaches whoever waits for it.
+//!
+//! # Invariants
+//! - `result` is written once, by the completer, before it sets `DONE` (Release); after the
+//!   handle observes `DONE` (Acquire) only the handle touches `result`.
+//! - `DETACHED` is set once, when the handle is dropped unjoined. If the completer finds
+//!   `DETACHED` already set, it owns `result` and prints an unobserved panic; if the handle finds
+//!   `DONE` already set on drop, the handle does. So a panic nobody joins is printed exactly once.
+//! - The waiter slot is read and written under its spin lock; `DONE` is set under the same lock,
+//!   so a joiner either sees `DONE` or leaves a blocker the completer will wake.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::num::NonZeroU64;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::loom::PlainCell as UnsafeCell;
+use crate::mp::SpinLock;
+use crate::sched::blocker::{self, Blocker};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The identity of a pcml thread (a fiber or an async task), unique within the process.
+///
+/// ```
+/// pcml::run(|| {
+///     let me = pcml::current();
+///     let child = pcml::spawn(pcml::current).join().unwrap();
+///     assert_ne!(me, child);
+/// });
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadId(NonZeroU64);
+
+impl ThreadId {
+    pub(crate) fn next() -> Self {
+        use std::sync::atomic::AtomicU64;
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        // Relaxed: only uniqueness matters.
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ThreadId(NonZeroU64::new(n).expect("thread ids exhausted"))
+    }
+
+    /// The id as a number.
+    ///
+    /// ```
+    /// pcml::run(|| assert!(pcml::current().as_u64() > 0));
+    /// ```
+    pub fn as_u64(self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl fmt::Debug for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ThreadId({})", self.0)
+    }
+}
+
+impl fmt::Display for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// Why a thread produced no value: it panicked, it called [`exit`](crate::exit), or the runtime
+/// shut down before it finished.
+///
+/// ```
+/// pcml::run(|| {
+///     let err = pcml::spawn(|| -> u32 { panic!("boom") }).join().unwrap_err();
+///     assert!(err.is_panic());
+///     assert!(err.to_string().contains("boom"));
+/// });
+/// ```
+pub struct JoinError {
+    id: ThreadId,
+    repr: Repr,
+}
+
+enum Repr {
+    Panicked {
+        payload: Box<dyn Any + Send>,
+        report: String,
+    },
+    Exited,
+    Cancelled,
+}
+
+impl JoinError {
+    pub(crate) fn panicked(id: ThreadId, payload: Box<dyn Any + Send>, report: String) -> Self {
+        Self {
+            id,
+            repr: Repr::Panicked { payload, report },
+        }
+    }
+    pub(crate) fn exited(id: ThreadId) -> Self {
+        Self {
+            id,
+            repr: Repr::Exited,
+        }
+    }
+    pub(crate) fn cancelled(id: ThreadId) -> Self {
+        Self {
+            id,
+            repr: Repr::Cancelled,
+        }
+    }
+
+    /// The thread that failed.
+    pub fn id(&self) -> ThreadId {
+        self.id
+    }
+
+    /// Whether the thread panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.repr, Repr::Panicked { .. })
+    }
+
+    /// Whether the thread ended itself with [`exit`](crate::exit).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let err = pcml::spawn(|| -> () { pcml::exit() }).join().unwrap_err();
+    ///     assert!(err.is_exit());
+    /// });
+    /// ```
+    pub fn is_exit(&self) -> bool {
+        matches!(self.repr, Repr::Exited)
+    }
+
+    /// Whether the runtime shut down (or a deadlock stopped it) before the thread finished.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.repr, Repr::Cancelled)
+    }
+
+    /// The panic payload, to re-raise with `std::panic::resume_unwind`.
+    ///
+    /// # Panics
+    /// If the thread did not panic; see [`try_into_panic`](Self::try_into_panic).
+    pub fn into_panic(self) -> Box<dyn Any + Send> {
+        self.try_into_panic().unwrap_or_else(|e| {
+            panic!("JoinError::into_panic on an error that is not a panic: {e}")
+        })
+    }
+
+    /// The panic payload, or the error itself if the thread did not panic.
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send>, JoinError> {
+        match self.repr {
+            Repr::Panicked { payload, .. } => Ok(payload),
+            repr => Err(JoinError { id: self.id, repr }),
+        }
+    }
+
+    /// The panic's message, when the payload is a string.
+    pub fn panic_message(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Panicked { payload, .. } => payload_message(payload.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Panicked { report, .. } => write!(f, "pcml thread {} {}", self.id, report),
+            Repr::Exited => write!(f, "pcml thread {} ended itself with pcml::exit", self.id),
+            Repr::Cancelled => write!(
+                f,
+                "pcml thread {} was dropped unfinished: its runtime shut down",
+                self.id
+            ),
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinError")
+            .field("id", &self.id)
+            .field("error", &format_args!("{self}"))
+            .finish()
+    }
+}
+
+impl std::error::Error for JoinError {}
+
+const DONE: u8 = 1;
+const DETACHED: u8 = 2;
+
+/// The state a thread shares with its [`JoinHandle`].
+pub(crate) struct JoinState<T> {
+    pub(crate) id: ThreadId,
+    /// `DONE` and `DETACHED` bits; see the module invariants.
+    state: AtomicU8,
+    /// Written by the completer before `DONE`; then owned by the handle (or by the completer if
+    /// `DETACHED` came first).
+    result: UnsafeCell<Option<Result<T, JoinError>>>,
+    /// The joiner waiting for `DONE`, if any. Guarded by its lock.
+    waiter: SpinLock<Option<Blocker>>,
+}
+
+// SAFETY: `result` is handed from the completer to the handle through the DONE protocol, one
+// thread at a time; T: Send is what moving it between threads needs.
+unsafe impl<T: Send> Sync for JoinState<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for JoinState<T> {}
+
+impl<T> JoinState<T> {
+    pub(crate) fn new(id: ThreadId) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            state: AtomicU8::new(0),
+            result: UnsafeCell::new(None),
+            waiter: SpinLock::new(None),
+        })
+    }
+
+    /// Publishes the thread's outcome and wakes the joiner. Called once.
+    pub(crate) fn complete(&self, outcome: Result<T, JoinError>) {
+        // SAFETY: before DONE only the completer touches `result`.
+        self.result.with_mut(|r| unsafe { *r = Some(outcome) });
+        let (prev, waiter) = {
+            let mut slot = self.waiter.lock();
+            // AcqRel: the Release half publishes `result` to the handle's Acquire load in
+            // `is_done`; the Acquire half pairs with the handle's Release `fetch_or(DETACHED)`.
+            let prev = self.state.fetch_or(DONE, Ordering::AcqRel);
+            (prev, slot.take())
+        };
+        if prev & DETACHED != 0 {
+            // The handle is gone: we own the result.
+            // SAFETY: DETACHED was set before DONE, so the handle never touches `result`.
+            let outcome = self.result.with_mut(|r| unsafe { (*r).take() });
+            if let Some(Err(e)) = outcome {
+                report_unobserved(&e);
+            }
+        }
+        if let Some(w) = waiter {
+            w.unblock();
+        }
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        // Acquire: pairs with the Release half of `fetch_or(DONE)` in `complete`.
+        self.state.load(Ordering::Acquire) & DONE != 0
+    }
+
+    /// Takes the result. Only the handle calls this, after `is_done()`.
+    fn take(&self) -> Result<T, JoinError> {
+        debug_assert!(self.is_done());
+        // SAFETY: DONE has been observed with Acquire, so the completer is finished with
+        // `result` and the handle (our caller) is its only user.
+        self.result
+            .with_mut(|r| unsafe { (*r).take() })
+            .expect("pcml: a join result was taken twice")
+    }
+
+    /// Registers `blocker` to be woken at completion; wakes it at once if already done.
+    pub(crate) fn register(&self, blocker: Blocker) {
+        let mut slot = self.waiter.lock();
+        if self.is_done() {
+            drop(slot);
+            blocker.unblock();
+        } else {
+            *slot = Some(blocker);
+        }
+    }
+}
+
+/// Prints the failure of a thread whose result nobody will see.
+pub(crate) fn report_unobserved(e: &JoinError) {
+    if e.is_panic() {
+        eprintln!("{e} (its JoinHandle was dropped, so nobody joined it)");
+    }
+}
+
+/// An owned permission to wait for a thread's result.
+///
+/// Dropping the handle detaches the thread: it runs on, and a panic of a detached thread is
+/// printed to stderr once. `join` blocks only the calling fiber (or the calling OS thread outside
+/// a runtime); async code awaits the handle instead.
+///
+/// # Examples
+/// ```
+/// pcml::run(|| {
+///     let h = pcml::spawn(|| 6 * 7);
+///     assert_eq!(h.join().unwrap(), 42);
+///
+///     let t = pcml::spawn_task(async { "task" });
+///     assert_eq!(t.join().unwrap(), "task");
+/// });
+/// ```
+pub struct JoinHandle<T> {
+    state: Option<Arc<JoinState<T>>>,
+}
+
+impl<T> JoinHandle<T> {
+    pub(crate) fn new(state: Arc<JoinState<T>>) -> Self {
+        Self { state: Some(state) }
+    }
+
+    fn state(&self) -> &Arc<JoinState<T>> {
+        self.state
+            .as_ref()
+            .expect("pcml: JoinHandle polled after it returned its result")
+    }
+
+    /// Waits for the thread to finish and returns its value, or why there is none.
+    ///
+    /// Blocks the calling fiber, or the calling OS thread outside a runtime.
+    ///
+    /// # Panics
+    /// Inside a pcml async task, which cannot block: `.await` the handle there.
+    pub fn join(mut self) -> Result<T, JoinError> {
+        let state = self.state.take().expect("pcml: JoinHandle already joined");
+        if !state.is_done() {
+            blocker::block_current("JoinHandle::join", |b| state.register(b));
+            // A fiber is resumed only by its blocker; an OS thread's park loops on the flag.
+            debug_assert!(state.is_done());
+        }
+        state.take()
+    }
+
+    /// Whether the thread has finished (so `join` would not block).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let h = pcml::spawn(|| ());
+    ///     while !h.is_finished() {
+    ///         pcml::yield_now();
+    ///     }
+    ///     h.join().unwrap();
+    /// });
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.state().is_done()
+    }
+
+    /// The id of the thread.
+    pub fn id(&self) -> ThreadId {
+        self.state().id
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let state = self.state();
+        if !state.is_done() {
+            state.register(Blocker::from_waker(cx.waker().clone()));
+            if !state.is_done() {
+                return Poll::Pending;
+            }
+        }
+        let state = self.state.take().expect("checked above");
+        Poll::Ready(state.take())
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        let Some(state) = self.state.take() else {
+            return;
+        };
+        // Forget any waker we left: nobody waits any more.
+        state.waiter.lock().take();
+        // AcqRel: Release pairs with the Acquire half of the completer's fetch_or(DONE); Acquire
+        // pairs with its Release half when DONE is already set, making `result` visible.
+        let prev = state.state.fetch_or(DETACHED, Ordering::AcqRel);
+        if prev & DONE != 0 {
+            // SAFETY: DONE observed with Acquire; the handle owns `result`.
+            let outcome = state.result.with_mut(|r| unsafe { (*r).take() });
+            if let Some(Err(e)) = outcome {
+                report_unobserved(&e);
+            }
+        }
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.state {
+            Some(s) => f
+                .debug_struct("JoinHandle")
+                .field("id", &s.id)
+                .field("finished", &s.is_done())
+                .finish(),
+            None => f.write_str("JoinHandle { <joined> }"),
+        }
+    }
+}

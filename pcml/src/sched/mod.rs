@@ -1,0 +1,39 @@
+//! The scheduler (seeds 003 and 004): runtimes, procs' run queues, work stealing, inboxes,
+//! spawning, joining, deadlock detection.
+//!
+//! A runtime has one worker OS thread per proc (see `worker`). Work reaches a proc three ways:
+//! its own deque (what it spawns, stealable by idle procs), the global injector (work from
+//! outside the procs), and its inbox (wake-ups of its own fibers, and fibers placed on it with
+//! `spawn_on`). A started fiber lives on its home proc for life (see `fiber`); tasks migrate.
+//!
+//! Deadlock (seed 000's NoRunnableThreads; CML shuts down the same way): when the last proc goes
+//! to sleep and main is blocked, every queue is empty and no blocking job, timer or I/O source
+//! is pending, `block_on` returns [`RuntimeError::Deadlock`] naming how many threads are blocked.
+//! pcml cannot see OS threads that you start yourself; if they wake pcml threads, turn detection
+//! off with [`Builder::detect_deadlock`].
+//!
+//! # Invariants
+//! - See `worker` for the run-queue and sleep invariants, `join` for results, `blocker` for
+//!   wake-ups.
+
+pub(crate) mod blocker;
+pub(crate) mod blocking;
+pub(crate) mod inbox;
+pub(crate) mod join;
+pub(crate) mod panic;
+pub(crate) mod runtime;
+pub(crate) mod spawn;
+pub(crate) mod worker;
+
+#[cfg(all(test, pcml_loom))]
+mod tests;
+
+pub use join::{JoinError, JoinHandle, ThreadId};
+pub use runtime::{BuildError, Builder, MAX_PROCS, Runtime, RuntimeError, run};
+pub use spawn::{
+    SpawnError, YieldAsync, current, exit, spawn, spawn_blocking, spawn_on, spawn_task,
+    try_current, try_spawn, try_spawn_on, yield_async, yield_now,
+};
+
+pub(crate) use runtime::default_procs;
+pub(crate) use worker::location;

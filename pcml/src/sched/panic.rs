@@ -1,0 +1,86 @@
+//! Panics of pcml threads: caught, reported through `join`, printed once if nobody joins.
+//!
+//! A process-wide panic hook (installed once, chaining the previous hook) captures the message,
+//! location and, with `RUST_BACKTRACE`, the backtrace of a panic in a non-main fiber, a task or
+//! a `spawn_blocking` job, instead of printing it. The report travels in the [`JoinError`]; it
+//! is printed when the thread's handle is dropped unjoined (see `join`). Panics anywhere else,
+//! the main fiber's included, reach the previous hook as usual.
+//!
+//! `exit()` unwinds with an [`ExitSignal`] payload through `resume_unwind`, which bypasses the
+//! hook; the catch at the thread's root turns it into `JoinError::is_exit`.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::sync::Once;
+
+use crate::sched::worker::{self, Current};
+use crate::{JoinError, ThreadId};
+
+/// The payload with which `pcml::exit` unwinds a thread.
+pub(crate) struct ExitSignal;
+
+thread_local! {
+    /// The last captured panic report on this thread.
+    static REPORT: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Set while a `spawn_blocking` job runs on this thread.
+    pub(crate) static IN_BLOCKING_JOB: Cell<bool> = const { Cell::new(false) };
+}
+
+static INSTALL: Once = Once::new();
+
+/// Whether a panic on this thread now is a pcml thread's, to be captured.
+fn capturing() -> bool {
+    if IN_BLOCKING_JOB.with(|b| b.get()) {
+        return true;
+    }
+    match worker::context() {
+        Some(ctx) if ctx.is_shutting_down() => false,
+        Some(ctx) => match ctx_current(ctx) {
+            Current::Fiber { main, .. } => !main,
+            Current::Task { .. } => true,
+            Current::Scheduler => false,
+        },
+        None => false,
+    }
+}
+
+fn ctx_current(_ctx: &worker::Context) -> Current {
+    worker::current().unwrap_or(Current::Scheduler)
+}
+
+/// Installs the hook (once per process).
+pub(crate) fn install_hook() {
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !capturing() {
+                previous(info);
+                return;
+            }
+            let msg = crate::sched::join::payload_message(info.payload()).unwrap_or("Box<dyn Any>");
+            let mut report = match info.location() {
+                Some(loc) => format!("panicked at {loc}:\n{msg}"),
+                None => format!("panicked:\n{msg}"),
+            };
+            let bt = std::backtrace::Backtrace::capture();
+            if bt.status() == std::backtrace::BacktraceStatus::Captured {
+                report.push_str(&format!("\nstack backtrace:\n{bt}"));
+            }
+            REPORT.with(|r| *r.borrow_mut() = Some(report));
+        }));
+    });
+}
+
+/// Turns a caught unwind payload of thread `id` into its `JoinError`.
+pub(crate) fn join_error(id: ThreadId, payload: Box<dyn Any + Send>) -> JoinError {
+    if payload.is::<ExitSignal>() {
+        return JoinError::exited(id);
+    }
+    let report = REPORT.with(|r| r.borrow_mut().take()).unwrap_or_else(|| {
+        match crate::sched::join::payload_message(payload.as_ref()) {
+            Some(m) => format!("panicked: {m}"),
+            None => "panicked".to_string(),
+        }
+    });
+    JoinError::panicked(id, payload, report)
+}

@@ -1,0 +1,508 @@
+//! Starting and stopping a runtime: the builder, `block_on`, `run` (seed 001's start/stop).
+//!
+//! # Invariants
+//! - `MainSlot` settles once: main finished, main panicked, main exited, or deadlock. The first
+//!   settlement wins; `block_on` then shuts the runtime down.
+//! - Shutdown joins every worker thread before `block_on` returns, and each worker drops its own
+//!   fibers (on their home proc); unstarted work and task futures are dropped after.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle as OsJoinHandle;
+
+use crossbeam_deque::{Injector, Worker as Deque};
+
+use crate::ThreadId;
+use crate::fiber::stack::{self, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
+use crate::fiber::{FiberBody, NewFiber};
+use crate::mp::Parker;
+use crate::sched::blocking::BlockingPool;
+use crate::sched::inbox::Inbox;
+use crate::sched::worker::{self, InboxMsg, ProcShared, Shared};
+use crate::task::TaskRegistry;
+
+/// The most procs a runtime may have.
+pub const MAX_PROCS: usize = 1024;
+
+/// The number of procs a default runtime has: `PCML_PROCS` if set, else the number of cores.
+pub(crate) fn default_procs() -> usize {
+    env_usize("PCML_PROCS")
+        .filter(|&n| (1..=MAX_PROCS).contains(&n))
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// How the main fiber ended, or why the runtime stopped without it ending.
+enum MainState {
+    Running,
+    Finished,
+    Panicked(Box<dyn Any + Send>),
+    Exited,
+    Deadlock {
+        blocked: usize,
+        waiting_for_stack: usize,
+    },
+}
+
+/// Where `block_on` waits for the main fiber.
+pub(crate) struct MainSlot {
+    state: Mutex<MainState>,
+    cvar: Condvar,
+    /// Mirrors `state != Running` for lock-free checks.
+    settled: AtomicBool,
+}
+
+impl MainSlot {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(MainState::Running),
+            cvar: Condvar::new(),
+            settled: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
+    }
+
+    fn settle(&self, outcome: MainState) {
+        let mut st = self.state.lock().unwrap();
+        if matches!(*st, MainState::Running) {
+            *st = outcome;
+            // Release: pairs with the Acquire in `is_settled`.
+            self.settled.store(true, Ordering::Release);
+            self.cvar.notify_all();
+        }
+    }
+
+    pub(crate) fn settle_deadlock(&self, blocked: usize, waiting_for_stack: usize) {
+        self.settle(MainState::Deadlock {
+            blocked,
+            waiting_for_stack,
+        });
+    }
+
+    fn wait(&self) -> MainState {
+        let mut st = self.state.lock().unwrap();
+        while matches!(*st, MainState::Running) {
+            st = self.cvar.wait(st).unwrap();
+        }
+        std::mem::replace(&mut *st, MainState::Finished)
+    }
+}
+
+/// Why a runtime stopped without main's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// Main was blocked, every proc idle, and nothing (no timer, I/O or blocking job) could
+    /// wake anything: CML's "no runnable threads".
+    Deadlock {
+        /// Threads alive and blocked, main included.
+        blocked: usize,
+        /// Of those, fibers that never started because no stack could be had.
+        waiting_for_stack: usize,
+    },
+    /// Main ended itself with [`exit`](crate::exit), so there is no value to return.
+    MainExited,
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::Deadlock {
+                blocked,
+                waiting_for_stack,
+            } => {
+                write!(
+                    f,
+                    "pcml: deadlock: the main thread is blocked and so are all {blocked} live threads \
+                     (main included); every proc is idle and no timer, I/O or blocking job can wake them"
+                )?;
+                if *waiting_for_stack > 0 {
+                    write!(
+                        f,
+                        "; {waiting_for_stack} of them never started because no fiber stack could be had \
+                         (raise vm.max_map_count or Builder::max_fibers, or use spawn_task)"
+                    )?;
+                }
+                Ok(())
+            }
+            RuntimeError::MainExited => f.write_str(
+                "pcml: the main thread ended itself with pcml::exit, so it has no value",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// A bad runtime setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `procs` was 0 or above [`MAX_PROCS`].
+    Procs(usize),
+    /// `stack_size` was outside [`MIN_STACK_SIZE`]..=[`MAX_STACK_SIZE`].
+    StackSize(usize),
+    /// `max_fibers` was 0.
+    MaxFibers,
+    /// A worker thread could not be started.
+    Thread(String),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Procs(n) => write!(
+                f,
+                "pcml: a runtime needs between 1 and {MAX_PROCS} procs, not {n}"
+            ),
+            BuildError::StackSize(n) => write!(
+                f,
+                "pcml: fiber stack size {n} bytes is outside the allowed range \
+                 {MIN_STACK_SIZE}..={MAX_STACK_SIZE} bytes"
+            ),
+            BuildError::MaxFibers => f.write_str("pcml: max_fibers must be at least 1"),
+            BuildError::Thread(e) => write!(f, "pcml: could not start a worker thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Settings for a [`Runtime`].
+///
+/// # Examples
+/// ```
+/// let rt = pcml::Runtime::builder()
+///     .procs(2)
+///     .stack_size(128 * 1024)
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.block_on(|| pcml::procs()).unwrap(), 2);
+///
+/// let err = pcml::Runtime::builder().procs(0).build().unwrap_err();
+/// assert!(err.to_string().contains("procs"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    procs: Option<usize>,
+    stack_size: Option<usize>,
+    max_fibers: Option<usize>,
+    detect_deadlock: bool,
+}
+
+impl Builder {
+    /// The number of procs (worker OS threads). Default: `PCML_PROCS`, else the core count.
+    pub fn procs(mut self, n: usize) -> Self {
+        self.procs = Some(n);
+        self
+    }
+
+    /// The size of each fiber stack in bytes, rounded up to whole pages. Default:
+    /// `PCML_STACK_SIZE`, else [`DEFAULT_STACK_SIZE`] (256 KiB of address space; only the
+    /// pages a fiber touches use memory).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// The most fibers of this runtime that may be started and unfinished at once. Default:
+    /// what `vm.max_map_count` allows (about 30,000 with the default 65530). Above this, `try_spawn`
+    /// fails and spawned fibers wait to start.
+    pub fn max_fibers(mut self, n: usize) -> Self {
+        self.max_fibers = Some(n);
+        self
+    }
+
+    /// Whether `block_on` reports a deadlock (default on). Turn it off if OS threads that you
+    /// start yourself (not `spawn_blocking`) wake pcml threads, since pcml cannot see them coming.
+    pub fn detect_deadlock(mut self, on: bool) -> Self {
+        self.detect_deadlock = on;
+        self
+    }
+
+    /// Starts the runtime's procs.
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let procs = self.procs.unwrap_or_else(default_procs);
+        if !(1..=MAX_PROCS).contains(&procs) {
+            return Err(BuildError::Procs(procs));
+        }
+        let stack_size = self
+            .stack_size
+            .or_else(|| env_usize("PCML_STACK_SIZE"))
+            .unwrap_or(DEFAULT_STACK_SIZE);
+        if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&stack_size) {
+            return Err(BuildError::StackSize(stack_size));
+        }
+        let page = stack::page_size();
+        let stack_size = stack_size.div_ceil(page) * page;
+        let max_fibers = self.max_fibers.unwrap_or(usize::MAX);
+        if max_fibers == 0 {
+            return Err(BuildError::MaxFibers);
+        }
+        crate::sched::panic::install_hook();
+
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let deques: Vec<Deque<_>> = (0..procs).map(|_| Deque::new_fifo()).collect();
+        let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            procs: deques
+                .iter()
+                .map(|d| ProcShared {
+                    stealer: d.stealer(),
+                    inbox: Inbox::new(),
+                    parker: Parker::new(),
+                    sleeping: AtomicBool::new(false),
+                })
+                .collect(),
+            injector: Injector::new(),
+            stack_size,
+            max_fibers,
+            detect_deadlock: self.detect_deadlock,
+            shutdown: AtomicBool::new(false),
+            num_searching: AtomicUsize::new(0),
+            num_sleeping: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
+            running_fibers: AtomicUsize::new(0),
+            stack_waiters: Mutex::new(VecDeque::new()),
+            stack_waiting: AtomicUsize::new(0),
+            tasks: TaskRegistry::new(),
+            blocking: BlockingPool::new(),
+            wake_sources: AtomicUsize::new(0),
+            main: MainSlot::new(),
+        });
+        let mut threads = Vec::with_capacity(procs);
+        for (i, deque) in deques.into_iter().enumerate() {
+            let sh = shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("pcml-proc-{i}"))
+                .spawn(move || worker::run_worker(sh, i, deque));
+            match spawned {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    let rt = Runtime { shared, threads };
+                    drop(rt);
+                    return Err(BuildError::Thread(e.to_string()));
+                }
+            }
+        }
+        Ok(Runtime { shared, threads })
+    }
+}
+
+/// A pcml runtime: procs running fibers and tasks.
+///
+/// `block_on` runs a main fiber and returns its value when it returns, dropping whatever
+/// threads are left, like a Rust `main`.
+///
+/// # Examples
+/// ```
+/// let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+/// let sum = rt.block_on(|| {
+///     let hs: Vec<_> = (1..=10u64).map(|i| pcml::spawn(move || i)).collect();
+///     hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+/// });
+/// assert_eq!(sum.unwrap(), 55);
+/// ```
+pub struct Runtime {
+    shared: Arc<Shared>,
+    threads: Vec<OsJoinHandle<()>>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("procs", &self.shared.procs.len())
+            .field("stack_size", &self.shared.stack_size)
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// A builder with default settings.
+    pub fn builder() -> Builder {
+        Builder {
+            procs: None,
+            stack_size: None,
+            max_fibers: None,
+            detect_deadlock: true,
+        }
+    }
+
+    /// A runtime with default settings.
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::new().unwrap();
+    /// assert_eq!(rt.block_on(|| 1 + 1).unwrap(), 2);
+    /// ```
+    pub fn new() -> Result<Runtime, BuildError> {
+        Self::builder().build()
+    }
+
+    /// The number of procs.
+    pub fn procs(&self) -> usize {
+        self.shared.procs.len()
+    }
+
+    /// Runs `main` as the main fiber on proc 0 and returns its value once it returns; then
+    /// shuts the runtime down, dropping every thread that is left.
+    ///
+    /// Returns `Err` if the runtime deadlocked (main blocked, every proc idle, nothing that could
+    /// wake anything) or main ended itself with `exit`. A panic in main is resumed here.
+    ///
+    /// # Panics
+    /// If called from inside a pcml runtime (it would block a proc), or with main's panic.
+    pub fn block_on<F, T>(self, main: F) -> Result<T, RuntimeError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        assert!(
+            worker::context().is_none(),
+            "pcml: Runtime::block_on called from inside a pcml runtime, which would block a proc; \
+             spawn a thread and join it instead"
+        );
+        let value = Arc::new(Mutex::new(None));
+        let id = ThreadId::next();
+        self.shared.live.fetch_add(1, Ordering::Relaxed);
+        self.shared.send_to(
+            0,
+            InboxMsg::Start(NewFiber {
+                id,
+                main: true,
+                body: Box::new(MainBody {
+                    f: Some(main),
+                    value: value.clone(),
+                    shared: self.shared.clone(),
+                }),
+            }),
+        );
+        self.shared.procs[0].parker.unpark();
+        let outcome = self.shared.main.wait();
+        drop(self);
+        match outcome {
+            MainState::Finished => Ok(value
+                .lock()
+                .unwrap()
+                .take()
+                .expect("pcml: main finished without a value")),
+            MainState::Panicked(p) => resume_unwind(p),
+            MainState::Exited => Err(RuntimeError::MainExited),
+            MainState::Deadlock {
+                blocked,
+                waiting_for_stack,
+            } => Err(RuntimeError::Deadlock {
+                blocked,
+                waiting_for_stack,
+            }),
+            MainState::Running => unreachable!("MainSlot::wait returns settled states"),
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shared.begin_shutdown();
+        for t in self.threads.drain(..) {
+            // A worker panics only on an internal bug; report it rather than hide it.
+            if let Err(p) = t.join() {
+                if !std::thread::panicking() {
+                    resume_unwind(p);
+                }
+            }
+        }
+        // The procs are stopped: drop what is left outside them.
+        while !self.shared.injector.is_empty() {
+            let _ = self.shared.injector.steal();
+        }
+        for p in self.shared.procs.iter() {
+            let mut left = Vec::new();
+            p.inbox.drain_into(&mut left);
+            drop(left);
+        }
+        let waiting: Vec<_> = self
+            .shared
+            .stack_waiters
+            .lock()
+            .unwrap()
+            .drain(..)
+            .collect();
+        drop(waiting);
+        self.shared.tasks.shutdown();
+        self.shared.blocking.shutdown();
+    }
+}
+
+/// The main fiber's body.
+struct MainBody<F, T> {
+    f: Option<F>,
+    value: Arc<Mutex<Option<T>>>,
+    shared: Arc<Shared>,
+}
+
+impl<F, T> FiberBody for MainBody<F, T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    fn run(mut self: Box<Self>) {
+        let f = self.f.take().expect("main body runs once");
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(v) => {
+                *self.value.lock().unwrap() = Some(v);
+                self.shared.main.settle(MainState::Finished);
+            }
+            Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
+                // Dropped at shutdown (after a deadlock): let the unwind finish.
+                resume_unwind(p);
+            }
+            Err(p) => {
+                if p.is::<crate::sched::panic::ExitSignal>() {
+                    self.shared.main.settle(MainState::Exited);
+                } else {
+                    self.shared.main.settle(MainState::Panicked(p));
+                }
+            }
+        }
+    }
+}
+
+/// Runs `main` on a new runtime with default settings and returns its value (seed 001's
+/// `start`): the procs stop when main returns, dropping whatever threads are left.
+///
+/// # Panics
+/// If the runtime deadlocks (with a message naming how many threads are blocked), if main
+/// ends itself with `exit`, or with main's own panic.
+///
+/// # Examples
+/// ```
+/// let answer = pcml::run(|| {
+///     let child = pcml::spawn(|| 21);
+///     child.join().unwrap() * 2
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+pub fn run<F, T>(main: F) -> T
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let rt = Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    match rt.block_on(main) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}

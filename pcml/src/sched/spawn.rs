@@ -1,0 +1,437 @@
+//! The thread API: spawn, yield, exit, current (seed 001's spawn/yield/halt).
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use crate::fiber::stack::{self, NoStack};
+use crate::fiber::{FiberBody, NewFiber};
+use crate::sched::blocking::{self, BlockingPool};
+use crate::sched::join::{JoinHandle, JoinState};
+use crate::sched::panic::ExitSignal;
+use crate::sched::worker::{self, Current, InboxMsg, Runnable, Shared};
+use crate::{JoinError, ThreadId};
+
+/// Why a fiber could not be spawned.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// Called outside a pcml runtime.
+    NoRuntime,
+    /// `spawn_on` named a proc the runtime does not have.
+    NoSuchProc {
+        /// The proc asked for.
+        proc: usize,
+        /// How many procs the runtime has.
+        procs: usize,
+    },
+    /// The runtime's [`max_fibers`](crate::Builder::max_fibers) fibers are started and
+    /// unfinished.
+    FiberLimit {
+        /// The limit.
+        max_fibers: usize,
+    },
+    /// The process-wide cap on fiber stacks, derived from `vm.max_map_count`, is reached.
+    StackCap {
+        /// Stacks the cap allows.
+        cap: usize,
+        /// The system's `vm.max_map_count`, if known.
+        max_map_count: Option<usize>,
+    },
+    /// Mapping a new stack failed (the mapping limit or memory).
+    StackMap(io::Error),
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const ADVICE: &str = "each started, unfinished fiber holds a stack of two memory mappings; \
+            raise the limit with `sysctl -w vm.max_map_count=N` (as root), let fibers finish \
+            before spawning more, or use async tasks (pcml::spawn_task) for very many threads";
+        match self {
+            SpawnError::NoRuntime => f.write_str(
+                "pcml: spawn called outside a pcml runtime; start one with pcml::run or Runtime::block_on",
+            ),
+            SpawnError::NoSuchProc { proc, procs } => write!(
+                f,
+                "pcml: spawn_on({proc}) but the runtime has {procs} procs (0..{procs})"
+            ),
+            SpawnError::FiberLimit { max_fibers } => write!(
+                f,
+                "pcml: cannot spawn a fiber: {max_fibers} fibers are running or blocked, the \
+                 runtime's max_fibers; raise it with Runtime::builder().max_fibers(n)"
+            ),
+            SpawnError::StackCap { cap, max_map_count } => write!(
+                f,
+                "pcml: cannot spawn a fiber: {cap} fiber stacks are in use, the most that \
+                 vm.max_map_count = {} allows; {ADVICE}",
+                max_map_count.map_or("unknown".to_string(), |n| n.to_string())
+            ),
+            SpawnError::StackMap(e) => write!(
+                f,
+                "pcml: cannot spawn a fiber: mapping its stack failed ({e}); {ADVICE}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SpawnError::StackMap(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The body of an ordinary spawned fiber.
+struct Body<F, T> {
+    f: Option<F>,
+    join: Option<Arc<JoinState<T>>>,
+}
+
+impl<F, T> FiberBody for Body<F, T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    fn run(mut self: Box<Self>) {
+        let f = self.f.take().expect("fiber body runs once");
+        let join = self.join.take().expect("fiber body runs once");
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(v) => join.complete(Ok(v)),
+            Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
+                // The fiber is being dropped at shutdown: record that, then let the unwind
+                // reach the coroutine's root.
+                join.complete(Err(JoinError::cancelled(join.id)));
+                resume_unwind(p);
+            }
+            Err(p) => join.complete(Err(crate::sched::panic::join_error(join.id, p))),
+        }
+    }
+}
+
+impl<F, T> Drop for Body<F, T> {
+    fn drop(&mut self) {
+        // Dropped without running (shutdown, or never started): the joiner learns it.
+        if let Some(join) = self.join.take() {
+            join.complete(Err(JoinError::cancelled(join.id)));
+        }
+    }
+}
+
+/// The runtime of the calling thread: a proc's, or a blocking-pool thread's.
+fn current_shared() -> Option<Arc<Shared>> {
+    worker::context()
+        .map(|c| c.shared.clone())
+        .or_else(blocking::current_shared)
+}
+
+fn new_fiber<F, T>(f: F) -> (NewFiber, JoinHandle<T>)
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let id = ThreadId::next();
+    let join = JoinState::new(id);
+    let body = Box::new(Body {
+        f: Some(f),
+        join: Some(join.clone()),
+    });
+    (
+        NewFiber {
+            id,
+            main: false,
+            body,
+        },
+        JoinHandle::new(join),
+    )
+}
+
+/// Checks that a fiber could get a stack now.
+fn check_capacity(shared: &Shared) -> Result<(), SpawnError> {
+    if shared.running_fibers.load(Ordering::Relaxed) >= shared.max_fibers {
+        return Err(SpawnError::FiberLimit {
+            max_fibers: shared.max_fibers,
+        });
+    }
+    worker::reserve_stack(shared).map_err(|e| match e {
+        NoStack::Cap { cap } => SpawnError::StackCap {
+            cap,
+            max_map_count: stack::max_map_count(),
+        },
+        NoStack::Mmap(e) => SpawnError::StackMap(e),
+    })
+}
+
+/// Spawns a fiber running `f`, or says why it cannot.
+///
+/// The fiber is unstarted until a proc picks it up (any idle proc may steal it); it gets its
+/// stack when it first runs. Fails when no stack could be had now (see the crate docs on the
+/// fiber cap) or outside a runtime.
+///
+/// ```
+/// pcml::run(|| {
+///     let h = pcml::try_spawn(|| "hi").expect("a stack is free");
+///     assert_eq!(h.join().unwrap(), "hi");
+/// });
+/// assert!(matches!(pcml::try_spawn(|| ()), Err(pcml::SpawnError::NoRuntime)));
+/// ```
+pub fn try_spawn<F, T>(f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let shared = current_shared().ok_or(SpawnError::NoRuntime)?;
+    check_capacity(&shared)?;
+    let (fiber, handle) = new_fiber(f);
+    shared.live.fetch_add(1, Ordering::Relaxed);
+    worker::push_runnable(&shared, Runnable::Fiber(fiber));
+    Ok(handle)
+}
+
+/// Spawns a fiber running `f`.
+///
+/// # Panics
+/// Outside a runtime, or when no fiber stack can be had, with a message that says which limit
+/// was hit and how to raise it; see [`try_spawn`] for the error value instead.
+///
+/// ```
+/// pcml::run(|| {
+///     let hs: Vec<_> = (0..100).map(|i| pcml::spawn(move || i * i)).collect();
+///     let sum: i32 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+///     assert_eq!(sum, 328350);
+/// });
+/// ```
+pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    try_spawn(f).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Spawns a fiber that starts and stays on proc `proc` (explicit placement, as the papers'
+/// benchmarks use), or says why it cannot.
+///
+/// ```
+/// let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+/// rt.block_on(|| {
+///     let h = pcml::try_spawn_on(1, pcml::current_proc).unwrap();
+///     assert_eq!(h.join().unwrap(), Some(1));
+///     assert!(pcml::try_spawn_on(2, || ()).is_err());
+/// })
+/// .unwrap();
+/// ```
+pub fn try_spawn_on<F, T>(proc: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let shared = current_shared().ok_or(SpawnError::NoRuntime)?;
+    let procs = shared.procs.len();
+    if proc >= procs {
+        return Err(SpawnError::NoSuchProc { proc, procs });
+    }
+    check_capacity(&shared)?;
+    let (fiber, handle) = new_fiber(f);
+    shared.live.fetch_add(1, Ordering::Relaxed);
+    shared.send_to(proc, InboxMsg::Start(fiber));
+    Ok(handle)
+}
+
+/// Spawns a fiber that starts and stays on proc `proc`.
+///
+/// # Panics
+/// As [`spawn`], and if the runtime has no proc `proc`.
+pub fn spawn_on<F, T>(proc: usize, f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    try_spawn_on(proc, f).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Spawns an async task: a stackless thread that may run on any proc and migrate between them.
+///
+/// Use tasks for very many threads (each costs only its future); use `.await` inside them.
+///
+/// # Panics
+/// Outside a pcml runtime.
+///
+/// ```
+/// pcml::run(|| {
+///     let t = pcml::spawn_task(async {
+///         let inner = pcml::spawn_task(async { 20 });
+///         inner.await.unwrap() + 1
+///     });
+///     assert_eq!(t.join().unwrap(), 21);
+/// });
+/// ```
+pub fn spawn_task<F>(fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let shared = current_shared().unwrap_or_else(|| {
+        panic!(
+            "pcml::spawn_task called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
+        )
+    });
+    crate::task::spawn_on_runtime(&shared, fut)
+}
+
+/// Runs `f` on a side pool of OS threads, so a blocking system call or a long computation does
+/// not stall a proc. Its handle joins like any other.
+///
+/// # Panics
+/// Outside a pcml runtime.
+///
+/// ```
+/// pcml::run(|| {
+///     let h = pcml::spawn_blocking(|| std::fs::metadata(".").is_ok());
+///     assert!(h.join().unwrap());
+/// });
+/// ```
+pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let shared = current_shared().unwrap_or_else(|| {
+        panic!(
+            "pcml::spawn_blocking called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
+        )
+    });
+    let id = ThreadId::next();
+    let join = JoinState::new(id);
+    let handle = JoinHandle::new(join.clone());
+    BlockingPool::submit(
+        &shared,
+        Box::new(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(f))
+                .map_err(|p| crate::sched::panic::join_error(id, p));
+            join.complete(outcome);
+        }),
+    );
+    handle
+}
+
+/// Lets the other runnable threads of this proc run, then continues.
+///
+/// # Panics
+/// Outside a fiber: in an async task `.await` [`yield_async`] instead; outside a runtime there
+/// is nothing to yield to.
+///
+/// ```
+/// pcml::run(|| {
+///     let h = pcml::spawn(|| 1);
+///     while !h.is_finished() {
+///         pcml::yield_now();
+///     }
+/// });
+/// ```
+pub fn yield_now() {
+    if worker::yield_fiber() {
+        return;
+    }
+    match worker::current() {
+        Some(Current::Task { .. }) => panic!(
+            "pcml::yield_now called in an async task, which cannot suspend its proc; use `pcml::yield_async().await`"
+        ),
+        _ => panic!(
+            "pcml::yield_now called outside a pcml fiber; it only works inside pcml::run, Runtime::block_on or a spawned fiber"
+        ),
+    }
+}
+
+/// A future that is pending once, letting other threads run: `yield_now` for async code.
+///
+/// ```
+/// pcml::run(|| {
+///     pcml::spawn_task(async {
+///         pcml::yield_async().await;
+///     })
+///     .join()
+///     .unwrap();
+/// });
+/// ```
+pub fn yield_async() -> YieldAsync {
+    YieldAsync { yielded: false }
+}
+
+/// The future of [`yield_async`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct YieldAsync {
+    yielded: bool,
+}
+
+impl Future for YieldAsync {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// Ends the calling pcml thread now (seed 001's `halt`); destructors of its stack run. Its
+/// joiner gets a [`JoinError`] for which `is_exit()` holds. In the main fiber, `block_on`
+/// returns `RuntimeError::MainExited`.
+///
+/// # Panics
+/// Outside a pcml thread.
+///
+/// ```
+/// pcml::run(|| {
+///     let h = pcml::spawn(|| -> u8 {
+///         pcml::exit();
+///     });
+///     assert!(h.join().unwrap_err().is_exit());
+/// });
+/// ```
+pub fn exit() -> ! {
+    let in_pcml_thread = matches!(
+        worker::current(),
+        Some(Current::Fiber { .. } | Current::Task { .. })
+    ) || crate::sched::panic::IN_BLOCKING_JOB.with(|b| b.get());
+    if !in_pcml_thread {
+        panic!("pcml::exit called outside a pcml thread: there is no pcml thread to end");
+    }
+    resume_unwind(Box::new(ExitSignal))
+}
+
+/// The id of the calling pcml thread.
+///
+/// # Panics
+/// Outside a fiber or task; see [`try_current`].
+///
+/// ```
+/// pcml::run(|| println!("I am {}", pcml::current()));
+/// ```
+pub fn current() -> ThreadId {
+    try_current().unwrap_or_else(|| {
+        panic!("pcml::current called outside a pcml fiber or task; use pcml::try_current to ask")
+    })
+}
+
+/// The id of the calling pcml thread, or `None` outside a fiber or task.
+///
+/// ```
+/// assert!(pcml::try_current().is_none());
+/// assert!(pcml::run(pcml::try_current).is_some());
+/// ```
+pub fn try_current() -> Option<ThreadId> {
+    match worker::current()? {
+        Current::Fiber { id, .. } | Current::Task { id } => Some(id),
+        Current::Scheduler => None,
+    }
+}

@@ -1,0 +1,3 @@
+//! Loom models of the scheduler's hand-offs (run by `.ci/loom`).
+
+mod loom_inbox;

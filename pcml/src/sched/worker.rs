@@ -1,0 +1,765 @@
+//! A proc's worker: the loop that runs fibers and tasks on one OS thread (seeds 003 and 004).
+//!
+//! Each proc owns
+//! - `ready`: started fibers that are runnable (they live here and nowhere else), and unstarted
+//!   fibers placed here explicitly (`spawn_on`); private to the proc;
+//! - `local`: a work-stealing deque of unstarted fibers and async tasks; the proc pushes and pops
+//!   at one end, idle procs steal from the other;
+//! - an [`Inbox`]: the landing pad through which others wake this proc's fibers;
+//! - its fibers' slots (`fibers`), its stack pool, and a [`Parker`] to sleep on.
+//!
+//! A global injector takes work pushed from outside the procs. The loop drains the inbox, then
+//! alternates between `ready` and `local` so that neither starves the other (a fiber spinning
+//! on `yield_now` goes to the back of `ready`, so everything else runnable runs first), and
+//! looks at the injector first every 61st turn (as Go does) so outside work is not starved by
+//! local work. With nothing to do the proc steals, spins briefly (a futex wake-up costs about
+//! 45 us on this machine against 200 ns for a cache-line round trip), then parks.
+//!
+//! # Invariants
+//! - A started fiber is in exactly one of: running (its coroutine taken out of its slot), its
+//!   proc's `ready` queue (state `Ready`), or blocked (state `Blocked`, coroutine in its slot).
+//! - A fiber's `token` is non-zero only while it is blocking or blocked; the first wake-up that
+//!   carries it sets it to zero, so a repeated or stale wake-up does nothing.
+//! - `RefCell` borrows of the proc's structures never span a coroutine switch or a task poll.
+//! - `num_sleeping` counts procs between `sleeping.store(true)` and their wake-up; the pusher of
+//!   an inbox message checks `sleeping` after pushing, the sleeper checks the inbox after setting
+//!   `sleeping` (both `SeqCst`): a wake-up is never lost.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use corosensei::CoroutineResult;
+use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
+use slab::Slab;
+
+use crate::ThreadId;
+use crate::fiber::stack::{self, NoStack, StackPool};
+use crate::fiber::{Coroutine, NewFiber, Suspend, Yielder, overflow};
+use crate::mp::Parker;
+use crate::sched::blocker::Blocker;
+use crate::sched::blocking::BlockingPool;
+use crate::sched::inbox::Inbox;
+use crate::sched::runtime::MainSlot;
+use crate::task::{Task, TaskRegistry, TaskRun};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex};
+
+/// How long an idle proc spins looking for work before it parks.
+const SPIN: Duration = Duration::from_micros(50);
+/// Syncs that complete without blocking before a fiber yields anyway.
+pub(crate) const BUDGET: u32 = 128;
+
+/// Work that any proc may run.
+pub(crate) enum Runnable {
+    Fiber(NewFiber),
+    Task(Arc<Task>),
+}
+
+/// A message to a proc's inbox.
+pub(crate) enum InboxMsg {
+    /// Wake the fiber in `slot` if its token is still `token`.
+    Wake { slot: usize, token: u64 },
+    /// Start this fiber here (explicit placement).
+    Start(NewFiber),
+}
+
+/// What a proc shares with the others.
+pub(crate) struct ProcShared {
+    /// The steal end of the proc's `local` deque.
+    pub(crate) stealer: Stealer<Runnable>,
+    /// Wake-ups and placed fibers from elsewhere.
+    pub(crate) inbox: Inbox<InboxMsg>,
+    /// What the proc sleeps on when idle.
+    pub(crate) parker: Parker,
+    /// Set (SeqCst) by the proc before its last look for work, cleared after it wakes.
+    pub(crate) sleeping: AtomicBool,
+}
+
+/// The state of a runtime shared by its procs and by the threads that talk to it.
+pub(crate) struct Shared {
+    /// Unique per runtime in this process.
+    pub(crate) id: u64,
+    pub(crate) procs: Box<[ProcShared]>,
+    /// Work pushed from outside the procs.
+    pub(crate) injector: Injector<Runnable>,
+    /// The size of every fiber stack of this runtime.
+    pub(crate) stack_size: usize,
+    /// The cap on started, unfinished fibers of this runtime.
+    pub(crate) max_fibers: usize,
+    pub(crate) detect_deadlock: bool,
+    /// Set once, by `block_on` when main settles or by `Runtime::drop`.
+    pub(crate) shutdown: AtomicBool,
+    /// Procs spinning while idle.
+    pub(crate) num_searching: AtomicUsize,
+    /// Procs parked or about to park.
+    pub(crate) num_sleeping: AtomicUsize,
+    /// Fibers and tasks spawned and not yet finished (main included).
+    pub(crate) live: AtomicUsize,
+    /// Fibers holding a stack (started, not finished).
+    pub(crate) running_fibers: AtomicUsize,
+    /// Fibers that found no stack when they were to start; they start when one is freed.
+    pub(crate) stack_waiters: Mutex<VecDeque<NewFiber>>,
+    /// `stack_waiters.len()`, readable without the lock.
+    pub(crate) stack_waiting: AtomicUsize,
+    /// Every live async task, so shutdown can drop them.
+    pub(crate) tasks: TaskRegistry,
+    /// The side pool of `spawn_blocking`.
+    pub(crate) blocking: BlockingPool,
+    /// Sources other than pcml threads that may wake a thread (timers, I/O, ...).
+    pub(crate) wake_sources: AtomicUsize,
+    /// How `block_on` learns that main ended or that the runtime deadlocked.
+    pub(crate) main: MainSlot,
+}
+
+impl Shared {
+    /// Makes stealable work visible to idle procs: wakes one sleeper if nobody is searching.
+    pub(crate) fn notify_idle(&self) {
+        if self.procs.len() == 1 {
+            // The only proc is the one pushing, or it will find the work in the injector when
+            // it next looks (it is unparked by `push_injector`'s caller otherwise).
+            return;
+        }
+        // SeqCst fence: the pusher's half of the Dekker pair with `num_sleeping` (the sleeper
+        // increments it, SeqCst, before its last look at the queues).
+        fence(Ordering::SeqCst);
+        if self.num_searching.load(Ordering::SeqCst) == 0
+            && self.num_sleeping.load(Ordering::SeqCst) > 0
+        {
+            self.wake_one_sleeper();
+        }
+    }
+
+    fn wake_one_sleeper(&self) {
+        for p in self.procs.iter() {
+            // SeqCst: pairs with the sleeper's SeqCst store before it looks for work.
+            if p.sleeping.load(Ordering::SeqCst) {
+                p.parker.unpark();
+                return;
+            }
+        }
+    }
+
+    /// Pushes work from outside the procs.
+    pub(crate) fn push_injector(&self, r: Runnable) {
+        self.injector.push(r);
+        fence(Ordering::SeqCst);
+        if self.num_searching.load(Ordering::SeqCst) == 0 {
+            self.wake_one_sleeper();
+        }
+    }
+
+    /// Sends `msg` to proc `proc`'s inbox and wakes the proc if it sleeps.
+    pub(crate) fn send_to(&self, proc: usize, msg: InboxMsg) {
+        let p = &self.procs[proc];
+        p.inbox.push(msg);
+        // SeqCst: pairs with the sleeper's `sleeping.store(true, SeqCst)`; see the invariants.
+        if p.sleeping.load(Ordering::SeqCst) {
+            p.parker.unpark();
+        }
+    }
+
+    /// Asks one proc to look again (after an outside event that may end a deadlock check).
+    pub(crate) fn kick(&self) {
+        if self.num_sleeping.load(Ordering::SeqCst) == self.procs.len() {
+            self.procs[0].parker.unpark();
+        }
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        // Acquire: pairs with the Release store in `begin_shutdown`.
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn begin_shutdown(&self) {
+        // Release: pairs with the Acquire loads of `is_shutdown`.
+        self.shutdown.store(true, Ordering::Release);
+        for p in self.procs.iter() {
+            p.parker.unpark();
+        }
+    }
+
+    /// A fiber or task has ended.
+    pub(crate) fn thread_finished(&self) {
+        // Release: orders the thread's work before the count that deadlock detection reads.
+        self.live.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// What the proc is running right now.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Current {
+    /// The worker loop itself.
+    Scheduler,
+    Fiber {
+        slot: usize,
+        id: ThreadId,
+        main: bool,
+    },
+    Task {
+        id: ThreadId,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FiberState {
+    Running,
+    Ready,
+    Blocked,
+}
+
+/// A started fiber, in its home proc's slab.
+struct FiberEntry {
+    /// `None` while the fiber runs (the worker holds it).
+    co: Option<Coroutine>,
+    state: FiberState,
+    /// The pending block's token; 0 when none. See the module invariants.
+    token: u64,
+    /// A wake-up for `token` arrived while the fiber was still running (before it suspended).
+    wake_pending: bool,
+    id: ThreadId,
+    main: bool,
+    guard: (usize, usize),
+}
+
+/// Something runnable only on this proc.
+enum Ready {
+    Resume(usize),
+    Start(NewFiber),
+}
+
+/// A proc's private state; lives on its worker thread's stack for the thread's life.
+pub(crate) struct Context {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) index: usize,
+    local: Deque<Runnable>,
+    ready: RefCell<VecDeque<Ready>>,
+    fibers: RefCell<Slab<FiberEntry>>,
+    stacks: RefCell<StackPool>,
+    inbox_buf: RefCell<Vec<InboxMsg>>,
+    tick: Cell<u32>,
+    next_token: Cell<u64>,
+    budget: Cell<u32>,
+    current: Cell<Current>,
+    /// The running fiber's yielder; restored by the fiber itself after each suspension.
+    yielder: Cell<*const Yielder>,
+    /// Set while the worker drops its fibers at shutdown.
+    shutting_down: Cell<bool>,
+}
+
+thread_local! {
+    static CONTEXT: Cell<*const Context> = const { Cell::new(ptr::null()) };
+}
+
+/// The current proc's context, if this OS thread is a worker.
+#[inline]
+pub(crate) fn context() -> Option<&'static Context> {
+    let p = CONTEXT.with(|c| c.get());
+    // SAFETY: CONTEXT is set by `run_worker` to a Context on its own stack and cleared before
+    // that frame ends; everything that runs on this thread in between (fibers, tasks) runs
+    // inside that frame, so the reference is valid for as long as any caller can hold it.
+    unsafe { p.as_ref() }
+}
+
+/// `(runtime id, proc, procs)` for the calling thread, if it is a worker.
+pub(crate) fn location() -> Option<(u64, usize, usize)> {
+    context().map(|c| (c.shared.id, c.index, c.shared.procs.len()))
+}
+
+/// What is running on this thread, if it is a worker.
+pub(crate) fn current() -> Option<Current> {
+    context().map(|c| c.current.get())
+}
+
+/// Why `block_fiber` could not block the caller as a fiber.
+pub(crate) enum NotAFiber<P> {
+    /// An async task: it must await.
+    Task,
+    /// Not a pcml thread: the caller should park the OS thread (with `prepare` back).
+    OsThread(P),
+    /// A fiber being dropped at shutdown tried to block.
+    Shutdown,
+}
+
+/// Blocks the running fiber: `prepare` gets its blocker, then the fiber suspends until the
+/// blocker is unblocked.
+pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFiber<P>> {
+    let Some(ctx) = context() else {
+        return Err(NotAFiber::OsThread(prepare));
+    };
+    match ctx.current.get() {
+        Current::Fiber { slot, .. } => {
+            if ctx.shutting_down.get() {
+                return Err(NotAFiber::Shutdown);
+            }
+            let token = ctx.next_token.get();
+            ctx.next_token.set(token + 1);
+            {
+                let mut fibers = ctx.fibers.borrow_mut();
+                let e = &mut fibers[slot];
+                e.token = token;
+                e.wake_pending = false;
+            }
+            ctx.budget.set(BUDGET);
+            prepare(Blocker::fiber(ctx.shared.clone(), ctx.index, slot, token));
+            ctx.suspend(Suspend::Block);
+            Ok(())
+        }
+        Current::Task { .. } => Err(NotAFiber::Task),
+        Current::Scheduler => Err(NotAFiber::OsThread(prepare)),
+    }
+}
+
+/// Makes the fiber in `slot` of proc `proc` runnable if its token is still `token`.
+pub(crate) fn wake_fiber(shared: &Arc<Shared>, proc: usize, slot: usize, token: u64) {
+    if let Some(ctx) = context()
+        && ptr::eq(&*ctx.shared, &**shared)
+        && ctx.index == proc
+    {
+        // On the home proc: no need for the inbox.
+        ctx.wake_local(slot, token);
+        return;
+    }
+    shared.send_to(proc, InboxMsg::Wake { slot, token });
+}
+
+/// Suspends the running fiber to the back of its proc's ready queue.
+///
+/// Returns `false` (doing nothing) if the caller is not a fiber.
+pub(crate) fn yield_fiber() -> bool {
+    match context() {
+        Some(ctx) if matches!(ctx.current.get(), Current::Fiber { .. }) => {
+            ctx.budget.set(BUDGET);
+            ctx.suspend(Suspend::Yield);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Counts one operation that completed without blocking; a fiber that has done `BUDGET` of them
+/// in a row yields, so a loop over always-ready events cannot monopolise its proc.
+pub(crate) fn consume_budget() {
+    if let Some(ctx) = context()
+        && matches!(ctx.current.get(), Current::Fiber { .. })
+    {
+        let left = ctx.budget.get();
+        if left <= 1 {
+            ctx.budget.set(BUDGET);
+            ctx.suspend(Suspend::Yield);
+        } else {
+            ctx.budget.set(left - 1);
+        }
+    }
+}
+
+/// Pushes stealable work from the current thread: to this proc's deque on a worker, else to
+/// `shared`'s injector.
+pub(crate) fn push_runnable(shared: &Arc<Shared>, r: Runnable) {
+    match context() {
+        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => {
+            ctx.local.push(r);
+            shared.notify_idle();
+        }
+        _ => shared.push_injector(r),
+    }
+}
+
+/// Whether a fiber could get a stack on the current proc right now without mapping one, and
+/// otherwise whether mapping one would be allowed. Maps one into the pool to find out.
+pub(crate) fn reserve_stack(shared: &Shared) -> Result<(), NoStack> {
+    match context() {
+        Some(ctx) if ptr::eq(&*ctx.shared, shared) => {
+            let mut pool = ctx.stacks.borrow_mut();
+            if pool.has_free() {
+                return Ok(());
+            }
+            let s = pool.take()?;
+            pool.give(s);
+            Ok(())
+        }
+        _ => {
+            let cap = stack::stack_cap();
+            if stack::mapped() >= cap {
+                Err(NoStack::Cap { cap })
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Context {
+    /// Suspends the running fiber, telling the worker why.
+    fn suspend(&self, why: Suspend) {
+        let y = self.yielder.get();
+        let cur = self.current.get();
+        debug_assert!(!y.is_null());
+        // SAFETY: `y` is the running fiber's yielder, set when it first ran and restored after
+        // each resumption; it lives on the fiber's stack, which is alive while the fiber runs.
+        unsafe { (*y).suspend(why) };
+        // Resumed (always on this same proc: fibers never migrate).
+        self.yielder.set(y);
+        self.current.set(cur);
+    }
+
+    fn wake_local(&self, slot: usize, token: u64) {
+        let mut fibers = self.fibers.borrow_mut();
+        let Some(e) = fibers.get_mut(slot) else {
+            // The fiber is gone (dropped at shutdown): a stale wake-up.
+            return;
+        };
+        if token == 0 || e.token != token {
+            // Stale or repeated wake-up.
+            return;
+        }
+        e.token = 0;
+        match e.state {
+            FiberState::Blocked => {
+                e.state = FiberState::Ready;
+                self.ready.borrow_mut().push_back(Ready::Resume(slot));
+            }
+            // Woken before it finished suspending: the worker requeues it at once.
+            FiberState::Running => e.wake_pending = true,
+            // Already runnable (cannot happen with a fresh token, but harmless).
+            FiberState::Ready => {}
+        }
+    }
+
+    fn drain_inbox(&self) {
+        let me = &self.shared.procs[self.index];
+        if me.inbox.is_empty() {
+            return;
+        }
+        let mut buf = std::mem::take(&mut *self.inbox_buf.borrow_mut());
+        me.inbox.drain_into(&mut buf);
+        for msg in buf.drain(..) {
+            match msg {
+                InboxMsg::Wake { slot, token } => self.wake_local(slot, token),
+                InboxMsg::Start(f) => self.ready.borrow_mut().push_back(Ready::Start(f)),
+            }
+        }
+        *self.inbox_buf.borrow_mut() = buf;
+    }
+
+    /// The next thing to run, or `None` if this proc found no work anywhere.
+    fn next_work(&self) -> Option<Work> {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % 61 == 0
+            && let Some(w) = self.steal_injector()
+        {
+            return Some(w);
+        }
+        let from_ready = || self.ready.borrow_mut().pop_front().map(Work::Ready);
+        let from_local = || self.local.pop().map(Work::Run);
+        let found = if tick % 2 == 0 {
+            from_ready().or_else(from_local)
+        } else {
+            from_local().or_else(from_ready)
+        };
+        found
+            .or_else(|| self.steal_injector())
+            .or_else(|| self.steal_others())
+    }
+
+    fn steal_injector(&self) -> Option<Work> {
+        loop {
+            match self.shared.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(r) => return Some(Work::Run(r)),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    fn steal_others(&self) -> Option<Work> {
+        let n = self.shared.procs.len();
+        for k in 1..n {
+            let victim = &self.shared.procs[(self.index + k) % n];
+            loop {
+                match victim.stealer.steal_batch_and_pop(&self.local) {
+                    Steal::Success(r) => return Some(Work::Run(r)),
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether there is work this proc could take (cheap loads only).
+    fn has_work(&self) -> bool {
+        let sh = &*self.shared;
+        !sh.procs[self.index].inbox.is_empty()
+            || !self.ready.borrow().is_empty()
+            || !self.local.is_empty()
+            || !sh.injector.is_empty()
+            || sh.procs.iter().any(|p| !p.stealer.is_empty())
+            || sh.is_shutdown()
+    }
+
+    fn run_work(&self, w: Work) {
+        match w {
+            Work::Ready(Ready::Resume(slot)) => self.resume_fiber(slot),
+            Work::Ready(Ready::Start(f)) => self.start_fiber(f),
+            Work::Run(Runnable::Fiber(f)) => self.start_fiber(f),
+            Work::Run(Runnable::Task(t)) => self.run_task(t),
+        }
+    }
+
+    fn run_task(&self, task: Arc<Task>) {
+        self.current.set(Current::Task { id: task.id });
+        let outcome = task.clone().run();
+        self.current.set(Current::Scheduler);
+        match outcome {
+            TaskRun::Idle => {}
+            TaskRun::Reschedule => {
+                self.local.push(Runnable::Task(task));
+                self.shared.notify_idle();
+            }
+            TaskRun::Finished => {
+                self.shared.tasks.remove(&task);
+                self.shared.thread_finished();
+            }
+        }
+    }
+
+    fn start_fiber(&self, f: NewFiber) {
+        let sh = &*self.shared;
+        // Relaxed: a counter checked against a limit.
+        if sh.running_fibers.fetch_add(1, Ordering::Relaxed) >= sh.max_fibers {
+            sh.running_fibers.fetch_sub(1, Ordering::Relaxed);
+            self.wait_for_stack(f);
+            return;
+        }
+        let stack = match self.stacks.borrow_mut().take() {
+            Ok(s) => s,
+            Err(_) => {
+                sh.running_fibers.fetch_sub(1, Ordering::Relaxed);
+                self.wait_for_stack(f);
+                return;
+            }
+        };
+        let guard = stack::guard_range(&stack);
+        let NewFiber { id, main, body } = f;
+        let co = Coroutine::with_stack(stack, move |y: &Yielder, ()| {
+            let ctx = context().expect("pcml: a fiber started off its proc");
+            ctx.yielder.set(y);
+            body.run();
+        });
+        let slot = self.fibers.borrow_mut().insert(FiberEntry {
+            co: Some(co),
+            state: FiberState::Ready,
+            token: 0,
+            wake_pending: false,
+            id,
+            main,
+            guard,
+        });
+        self.resume_fiber(slot);
+    }
+
+    /// Parks an unstarted fiber until a stack is freed.
+    fn wait_for_stack(&self, f: NewFiber) {
+        let sh = &*self.shared;
+        sh.stack_waiters.lock().unwrap().push_back(f);
+        sh.stack_waiting.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn resume_fiber(&self, slot: usize) {
+        let (mut co, id, main, guard) = {
+            let mut fibers = self.fibers.borrow_mut();
+            let e = &mut fibers[slot];
+            e.state = FiberState::Running;
+            (
+                e.co.take().expect("pcml: resumed a running fiber"),
+                e.id,
+                e.main,
+                e.guard,
+            )
+        };
+        self.current.set(Current::Fiber { slot, id, main });
+        overflow::set_guard(guard, self.shared.stack_size);
+        let result = co.resume(());
+        overflow::set_guard((0, 0), 0);
+        self.current.set(Current::Scheduler);
+        match result {
+            CoroutineResult::Yield(Suspend::Yield) => {
+                let mut fibers = self.fibers.borrow_mut();
+                let e = &mut fibers[slot];
+                e.co = Some(co);
+                e.state = FiberState::Ready;
+                self.ready.borrow_mut().push_back(Ready::Resume(slot));
+            }
+            CoroutineResult::Yield(Suspend::Block) => {
+                let mut fibers = self.fibers.borrow_mut();
+                let e = &mut fibers[slot];
+                e.co = Some(co);
+                if e.wake_pending {
+                    e.wake_pending = false;
+                    e.state = FiberState::Ready;
+                    self.ready.borrow_mut().push_back(Ready::Resume(slot));
+                } else {
+                    e.state = FiberState::Blocked;
+                }
+            }
+            CoroutineResult::Return(()) => {
+                self.fibers.borrow_mut().remove(slot);
+                self.stacks.borrow_mut().give(co.into_stack());
+                self.fiber_finished();
+            }
+        }
+    }
+
+    fn fiber_finished(&self) {
+        let sh = &*self.shared;
+        sh.running_fibers.fetch_sub(1, Ordering::Relaxed);
+        sh.thread_finished();
+        if sh.stack_waiting.load(Ordering::SeqCst) > 0
+            && let Some(f) = sh.stack_waiters.lock().unwrap().pop_front()
+        {
+            sh.stack_waiting.fetch_sub(1, Ordering::SeqCst);
+            self.local.push(Runnable::Fiber(f));
+        }
+    }
+
+    /// No work found: spin a little, then park.
+    fn idle(&self) {
+        let sh = &*self.shared;
+        let me = &sh.procs[self.index];
+        sh.num_searching.fetch_add(1, Ordering::SeqCst);
+        let start = Instant::now();
+        let mut found = false;
+        'spin: loop {
+            for _ in 0..64 {
+                if self.has_work() {
+                    found = true;
+                    break 'spin;
+                }
+                for _ in 0..8 {
+                    crate::loom::spin_loop();
+                }
+            }
+            if start.elapsed() >= SPIN {
+                break;
+            }
+        }
+        sh.num_searching.fetch_sub(1, Ordering::SeqCst);
+        if found {
+            return;
+        }
+        // SeqCst: the sleeper's half of the Dekker pairs with `send_to` (inbox) and
+        // `notify_idle` (deques, injector): set the flag, count ourselves, then look once more.
+        me.sleeping.store(true, Ordering::SeqCst);
+        sh.num_sleeping.fetch_add(1, Ordering::SeqCst);
+        if !self.has_work() {
+            if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
+                self.check_deadlock();
+            }
+            me.parker.park(None);
+        }
+        sh.num_sleeping.fetch_sub(1, Ordering::SeqCst);
+        me.sleeping.store(false, Ordering::SeqCst);
+    }
+
+    /// Called by the last proc to fall asleep: if main is blocked and nothing can ever wake
+    /// anything, settle `block_on` with a deadlock.
+    fn check_deadlock(&self) {
+        let sh = &*self.shared;
+        if !sh.detect_deadlock || sh.main.is_settled() || sh.is_shutdown() {
+            return;
+        }
+        if sh.blocking.in_flight() > 0 || sh.wake_sources.load(Ordering::SeqCst) > 0 {
+            return;
+        }
+        let queues_empty = sh.injector.is_empty()
+            && sh
+                .procs
+                .iter()
+                .all(|p| p.inbox.is_empty() && p.stealer.is_empty());
+        if !queues_empty || sh.num_sleeping.load(Ordering::SeqCst) != sh.procs.len() {
+            return;
+        }
+        // Acquire: pairs with the Release decrements in `thread_finished`.
+        let blocked = sh.live.load(Ordering::Acquire);
+        let waiting_for_stack = sh.stack_waiting.load(Ordering::SeqCst);
+        sh.main.settle_deadlock(blocked, waiting_for_stack);
+    }
+
+    /// Drops everything left on this proc, fibers on their home proc as decision 2 requires.
+    fn shutdown(&self) {
+        self.shutting_down.set(true);
+        self.drain_inbox();
+        // Unstarted work: dropping a body completes its join state as cancelled.
+        self.ready
+            .borrow_mut()
+            .retain(|r| matches!(r, Ready::Resume(_)));
+        while self.local.pop().is_some() {}
+        let slots: Vec<usize> = self.fibers.borrow().iter().map(|(k, _)| k).collect();
+        for slot in slots {
+            let mut e = self.fibers.borrow_mut().remove(slot);
+            if let Some(mut co) = e.co.take() {
+                self.current.set(Current::Fiber {
+                    slot,
+                    id: e.id,
+                    main: e.main,
+                });
+                // Unwinds the suspended fiber's stack here, running its destructors.
+                co.force_unwind();
+                self.current.set(Current::Scheduler);
+                self.stacks.borrow_mut().give(co.into_stack());
+                self.shared.running_fibers.fetch_sub(1, Ordering::Relaxed);
+                self.shared.thread_finished();
+            }
+        }
+        self.ready.borrow_mut().clear();
+    }
+
+    /// Whether this proc is dropping its fibers at shutdown.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.get()
+    }
+}
+
+enum Work {
+    Ready(Ready),
+    Run(Runnable),
+}
+
+/// The body of proc `index`'s OS thread.
+pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnable>) {
+    overflow::install_for_this_thread();
+    let ctx = Context {
+        stacks: RefCell::new(StackPool::new(shared.stack_size)),
+        shared,
+        index,
+        local,
+        ready: RefCell::new(VecDeque::new()),
+        fibers: RefCell::new(Slab::new()),
+        inbox_buf: RefCell::new(Vec::new()),
+        tick: Cell::new(0),
+        next_token: Cell::new(1),
+        budget: Cell::new(BUDGET),
+        current: Cell::new(Current::Scheduler),
+        yielder: Cell::new(ptr::null()),
+        shutting_down: Cell::new(false),
+    };
+    CONTEXT.with(|c| c.set(&ctx));
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            CONTEXT.with(|c| c.set(ptr::null()));
+        }
+    }
+    let _clear = Clear;
+    while !ctx.shared.is_shutdown() {
+        ctx.drain_inbox();
+        match ctx.next_work() {
+            Some(w) => ctx.run_work(w),
+            None => ctx.idle(),
+        }
+    }
+    ctx.shutdown();
+}
