@@ -28,7 +28,7 @@ pub(crate) struct Blocker(Kind);
 
 enum Kind {
     Fiber {
-        shared: Arc<Shared>,
+        shared: std::sync::Arc<Shared>,
         proc: usize,
         slot: usize,
         token: u64,
@@ -45,7 +45,12 @@ struct ThreadSignal {
 }
 
 impl Blocker {
-    pub(crate) fn fiber(shared: Arc<Shared>, proc: usize, slot: usize, token: u64) -> Self {
+    pub(crate) fn fiber(
+        shared: std::sync::Arc<Shared>,
+        proc: usize,
+        slot: usize,
+        token: u64,
+    ) -> Self {
         Blocker(Kind::Fiber {
             shared,
             proc,

@@ -6,8 +6,9 @@
 //! the inbox between threads and acts on each message.
 //!
 //! # Invariants
-//! - `len` equals `items.len()` whenever `items` is unlocked; it is only a hint for the owner's
-//!   cheap emptiness check, and the Dekker pair with `ProcShared::sleeping` (both `SeqCst`).
+//! - `len` equals `items.len()` whenever `items` is unlocked; it is a hint for the owner's
+//!   cheap emptiness check, and one side of the Dekker pair with `ProcShared::sleeping`, made
+//!   with SeqCst fences on both sides (`Shared::send_to`, `Context::idle`).
 //! - Only the owning proc drains.
 
 use crate::loom::sync::Mutex;
@@ -32,15 +33,17 @@ impl<T> Inbox<T> {
     pub(crate) fn push(&self, item: T) {
         let mut items = self.items.lock().unwrap();
         items.push(item);
-        // SeqCst: one half of the Dekker pair with the owner's `sleeping.store(true)` then
-        // `is_empty()`: either the owner sees this message or the pusher sees it sleeping.
-        self.len.store(items.len(), Ordering::SeqCst);
+        // Relaxed: under the lock. The Dekker pair with the owner's `sleeping` flag is made by
+        // the SeqCst fences in `Shared::send_to` and `Context::idle`: either the owner sees this
+        // message or the pusher sees it sleeping.
+        self.len.store(items.len(), Ordering::Relaxed);
     }
 
     /// Whether the inbox looks empty.
     pub(crate) fn is_empty(&self) -> bool {
-        // SeqCst: the other half of the Dekker pair described in `push`.
-        self.len.load(Ordering::SeqCst) == 0
+        // Relaxed: a hint; callers that must not miss a push put a SeqCst fence before this load
+        // (see `push`). Draining takes the lock, which orders it with every push.
+        self.len.load(Ordering::Relaxed) == 0
     }
 
     /// Moves every message into `out` (which the owner keeps to reuse its buffer).

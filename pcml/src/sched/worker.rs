@@ -23,7 +23,8 @@
 //! - `RefCell` borrows of the proc's structures never span a coroutine switch or a task poll.
 //! - `num_sleeping` counts procs between `sleeping.store(true)` and their wake-up; the pusher of
 //!   an inbox message checks `sleeping` after pushing, the sleeper checks the inbox after setting
-//!   `sleeping` (both `SeqCst`): a wake-up is never lost.
+//!   `sleeping`, each with a SeqCst fence between its store and its load: a wake-up is never
+//!   lost (loom model `sched/tests/loom_inbox.rs`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -154,8 +155,10 @@ impl Shared {
     pub(crate) fn send_to(&self, proc: usize, msg: InboxMsg) {
         let p = &self.procs[proc];
         p.inbox.push(msg);
-        // SeqCst: pairs with the sleeper's `sleeping.store(true, SeqCst)`; see the invariants.
-        if p.sleeping.load(Ordering::SeqCst) {
+        // SeqCst fence: the pusher's half of the Dekker pair with the sleeper's fence in `idle`
+        // (flag store, fence, inbox load): either it sees our message or we see its flag.
+        fence(Ordering::SeqCst);
+        if p.sleeping.load(Ordering::Relaxed) {
             p.parker.unpark();
         }
     }
@@ -654,6 +657,8 @@ impl Context {
         // `notify_idle` (deques, injector): set the flag, count ourselves, then look once more.
         me.sleeping.store(true, Ordering::SeqCst);
         sh.num_sleeping.fetch_add(1, Ordering::SeqCst);
+        // SeqCst fence: pairs with the fences in `send_to`, `notify_idle` and `push_injector`.
+        fence(Ordering::SeqCst);
         if !self.has_work() {
             if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
                 self.check_deadlock();

@@ -6,7 +6,7 @@
 //! ends up seeing the message: no wake-up is lost.
 
 use crate::loom::sync::Arc;
-use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, Ordering, fence};
 use crate::mp::Parker;
 use crate::sched::inbox::Inbox;
 
@@ -19,7 +19,8 @@ struct Proc {
 impl Proc {
     fn send(&self, msg: u32) {
         self.inbox.push(msg);
-        if self.sleeping.load(Ordering::SeqCst) {
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) {
             self.parker.unpark();
         }
     }
@@ -33,6 +34,7 @@ impl Proc {
                 return got;
             }
             self.sleeping.store(true, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
             if self.inbox.is_empty() {
                 self.parker.park(None);
             }
