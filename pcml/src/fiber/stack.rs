@@ -120,8 +120,9 @@ impl Drop for StackPool {
     }
 }
 
-/// The guard page below a stack: `[start, end)`.
+/// The guard page at the low end of a stack: `[start, end)`. corosensei's `limit()` is the
+/// start of the whole mapping, whose first page is the guard.
 pub(crate) fn guard_range(stack: &DefaultStack) -> (usize, usize) {
-    let limit = stack.limit().get();
-    (limit - page_size(), limit)
+    let start = stack.limit().get();
+    (start, start + page_size())
 }

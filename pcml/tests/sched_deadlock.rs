@@ -1,0 +1,144 @@
+//! Deadlock detection and shutdown.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pcml::{Runtime, RuntimeError};
+
+fn rt(procs: usize) -> Runtime {
+    Runtime::builder().procs(procs).build().unwrap()
+}
+
+/// A task that waits forever on a future nobody can wake.
+fn never() -> pcml::JoinHandle<()> {
+    pcml::spawn_task(std::future::pending::<()>())
+}
+
+#[test]
+fn main_blocked_on_a_thread_nobody_can_wake_is_a_deadlock() {
+    for procs in [1, 2] {
+        let r = rt(procs).block_on(|| {
+            // main -> a -> b -> (a task pending forever)
+            let a = pcml::spawn(|| {
+                let b = pcml::spawn(|| never().join().unwrap());
+                b.join().unwrap()
+            });
+            a.join().unwrap();
+        });
+        assert_eq!(
+            r,
+            Err(RuntimeError::Deadlock {
+                blocked: 4,
+                waiting_for_stack: 0
+            }),
+            "procs = {procs}"
+        );
+    }
+}
+
+#[test]
+fn run_panics_with_a_message_naming_the_blocked_threads() {
+    let p = std::panic::catch_unwind(|| pcml::run(|| never().join().unwrap())).unwrap_err();
+    let msg = p.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("deadlock"), "{msg}");
+    assert!(msg.contains("all 2 live threads"), "{msg}");
+}
+
+#[test]
+fn a_pending_blocking_job_is_not_a_deadlock() {
+    let v = rt(2)
+        .block_on(|| {
+            pcml::spawn_blocking(|| {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                5
+            })
+            .join()
+            .unwrap()
+        })
+        .unwrap();
+    assert_eq!(v, 5);
+}
+
+#[test]
+fn deadlock_detection_can_be_turned_off_for_outside_wakers() {
+    let (tx, rx) = std::sync::mpsc::channel::<pcml::JoinHandle<u32>>();
+    let outside = std::thread::spawn(move || {
+        // An OS thread pcml cannot see joins a fiber: nothing in the runtime is pending.
+        let h = rx.recv().unwrap();
+        h.join().unwrap()
+    });
+    let v = Runtime::builder()
+        .procs(1)
+        .detect_deadlock(false)
+        .build()
+        .unwrap()
+        .block_on(move || {
+            let gate = Arc::new(Mutex::new(false));
+            let g = gate.clone();
+            tx.send(pcml::spawn(|| 11)).unwrap();
+            let h = pcml::spawn(move || *g.lock().unwrap());
+            h.join().unwrap();
+            drop(gate);
+            1
+        })
+        .unwrap();
+    assert_eq!(v, 1);
+    assert_eq!(outside.join().unwrap(), 11);
+}
+
+/// Records the proc its destructor runs on.
+struct Witness(Arc<Mutex<Vec<Option<usize>>>>);
+impl Drop for Witness {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().push(pcml::current_proc());
+    }
+}
+
+#[test]
+fn shutdown_drops_remaining_fibers_on_their_home_proc() {
+    let drops = Arc::new(Mutex::new(Vec::new()));
+    let started = Arc::new(AtomicUsize::new(0));
+    let (d, s) = (drops.clone(), started.clone());
+    rt(2)
+        .block_on(move || {
+            for proc in [0, 1, 1] {
+                let (d, s) = (d.clone(), s.clone());
+                // Blocked forever when main returns.
+                drop(pcml::spawn_on(proc, move || {
+                    let _w = Witness(d);
+                    s.fetch_add(1, Ordering::SeqCst);
+                    never().join().unwrap();
+                }));
+            }
+            let (d2, s2) = (d.clone(), s.clone());
+            // Runnable forever when main returns.
+            drop(pcml::spawn_on(1, move || {
+                let _w = Witness(d2);
+                s2.fetch_add(1, Ordering::SeqCst);
+                loop {
+                    pcml::yield_now();
+                }
+            }));
+            while s.load(Ordering::SeqCst) < 4 {
+                pcml::yield_now();
+            }
+        })
+        .unwrap();
+    let mut drops = drops.lock().unwrap().clone();
+    drops.sort();
+    assert_eq!(drops, vec![Some(0), Some(1), Some(1), Some(1)]);
+}
+
+#[test]
+fn joining_a_thread_dropped_at_shutdown_reports_cancellation() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    rt(1)
+        .block_on(move || {
+            tx.send(pcml::spawn(|| never().join().unwrap())).unwrap();
+            pcml::yield_now();
+        })
+        .unwrap();
+    let h = rx.recv().unwrap();
+    let e = h.join().unwrap_err();
+    assert!(e.is_cancelled(), "{e}");
+}

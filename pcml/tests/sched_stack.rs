@@ -1,0 +1,122 @@
+//! Fiber stacks: configured sizes, the per-runtime fiber limit, and errors instead of crashes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use pcml::{BuildError, Runtime, SpawnError};
+
+#[test]
+fn builder_validates_its_settings() {
+    let b = || Runtime::builder();
+    assert_eq!(b().procs(0).build().unwrap_err(), BuildError::Procs(0));
+    assert_eq!(
+        b().procs(pcml::sched::MAX_PROCS + 1).build().unwrap_err(),
+        BuildError::Procs(pcml::sched::MAX_PROCS + 1)
+    );
+    assert_eq!(
+        b().stack_size(100).build().unwrap_err(),
+        BuildError::StackSize(100)
+    );
+    assert_eq!(
+        b().stack_size(usize::MAX).build().unwrap_err(),
+        BuildError::StackSize(usize::MAX)
+    );
+    assert_eq!(
+        b().max_fibers(0).build().unwrap_err(),
+        BuildError::MaxFibers
+    );
+    let e = b().stack_size(1).build().unwrap_err().to_string();
+    assert!(e.contains("outside the allowed range"), "{e}");
+}
+
+#[test]
+fn deep_recursion_fits_in_a_big_stack() {
+    fn deep(n: u64) -> u64 {
+        let pad = std::hint::black_box([n; 16]);
+        if n == 0 {
+            0
+        } else {
+            deep(n - 1) + pad[1] / n.max(1)
+        }
+    }
+    let v = Runtime::builder()
+        .procs(1)
+        .stack_size(64 << 20)
+        .build()
+        .unwrap()
+        .block_on(|| pcml::spawn(|| deep(100_000)).join().unwrap())
+        .unwrap();
+    assert_eq!(v, 100_000);
+}
+
+/// Spawns spinning fibers one at a time, each started before the next, until `try_spawn`
+/// fails; returns how many were running then and the error.
+fn fill_until_error(stop: Arc<AtomicBool>) -> (usize, SpawnError, Vec<pcml::JoinHandle<()>>) {
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut hs = Vec::new();
+    loop {
+        let (s, st) = (started.clone(), stop.clone());
+        match pcml::try_spawn(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+            while !st.load(Ordering::SeqCst) {
+                pcml::yield_now();
+            }
+        }) {
+            Ok(h) => hs.push(h),
+            Err(e) => return (started.load(Ordering::SeqCst), e, hs),
+        }
+        while started.load(Ordering::SeqCst) < hs.len() {
+            pcml::yield_now();
+        }
+    }
+}
+
+#[test]
+fn max_fibers_limits_started_fibers_and_try_spawn_says_so() {
+    let rt = Runtime::builder().procs(1).max_fibers(8).build().unwrap();
+    rt.block_on(|| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (running, err, hs) = fill_until_error(stop.clone());
+        // Main holds one of the 8 stacks.
+        assert_eq!(running, 7);
+        assert!(
+            matches!(err, SpawnError::FiberLimit { max_fibers: 8 }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("max_fibers"), "{err}");
+        let panic = std::panic::catch_unwind(|| pcml::spawn(|| ())).unwrap_err();
+        assert!(
+            panic
+                .downcast_ref::<String>()
+                .unwrap()
+                .contains("max_fibers")
+        );
+        stop.store(true, Ordering::SeqCst);
+        for h in hs {
+            h.join().unwrap();
+        }
+        // Room again.
+        assert_eq!(pcml::spawn(|| 3).join().unwrap(), 3);
+    })
+    .unwrap();
+}
+
+#[test]
+fn spawned_fibers_beyond_the_limit_wait_for_a_stack_and_all_finish() {
+    let rt = Runtime::builder().procs(2).max_fibers(4).build().unwrap();
+    let n = rt
+        .block_on(|| {
+            // Spawned before any starts: they queue for stacks instead of failing.
+            let hs: Vec<_> = (0..1000)
+                .map(|i| {
+                    pcml::spawn(move || {
+                        pcml::yield_now();
+                        i
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).count()
+        })
+        .unwrap();
+    assert_eq!(n, 1000);
+}

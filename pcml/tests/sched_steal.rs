@@ -1,0 +1,196 @@
+//! Work stealing, home procs, and fairness.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use pcml::Runtime;
+
+fn rt(procs: usize) -> Runtime {
+    Runtime::builder().procs(procs).build().unwrap()
+}
+
+/// Main spawns fibers onto its own deque and then spins without yielding: they can only run if
+/// the idle proc steals them.
+#[test]
+fn idle_proc_steals_unstarted_fibers() {
+    let ran_on_1 = rt(2)
+        .block_on(|| {
+            let done = Arc::new(AtomicUsize::new(0));
+            let on_1 = Arc::new(AtomicUsize::new(0));
+            let hs: Vec<_> = (0..200)
+                .map(|_| {
+                    let (done, on_1) = (done.clone(), on_1.clone());
+                    pcml::spawn(move || {
+                        if pcml::current_proc() == Some(1) {
+                            on_1.fetch_add(1, Ordering::SeqCst);
+                        }
+                        done.fetch_add(1, Ordering::SeqCst);
+                    })
+                })
+                .collect();
+            while done.load(Ordering::SeqCst) < 200 {
+                std::hint::spin_loop();
+            }
+            for h in hs {
+                h.join().unwrap();
+            }
+            on_1.load(Ordering::SeqCst)
+        })
+        .unwrap();
+    assert_eq!(ran_on_1, 200, "every fiber had to be stolen by proc 1");
+}
+
+/// A fiber blocked on proc 0 and woken from proc 1 resumes on proc 0, many times over; its
+/// thread-locals are its home proc's.
+#[test]
+fn a_fiber_woken_from_another_proc_resumes_on_its_home_proc() {
+    thread_local! { static WORKER_NAME: String = std::thread::current().name().unwrap_or("").to_string(); }
+    rt(2)
+        .block_on(|| {
+            let home = pcml::spawn_on(0, || {
+                let name = WORKER_NAME.with(|n| n.clone());
+                for i in 0..2000 {
+                    // The child runs on proc 1 and finishing it wakes us from there.
+                    let child = pcml::spawn_on(1, move || {
+                        if i % 2 == 0 {
+                            pcml::yield_now();
+                        }
+                        pcml::current_proc()
+                    });
+                    assert_eq!(child.join().unwrap(), Some(1));
+                    assert_eq!(pcml::current_proc(), Some(0), "resumed off its home proc");
+                    assert_eq!(WORKER_NAME.with(|n| n.clone()), name);
+                }
+            });
+            home.join().unwrap();
+        })
+        .unwrap();
+}
+
+/// A started fiber that yields stays on its proc even while another proc is idle and stealing.
+#[test]
+fn started_fibers_never_migrate() {
+    rt(2)
+        .block_on(|| {
+            let hs: Vec<_> = (0..50)
+                .map(|_| {
+                    pcml::spawn(|| {
+                        let first = pcml::current_proc();
+                        for _ in 0..200 {
+                            pcml::yield_now();
+                            assert_eq!(pcml::current_proc(), first);
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        })
+        .unwrap();
+}
+
+/// A fiber spinning on yield_now does not starve one that never blocks, nor a task.
+#[test]
+fn yield_spinner_does_not_starve_others() {
+    rt(1)
+        .block_on(|| {
+            let flag = Arc::new(AtomicBool::new(false));
+            let f = flag.clone();
+            let spinner = pcml::spawn(move || {
+                let mut spins = 0u64;
+                while !f.load(Ordering::SeqCst) {
+                    pcml::yield_now();
+                    spins += 1;
+                }
+                spins
+            });
+            let f = flag.clone();
+            let worker = pcml::spawn(move || {
+                let mut x = 0u64;
+                for i in 0..1_000_000u64 {
+                    x = x.wrapping_add(i * i);
+                }
+                f.store(true, Ordering::SeqCst);
+                x
+            });
+            let task_flag = Arc::new(AtomicBool::new(false));
+            let tf = task_flag.clone();
+            let task = pcml::spawn_task(async move {
+                for _ in 0..10 {
+                    pcml::yield_async().await;
+                }
+                tf.store(true, Ordering::SeqCst);
+            });
+            worker.join().unwrap();
+            spinner.join().unwrap();
+            task.join().unwrap();
+            assert!(task_flag.load(Ordering::SeqCst));
+        })
+        .unwrap();
+}
+
+/// Two yield spinners on one proc alternate.
+#[test]
+fn yield_alternates_between_fibers() {
+    rt(1)
+        .block_on(|| {
+            let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let hs: Vec<_> = (0..2)
+                .map(|who| {
+                    let log = log.clone();
+                    pcml::spawn(move || {
+                        for _ in 0..5 {
+                            log.lock().unwrap().push(who);
+                            pcml::yield_now();
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            let log = log.lock().unwrap();
+            assert_eq!(log.len(), 10);
+            assert!(
+                log.windows(2).all(|w| w[0] != w[1]),
+                "yield should alternate: {log:?}"
+            );
+        })
+        .unwrap();
+}
+
+/// Tasks spawned on one proc spread to the other: they migrate while unstarted or woken.
+#[test]
+fn tasks_run_on_both_procs() {
+    let seen = rt(2)
+        .block_on(|| {
+            let on = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+            let stop = Arc::new(AtomicBool::new(false));
+            let hs: Vec<_> = (0..64)
+                .map(|_| {
+                    let (on, stop) = (on.clone(), stop.clone());
+                    pcml::spawn_task(async move {
+                        while !stop.load(Ordering::SeqCst) {
+                            let p = pcml::current_proc().unwrap();
+                            on[p].fetch_add(1, Ordering::SeqCst);
+                            // Keep the proc busy a little so the other one steals.
+                            let t = std::time::Instant::now();
+                            while t.elapsed() < std::time::Duration::from_micros(50) {}
+                            pcml::yield_async().await;
+                            if on[0].load(Ordering::SeqCst) > 0 && on[1].load(Ordering::SeqCst) > 0
+                            {
+                                stop.store(true, Ordering::SeqCst);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            [on[0].load(Ordering::SeqCst), on[1].load(Ordering::SeqCst)]
+        })
+        .unwrap();
+    assert!(seen[0] > 0 && seen[1] > 0, "tasks ran on {seen:?}");
+}
