@@ -82,11 +82,6 @@ impl Blocker {
             Kind::Waker(w) => w.wake(),
         }
     }
-
-    /// Whether both blockers wake the same waiter (used to avoid re-registering a waker).
-    pub(crate) fn will_wake(&self, other: &Waker) -> bool {
-        matches!(&self.0, Kind::Waker(w) if w.will_wake(other))
-    }
 }
 
 impl fmt::Debug for Blocker {

@@ -6,8 +6,12 @@
 //! - `DETACHED` is set once, when the handle is dropped unjoined. If the completer finds
 //!   `DETACHED` already set, it owns `result` and prints an unobserved panic; if the handle finds
 //!   `DONE` already set on drop, the handle does. So a panic nobody joins is printed exactly once.
-//! - The waiter slot is read and written under its spin lock; `DONE` is set under the same lock,
-//!   so a joiner either sees `DONE` or leaves a blocker the completer will wake.
+//! - The `waiter` cell belongs to the handle while `WAITER` is clear and to the completer once it
+//!   has set `DONE` with `WAITER` set. The handle writes a blocker, then sets `WAITER` with a CAS
+//!   that fails if `DONE` came first (it then keeps its blocker); to replace a blocker it clears
+//!   `WAITER` with a CAS that fails if `DONE` came first (the completer then wakes the old one).
+//!   So a joiner either sees `DONE` or leaves a blocker the completer will wake, with one atomic
+//!   read-modify-write on each side.
 
 use std::any::Any;
 use std::fmt;
@@ -17,7 +21,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::loom::PlainCell as UnsafeCell;
-use crate::mp::SpinLock;
 use crate::sched::blocker::{self, Blocker};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -197,17 +200,18 @@ impl std::error::Error for JoinError {}
 
 const DONE: u8 = 1;
 const DETACHED: u8 = 2;
+const WAITER: u8 = 4;
 
 /// The state a thread shares with its [`JoinHandle`].
 pub(crate) struct JoinState<T> {
     pub(crate) id: ThreadId,
-    /// `DONE` and `DETACHED` bits; see the module invariants.
+    /// `DONE`, `DETACHED` and `WAITER` bits; see the module invariants.
     state: AtomicU8,
     /// Written by the completer before `DONE`; then owned by the handle (or by the completer if
     /// `DETACHED` came first).
     result: UnsafeCell<Option<Result<T, JoinError>>>,
-    /// The joiner waiting for `DONE`, if any. Guarded by its lock.
-    waiter: SpinLock<Option<Blocker>>,
+    /// The joiner waiting for `DONE`; owned as the module invariants say.
+    waiter: UnsafeCell<Option<Blocker>>,
 }
 
 // SAFETY: `result` is handed from the completer to the handle through the DONE protocol, one
@@ -222,7 +226,7 @@ impl<T> JoinState<T> {
             id,
             state: AtomicU8::new(0),
             result: UnsafeCell::new(None),
-            waiter: SpinLock::new(None),
+            waiter: UnsafeCell::new(None),
         })
     }
 
@@ -230,12 +234,15 @@ impl<T> JoinState<T> {
     pub(crate) fn complete(&self, outcome: Result<T, JoinError>) {
         // SAFETY: before DONE only the completer touches `result`.
         self.result.with_mut(|r| unsafe { *r = Some(outcome) });
-        let (prev, waiter) = {
-            let mut slot = self.waiter.lock();
-            // AcqRel: the Release half publishes `result` to the handle's Acquire load in
-            // `is_done`; the Acquire half pairs with the handle's Release `fetch_or(DETACHED)`.
-            let prev = self.state.fetch_or(DONE, Ordering::AcqRel);
-            (prev, slot.take())
+        // AcqRel: the Release half publishes `result` to the handle's Acquire loads; the Acquire
+        // half pairs with the handle's Release CAS that set WAITER (its blocker) or its Release
+        // fetch_or(DETACHED).
+        let prev = self.state.fetch_or(DONE, Ordering::AcqRel);
+        let waiter = if prev & WAITER != 0 {
+            // SAFETY: WAITER was set before DONE, so the cell is ours now (module invariants).
+            self.waiter.with_mut(|w| unsafe { (*w).take() })
+        } else {
+            None
         };
         if prev & DETACHED != 0 {
             // The handle is gone: we own the result.
@@ -265,14 +272,44 @@ impl<T> JoinState<T> {
             .expect("pcml: a join result was taken twice")
     }
 
-    /// Registers `blocker` to be woken at completion; wakes it at once if already done.
+    /// Registers `blocker` (the handle's side only) to be woken at completion; wakes it at once
+    /// if already done.
     pub(crate) fn register(&self, blocker: Blocker) {
-        let mut slot = self.waiter.lock();
-        if self.is_done() {
-            drop(slot);
+        // Acquire: pairs with the completer's Release half of fetch_or(DONE).
+        let mut s = self.state.load(Ordering::Acquire);
+        if s & WAITER != 0 {
+            // Take the cell back to replace the old blocker.
+            // Acquire: pairs with our own earlier Release CAS (program order) and the completer.
+            match self
+                .state
+                .compare_exchange(s, s & !WAITER, Ordering::Acquire, Ordering::Acquire)
+            {
+                // The cell is ours again.
+                Ok(_) => s &= !WAITER,
+                // DONE came first: the completer wakes the old blocker; this one is not needed.
+                Err(_) => {
+                    blocker.unblock();
+                    return;
+                }
+            }
+        }
+        if s & DONE != 0 {
             blocker.unblock();
-        } else {
-            *slot = Some(blocker);
+            return;
+        }
+        // SAFETY: WAITER is clear, so the cell is the handle's (module invariants).
+        self.waiter.with_mut(|w| unsafe { *w = Some(blocker) });
+        // Release: publishes the blocker to the completer's Acquire half of fetch_or(DONE).
+        if self
+            .state
+            .compare_exchange(s, s | WAITER, Ordering::Release, Ordering::Acquire)
+            .is_err()
+        {
+            // DONE came first; the cell is still ours: wake our own blocker.
+            // SAFETY: WAITER was never set, so the completer does not touch the cell.
+            if let Some(b) = self.waiter.with_mut(|w| unsafe { (*w).take() }) {
+                b.unblock();
+            }
         }
     }
 }
@@ -373,8 +410,6 @@ impl<T> Drop for JoinHandle<T> {
         let Some(state) = self.state.take() else {
             return;
         };
-        // Forget any waker we left: nobody waits any more.
-        state.waiter.lock().take();
         // AcqRel: Release pairs with the Acquire half of the completer's fetch_or(DONE); Acquire
         // pairs with its Release half when DONE is already set, making `result` visible.
         let prev = state.state.fetch_or(DETACHED, Ordering::AcqRel);

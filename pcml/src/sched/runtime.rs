@@ -10,7 +10,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle as OsJoinHandle;
 
@@ -266,6 +266,7 @@ impl Builder {
                     inbox: Inbox::new(),
                     parker: Parker::new(),
                     sleeping: AtomicBool::new(false),
+                    live: AtomicIsize::new(0),
                 })
                 .collect(),
             injector: Injector::new(),
@@ -275,7 +276,7 @@ impl Builder {
             shutdown: AtomicBool::new(false),
             num_searching: AtomicUsize::new(0),
             num_sleeping: AtomicUsize::new(0),
-            live: AtomicUsize::new(0),
+            live_external: AtomicIsize::new(0),
             running_fibers: AtomicUsize::new(0),
             stack_waiters: Mutex::new(VecDeque::new()),
             stack_waiting: AtomicUsize::new(0),
@@ -377,7 +378,7 @@ impl Runtime {
         );
         let value = Arc::new(Mutex::new(None));
         let id = ThreadId::next();
-        self.shared.live.fetch_add(1, Ordering::Relaxed);
+        self.shared.count_live(1);
         self.shared.send_to(
             0,
             InboxMsg::Start(NewFiber {

@@ -189,7 +189,7 @@ where
     let shared = current_shared().ok_or(SpawnError::NoRuntime)?;
     check_capacity(&shared)?;
     let (fiber, handle) = new_fiber(f);
-    shared.live.fetch_add(1, Ordering::Relaxed);
+    shared.count_live(1);
     worker::push_runnable(&shared, Runnable::Fiber(fiber));
     Ok(handle)
 }
@@ -239,7 +239,7 @@ where
     }
     check_capacity(&shared)?;
     let (fiber, handle) = new_fiber(f);
-    shared.live.fetch_add(1, Ordering::Relaxed);
+    shared.count_live(1);
     shared.send_to(proc, InboxMsg::Start(fiber));
     Ok(handle)
 }

@@ -44,7 +44,7 @@ use crate::sched::blocking::BlockingPool;
 use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
 use crate::task::{Task, TaskRegistry, TaskRun};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
 
 /// How long an idle proc spins looking for work before it parks.
@@ -76,6 +76,10 @@ pub(crate) struct ProcShared {
     pub(crate) parker: Parker,
     /// Set (SeqCst) by the proc before its last look for work, cleared after it wakes.
     pub(crate) sleeping: AtomicBool,
+    /// Threads started minus threads finished by this proc (may be negative: a thread spawned
+    /// here may end elsewhere). Written only by the proc's own worker thread, with a plain load
+    /// and store (no read-modify-write on the spawn path); summed by deadlock detection.
+    pub(crate) live: AtomicIsize,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -96,9 +100,10 @@ pub(crate) struct Shared {
     pub(crate) num_searching: AtomicUsize,
     /// Procs parked or about to park.
     pub(crate) num_sleeping: AtomicUsize,
-    /// Fibers and tasks spawned and not yet finished (main included).
-    pub(crate) live: AtomicUsize,
-    /// Fibers holding a stack (started, not finished).
+    /// Threads started minus finished by threads that are not this runtime's procs; with the
+    /// procs' own `live` counters, the fibers and tasks alive (main included).
+    pub(crate) live_external: AtomicIsize,
+    /// Fibers holding a stack (started, not finished); counted only under a `max_fibers` limit.
     pub(crate) running_fibers: AtomicUsize,
     /// Fibers that found no stack when they were to start; they start when one is freed.
     pub(crate) stack_waiters: Mutex<VecDeque<NewFiber>>,
@@ -183,10 +188,54 @@ impl Shared {
         }
     }
 
+    /// Counts a fiber or task as started (+1) or finished (-1).
+    pub(crate) fn count_live(&self, delta: isize) {
+        match context() {
+            Some(ctx) if ptr::eq(&*ctx.shared, self) => {
+                let c = &self.procs[ctx.index].live;
+                // Relaxed load and store: only this proc's thread writes its counter; readers
+                // (deadlock detection) read it after SeqCst fences once every proc sleeps.
+                c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+            }
+            _ => {
+                self.live_external.fetch_add(delta, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts a fiber as holding a stack, unless `max_fibers` are already running. Without a
+    /// configured limit nothing is counted (the process-wide stack cap still applies).
+    fn take_fiber_slot(&self) -> bool {
+        if self.max_fibers == usize::MAX {
+            return true;
+        }
+        // Relaxed: a counter checked against a limit.
+        if self.running_fibers.fetch_add(1, Ordering::Relaxed) >= self.max_fibers {
+            self.running_fibers.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    fn release_fiber_slot(&self) {
+        if self.max_fibers != usize::MAX {
+            self.running_fibers.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     /// A fiber or task has ended.
     pub(crate) fn thread_finished(&self) {
-        // Release: orders the thread's work before the count that deadlock detection reads.
-        self.live.fetch_sub(1, Ordering::Release);
+        self.count_live(-1);
+    }
+
+    /// Fibers and tasks alive now (exact only when every proc sleeps).
+    pub(crate) fn live_count(&self) -> usize {
+        let procs: isize = self
+            .procs
+            .iter()
+            .map(|p| p.live.load(Ordering::Relaxed))
+            .sum();
+        (procs + self.live_external.load(Ordering::Relaxed)).max(0) as usize
     }
 }
 
@@ -343,6 +392,7 @@ pub(crate) fn yield_fiber() -> bool {
 
 /// Counts one operation that completed without blocking; a fiber that has done `BUDGET` of them
 /// in a row yields, so a loop over always-ready events cannot monopolise its proc.
+#[allow(dead_code)] // called by the event layer's sync
 pub(crate) fn consume_budget() {
     if let Some(ctx) = context()
         && matches!(ctx.current.get(), Current::Fiber { .. })
@@ -456,7 +506,13 @@ impl Context {
             return Some(w);
         }
         let from_ready = || self.ready.borrow_mut().pop_front().map(Work::Ready);
-        let from_local = || self.local.pop().map(Work::Run);
+        let from_local = || {
+            if self.local.is_empty() {
+                None
+            } else {
+                self.local.pop().map(Work::Run)
+            }
+        };
         let found = if tick % 2 == 0 {
             from_ready().or_else(from_local)
         } else {
@@ -532,15 +588,14 @@ impl Context {
     fn start_fiber(&self, f: NewFiber) {
         let sh = &*self.shared;
         // Relaxed: a counter checked against a limit.
-        if sh.running_fibers.fetch_add(1, Ordering::Relaxed) >= sh.max_fibers {
-            sh.running_fibers.fetch_sub(1, Ordering::Relaxed);
+        if !sh.take_fiber_slot() {
             self.wait_for_stack(f);
             return;
         }
         let stack = match self.stacks.borrow_mut().take() {
             Ok(s) => s,
             Err(_) => {
-                sh.running_fibers.fetch_sub(1, Ordering::Relaxed);
+                sh.release_fiber_slot();
                 self.wait_for_stack(f);
                 return;
             }
@@ -618,7 +673,7 @@ impl Context {
 
     fn fiber_finished(&self) {
         let sh = &*self.shared;
-        sh.running_fibers.fetch_sub(1, Ordering::Relaxed);
+        sh.release_fiber_slot();
         sh.thread_finished();
         if sh.stack_waiting.load(Ordering::SeqCst) > 0
             && let Some(f) = sh.stack_waiters.lock().unwrap().pop_front()
@@ -687,8 +742,7 @@ impl Context {
         if !queues_empty || sh.num_sleeping.load(Ordering::SeqCst) != sh.procs.len() {
             return;
         }
-        // Acquire: pairs with the Release decrements in `thread_finished`.
-        let blocked = sh.live.load(Ordering::Acquire);
+        let blocked = sh.live_count();
         let waiting_for_stack = sh.stack_waiting.load(Ordering::SeqCst);
         sh.main.settle_deadlock(blocked, waiting_for_stack);
     }
@@ -715,7 +769,7 @@ impl Context {
                 co.force_unwind();
                 self.current.set(Current::Scheduler);
                 self.stacks.borrow_mut().give(co.into_stack());
-                self.shared.running_fibers.fetch_sub(1, Ordering::Relaxed);
+                self.shared.release_fiber_slot();
                 self.shared.thread_finished();
             }
         }

@@ -135,8 +135,10 @@ impl Wake for Task {
 
 /// Every live task of a runtime, sharded to keep spawns on different procs apart.
 pub(crate) struct TaskRegistry {
-    shards: Box<[Mutex<std::collections::HashMap<u64, Arc<Task>>>]>,
+    shards: Box<[Shard]>,
 }
+
+type Shard = Mutex<std::collections::HashMap<u64, Arc<Task>>>;
 
 const SHARDS: usize = 32;
 
@@ -149,7 +151,7 @@ impl TaskRegistry {
         }
     }
 
-    fn shard(&self, id: ThreadId) -> &Mutex<std::collections::HashMap<u64, Arc<Task>>> {
+    fn shard(&self, id: ThreadId) -> &Shard {
         &self.shards[id.as_u64() as usize % SHARDS]
     }
 
@@ -233,7 +235,7 @@ where
             join: Some(join.clone()),
         }))),
     });
-    shared.live.fetch_add(1, Ordering::Relaxed);
+    shared.count_live(1);
     shared.tasks.insert(&task);
     worker::push_runnable(shared, Runnable::Task(task));
     crate::JoinHandle::new(join)
