@@ -1,0 +1,226 @@
+//! The command line: `pcml-bench [--full] [--only NAME[,NAME]] [--procs 1,2] [--no-peers]
+//! [--runs N] [--out DIR]`.
+//!
+//! Runs the selected programs in report order, prints the report's markdown to stdout, writes
+//! `report.md` and the SVG charts to `target/pcml-report/` (under `CARGO_TARGET_DIR` when
+//! set), and exits 1 if any program computed a wrong answer or failed, 2 on bad arguments.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::machine::Machine;
+use crate::peers::Peers;
+use crate::programs::{self, Config, Ctx};
+use crate::report::{self, Report};
+use crate::runner::Progress;
+use crate::table::Section;
+
+const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--out DIR]
+
+  --full        the papers' sizes (default: quick sizes, about two minutes on 2 cores)
+  --only NAME   run only these programs or sections (repeatable, or comma-separated)
+  --procs LIST  proc counts for pcml, Go and Erlang (default 1,2)
+  --no-peers    do not run the CML, Go and Erlang peers
+  --runs N      samples per figure (default 5); figures are medians with min - max
+  --out DIR     where report.md and the charts go (default target/pcml-report)
+  --list        list the programs and sections";
+
+/// The parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Args {
+    /// What to run.
+    pub cfg: Config,
+    /// Where the report goes; `None` for the default.
+    pub out: Option<PathBuf>,
+    /// Only list the programs.
+    pub list: bool,
+}
+
+fn parse_list(flag: &str, v: &str) -> Result<Vec<usize>, String> {
+    v.split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("{flag}: '{p}' is not a positive number"))
+        })
+        .collect()
+}
+
+/// Parses the arguments after the program name.
+///
+/// ```
+/// use pcml_bench::cli::parse;
+/// let a = parse(["--procs", "1", "--only", "spawn,micro", "--runs", "3"].map(String::from)).unwrap();
+/// assert_eq!(a.cfg.procs, vec![1]);
+/// assert_eq!(a.cfg.only, vec!["spawn", "micro"]);
+/// assert_eq!(a.cfg.runs, 3);
+/// assert!(parse(["--runs", "0"].map(String::from)).is_err());
+/// ```
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
+    let mut cfg = Config::default();
+    let mut out = None;
+    let mut list = false;
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (a.clone(), None),
+        };
+        let value = |it: &mut dyn Iterator<Item = String>| {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--full" => cfg.full = true,
+            "--no-peers" => cfg.peers = false,
+            "--list" => list = true,
+            "--only" => cfg.only.extend(
+                value(&mut it)?
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            ),
+            "--procs" => {
+                let mut procs = parse_list("--procs", &value(&mut it)?)?;
+                procs.sort_unstable();
+                procs.dedup();
+                cfg.procs = procs;
+            }
+            "--runs" => {
+                cfg.runs = parse_list("--runs", &value(&mut it)?)?
+                    .first()
+                    .copied()
+                    .ok_or("--runs needs a number")?;
+            }
+            "--out" => out = Some(PathBuf::from(value(&mut it)?)),
+            "-h" | "--help" => return Err(String::new()),
+            _ => return Err(format!("unknown argument '{a}'")),
+        }
+    }
+    Ok(Args { cfg, out, list })
+}
+
+/// The default report directory: `$CARGO_TARGET_DIR/pcml-report`, else the workspace's
+/// `target/pcml-report`.
+pub fn default_out() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("target")
+        })
+        .join("pcml-report")
+}
+
+/// Runs the selected programs; returns the report and the failures (wrong answers first).
+pub fn run_programs(
+    cfg: &Config,
+    progress: &Progress,
+    peers: &Peers,
+) -> (Vec<Section>, Vec<String>) {
+    let selected = programs::select(&cfg.only).unwrap_or_default();
+    let ctx = Ctx {
+        cfg,
+        progress,
+        peers,
+    };
+    let mut sections: Vec<Section> = Vec::new();
+    let mut failures = Vec::new();
+    for p in selected {
+        let idx = match sections.iter().position(|s| s.id == p.section.id) {
+            Some(i) => i,
+            None => {
+                sections.push(p.section.section());
+                sections.len() - 1
+            }
+        };
+        progress.step(&format!("{}: starting", p.name));
+        if let Err(e) = (p.run)(&ctx, &mut sections[idx]) {
+            let msg = format!("{}: {e}", p.name);
+            sections[idx].notes.push(format!("**FAILED**: {msg}"));
+            failures.push(msg);
+        }
+    }
+    (sections, failures)
+}
+
+/// The binary's main; returns the exit status.
+pub fn main() -> i32 {
+    let args = match parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("pcml-bench: {e}\n{USAGE}");
+            return 2;
+        }
+    };
+    if args.list {
+        for p in programs::all() {
+            println!(
+                "{:<12} section {:<8} {}",
+                p.name, p.section.id, p.section.title
+            );
+        }
+        return 0;
+    }
+    if let Err(unknown) = programs::select(&args.cfg.only) {
+        eprintln!(
+            "pcml-bench: no program or section named {}; --list shows them",
+            unknown.join(", ")
+        );
+        return 2;
+    }
+    let start = Instant::now();
+    let progress = Progress::new(false);
+    progress.step("reading the machine");
+    let machine = Machine::detect();
+    let peers = if args.cfg.peers {
+        Peers::prepare(&progress)
+    } else {
+        Peers::disabled("--no-peers")
+    };
+    let (sections, failures) = run_programs(&args.cfg, &progress, &peers);
+    let report = Report {
+        machine,
+        cfg: args.cfg.clone(),
+        sections,
+        elapsed: start.elapsed().as_secs_f64(),
+    };
+    progress.finish(&format!("done in {:.0} s", report.elapsed));
+    println!("{}", report::header_markdown(&report));
+    for s in &report.sections {
+        println!("{}", report::section_markdown(s));
+    }
+    let out = args.out.clone().unwrap_or_else(default_out);
+    match report::write(&report, &out) {
+        Ok((path, problems)) => {
+            for p in problems {
+                eprintln!("pcml-bench: {p}");
+            }
+            eprintln!("pcml-bench: report written to {}", path.display());
+        }
+        Err(e) => {
+            eprintln!(
+                "pcml-bench: could not write the report to {}: {e}",
+                out.display()
+            );
+            return 1;
+        }
+    }
+    if failures.is_empty() {
+        0
+    } else {
+        for f in &failures {
+            eprintln!("pcml-bench: FAILED {f}");
+        }
+        1
+    }
+}

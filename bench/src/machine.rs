@@ -1,0 +1,123 @@
+//! The machine a report was measured on: cores, CPU model, kernel, tool versions and the
+//! commit of pcml, so that a figure can be read against where it came from.
+
+use std::process::{Command, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What the report's header says about the machine and the tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    /// Cores the process may use (`available_parallelism`).
+    pub cores: usize,
+    /// The CPU's model name from `/proc/cpuinfo`.
+    pub cpu: String,
+    /// The kernel release (`uname -r`).
+    pub kernel: String,
+    /// `rustc --version`.
+    pub rustc: String,
+    /// `go version`, or "not installed".
+    pub go: String,
+    /// Erlang/OTP release, or "not installed".
+    pub erlang: String,
+    /// SML/NJ version, or "not installed".
+    pub sml: String,
+    /// The git commit of the workspace, if known.
+    pub commit: String,
+    /// When the run started, UTC, `YYYY-MM-DD HH:MM`.
+    pub date: String,
+}
+
+/// Runs `cmd args` and returns its first non-empty output line (stdout, else stderr).
+fn first_line(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let text = if out.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
+        out.stdout
+    } else {
+        out.stderr
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// `YYYY-MM-DD HH:MM` UTC for seconds since the epoch (civil-from-days, proleptic Gregorian).
+///
+/// ```
+/// assert_eq!(pcml_bench::machine::utc(0), "1970-01-01 00:00");
+/// assert_eq!(pcml_bench::machine::utc(951_782_400), "2000-02-29 00:00");
+/// ```
+pub fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let (h, m) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}")
+}
+
+impl Machine {
+    /// Reads the machine and asks each tool its version (a missing tool says so).
+    pub fn detect() -> Machine {
+        let absent = || "not installed".to_string();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Machine {
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpu: cpu_model(),
+            kernel: first_line("uname", &["-r"]).unwrap_or_else(|| "unknown".to_string()),
+            rustc: first_line("rustc", &["--version"]).unwrap_or_else(|| "unknown".to_string()),
+            go: first_line("go", &["version"]).unwrap_or_else(absent),
+            erlang: first_line(
+                "erl",
+                &[
+                    "-noshell",
+                    "-eval",
+                    "io:format(\"OTP ~s, ERTS ~s~n\", [erlang:system_info(otp_release), erlang:system_info(version)]), halt().",
+                ],
+            )
+            .unwrap_or_else(absent),
+            sml: if crate::peers::have_command("sml") {
+                first_line("sml", &["@SMLversion"]).unwrap_or_else(absent)
+            } else {
+                absent()
+            },
+            commit: first_line(
+                "git",
+                &[
+                    "-C",
+                    env!("CARGO_MANIFEST_DIR"),
+                    "describe",
+                    "--always",
+                    "--dirty",
+                ],
+            )
+            .unwrap_or_else(|| "unknown".to_string()),
+            date: utc(now),
+        }
+    }
+}

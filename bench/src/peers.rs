@@ -1,0 +1,349 @@
+//! The peer programs of `bench/peers/` (SML/NJ's CML, Go, Erlang), run beside pcml in the same
+//! invocation through the scripts there: `build.sh PEER` when a peer is not built (or its
+//! source is newer than its build), `run.sh PEER PROGRAM N [PROCS] [BRANCH]` for each run,
+//! whose one `RESULT ... seconds=... check=ok ...` line gives a sample.
+//!
+//! Nothing here needs the network: the Go peer has no dependencies and builds with
+//! `GOTOOLCHAIN=local`; CML and Erlang come from Debian packages (`install.sh`). A peer whose
+//! toolchain is absent is skipped with a note saying how to install it.
+//!
+//! # Invariants
+//! - A `check=FAIL` line is a wrong answer and fails the whole run; any other failure of a peer
+//!   (a crash, an unparsable line) skips that row with the reason.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+use crate::runner::{Error, Metric, Progress, Result, Sample};
+use crate::table::Row;
+
+/// A peer system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    /// SML/NJ's CML (one proc).
+    Cml,
+    /// Go's goroutines (GOMAXPROCS).
+    Go,
+    /// Erlang/OTP processes (`+S` schedulers).
+    Erlang,
+}
+
+impl Peer {
+    /// Every peer.
+    pub const ALL: [Peer; 3] = [Peer::Cml, Peer::Go, Peer::Erlang];
+
+    /// The name `run.sh` and `build.sh` take.
+    pub fn script_name(self) -> &'static str {
+        match self {
+            Peer::Cml => "cml",
+            Peer::Go => "go",
+            Peer::Erlang => "erlang",
+        }
+    }
+
+    /// The name shown in tables.
+    pub fn system(self) -> &'static str {
+        match self {
+            Peer::Cml => "CML (SML/NJ)",
+            Peer::Go => "Go",
+            Peer::Erlang => "Erlang",
+        }
+    }
+
+    /// The peer's source file, whose change calls for a rebuild.
+    fn source(self) -> &'static str {
+        match self {
+            Peer::Cml => "cml/peers.sml",
+            Peer::Go => "go/main.go",
+            Peer::Erlang => "erlang/peers.erl",
+        }
+    }
+
+    /// The toolchain commands whose presence lets the peer be built and run.
+    fn toolchain(self) -> &'static [&'static str] {
+        match self {
+            Peer::Cml => &["sml", "ml-build"],
+            Peer::Go => &["go"],
+            Peer::Erlang => &["erl", "erlc"],
+        }
+    }
+
+    fn install_hint(self) -> &'static str {
+        match self {
+            Peer::Cml => "install smlnj and libcml-smlnj (bench/peers/install.sh)",
+            Peer::Go => "install Go",
+            Peer::Erlang => "install erlang-nox (bench/peers/install.sh)",
+        }
+    }
+}
+
+/// The directory of the peer programs and their scripts.
+pub fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers")
+}
+
+/// Whether `cmd` is on `PATH` (or, for SML/NJ's tools, in `SMLNJ_HOME/bin`).
+pub fn have_command(cmd: &str) -> bool {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_executable(&d.join(cmd))));
+    on_path
+        || (matches!(cmd, "sml" | "ml-build") && is_executable(&smlnj_home().join("bin").join(cmd)))
+}
+
+fn smlnj_home() -> PathBuf {
+    std::env::var_os("SMLNJ_HOME").map_or_else(|| PathBuf::from("/usr/lib/smlnj"), PathBuf::from)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn mtime(p: &Path) -> Option<SystemTime> {
+    p.metadata().and_then(|m| m.modified()).ok()
+}
+
+/// The built peers, ready to run, or why each is not.
+#[derive(Debug)]
+pub struct Peers {
+    dir: PathBuf,
+    ready: HashMap<Peer, std::result::Result<(), String>>,
+}
+
+impl Peers {
+    /// No peers: every row says `why`.
+    pub fn disabled(why: &str) -> Peers {
+        Peers {
+            dir: peers_dir(),
+            ready: Peer::ALL
+                .iter()
+                .map(|&p| (p, Err(why.to_string())))
+                .collect(),
+        }
+    }
+
+    /// Finds each peer's toolchain and build, building with `build.sh` where the build is
+    /// missing or older than its source.
+    pub fn prepare(progress: &Progress) -> Peers {
+        let dir = peers_dir();
+        let mut ready = HashMap::new();
+        for peer in Peer::ALL {
+            let state = if let Some(missing) = peer.toolchain().iter().find(|c| !have_command(c)) {
+                Err(format!(
+                    "not installed (no `{missing}`; {})",
+                    peer.install_hint()
+                ))
+            } else if Self::is_built(&dir, peer) {
+                Ok(())
+            } else {
+                progress.step(&format!("building peer {}", peer.script_name()));
+                Self::build(&dir, peer)
+            };
+            ready.insert(peer, state);
+        }
+        Peers { dir, ready }
+    }
+
+    fn artifact(dir: &Path, peer: Peer) -> Option<PathBuf> {
+        let target = dir.join("target");
+        match peer {
+            Peer::Go => Some(target.join("go/peers")),
+            Peer::Erlang => Some(target.join("erlang/peers.beam")),
+            Peer::Cml => std::fs::read_dir(target.join("cml"))
+                .ok()?
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("peers.") && n.contains('-'))
+                }),
+        }
+    }
+
+    fn is_built(dir: &Path, peer: Peer) -> bool {
+        let Some(built) = Self::artifact(dir, peer).and_then(|a| mtime(&a)) else {
+            return false;
+        };
+        mtime(&dir.join(peer.source())).is_none_or(|src| src <= built)
+    }
+
+    fn build(dir: &Path, peer: Peer) -> std::result::Result<(), String> {
+        let out = Command::new(dir.join("build.sh"))
+            .arg(peer.script_name())
+            .env("GOTOOLCHAIN", "local")
+            .env("GOPROXY", "off")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("build.sh could not start: {e}"))?;
+        if out.status.success() && Self::is_built(dir, peer) {
+            Ok(())
+        } else {
+            let log = String::from_utf8_lossy(&out.stderr);
+            let last = log.lines().last().unwrap_or("no output");
+            Err(format!("build failed ({last})"))
+        }
+    }
+
+    /// Whether `peer` can run, or why not.
+    pub fn status(&self, peer: Peer) -> std::result::Result<(), String> {
+        self.ready
+            .get(&peer)
+            .cloned()
+            .unwrap_or_else(|| Err("unknown".to_string()))
+    }
+
+    /// Runs `program` of `peer` once and returns its sample; `ops_key` names the RESULT key
+    /// that counts operations (`threads`, `msgs`), or `None` to count `n`.
+    ///
+    /// `Ok(Err(why))` when the peer cannot run (the row is skipped); `Err` on a wrong answer.
+    pub fn run_once(
+        &self,
+        peer: Peer,
+        program: &str,
+        args: &PeerArgs,
+        ops_key: Option<&str>,
+    ) -> Result<std::result::Result<Sample, String>> {
+        if let Err(why) = self.status(peer) {
+            return Ok(Err(why));
+        }
+        let mut cmd = Command::new(self.dir.join("run.sh"));
+        cmd.arg(peer.script_name())
+            .arg(program)
+            .arg(args.n.to_string());
+        if args.procs.is_some() || args.branch.is_some() {
+            cmd.arg(args.procs.map_or(String::new(), |p| p.to_string()));
+        }
+        if let Some(b) = args.branch {
+            cmd.arg(b.to_string());
+        }
+        if peer == Peer::Cml && program == "skynet" {
+            // A larger allocation arena: skynet's many live threads are GC-bound without it
+            // (bench/peers/README.md).
+            cmd.env("SML_RTS_FLAGS", "@SMLalloc=4M");
+        }
+        let out = match cmd.stdin(Stdio::null()).output() {
+            Ok(o) => o,
+            Err(e) => return Ok(Err(format!("run.sh could not start: {e}"))),
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let Some(line) = stdout.lines().find(|l| l.starts_with("RESULT ")) else {
+            let code = out.status.code().unwrap_or(-1);
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err.lines().last().unwrap_or("").trim();
+            return Ok(Err(format!("no RESULT line (exit {code}: {last})")));
+        };
+        let result = ResultLine::parse(line);
+        if result.get("check") != Some("ok") {
+            return Err(Error::WrongAnswer(format!(
+                "{} {program}: {line}",
+                peer.script_name()
+            )));
+        }
+        let Some(seconds) = result.get("seconds").and_then(|s| s.parse::<f64>().ok()) else {
+            return Ok(Err(format!("no seconds= in {line}")));
+        };
+        let ops = ops_key
+            .and_then(|k| result.get(k))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(args.n);
+        Ok(Ok(Sample {
+            seconds: seconds.max(1e-9),
+            ops,
+        }))
+    }
+
+    /// Measures `program` of `peer` `runs` times and makes its row (skipped with the reason
+    /// when the peer cannot run).
+    #[allow(clippy::too_many_arguments)]
+    pub fn row(
+        &self,
+        progress: &Progress,
+        row_program: &str,
+        peer: Peer,
+        program: &str,
+        args: &PeerArgs,
+        ops_key: Option<&str>,
+        metric: Metric,
+        runs: usize,
+    ) -> Result<Row> {
+        let p = args.procs.unwrap_or(1);
+        let procs = Some(p);
+        let mut samples = Vec::with_capacity(runs);
+        for i in 0..runs {
+            progress.step(&format!(
+                "{row_program}: {} on {} procs, run {}/{runs}",
+                peer.system(),
+                p,
+                i + 1
+            ));
+            match self.run_once(peer, program, args, ops_key)? {
+                Ok(s) => samples.push(s),
+                Err(why) => {
+                    return Ok(Row::skipped(
+                        row_program,
+                        peer.system(),
+                        procs,
+                        metric,
+                        &why,
+                    ));
+                }
+            }
+        }
+        Ok(Row::measured(
+            row_program,
+            peer.system(),
+            procs,
+            metric,
+            &samples,
+        ))
+    }
+}
+
+/// The arguments of one peer run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerArgs {
+    /// The count (skynet: leaves).
+    pub n: u64,
+    /// Procs (GOMAXPROCS, `+S`); `None` for the peer's default (CML: its one proc).
+    pub procs: Option<usize>,
+    /// skynet's branching factor.
+    pub branch: Option<u64>,
+}
+
+/// A parsed `RESULT key=value ...` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultLine {
+    pairs: Vec<(String, String)>,
+}
+
+impl ResultLine {
+    /// Parses the `key=value` words of a RESULT line (other words are ignored).
+    ///
+    /// ```
+    /// use pcml_bench::peers::ResultLine;
+    /// let r = ResultLine::parse("RESULT program=spawn n=10 seconds=0.5 check=ok threads=10");
+    /// assert_eq!(r.get("seconds"), Some("0.5"));
+    /// assert_eq!(r.get("missing"), None);
+    /// ```
+    pub fn parse(line: &str) -> ResultLine {
+        ResultLine {
+            pairs: line
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}

@@ -1,0 +1,277 @@
+//! The benchmark programs, one module per program, grouped into sections by paper.
+//!
+//! Each program measures pcml (and the Rust peers, OS threads and tokio, where they apply),
+//! runs the matching peer programs of `bench/peers/`, adds its rows, ratios and the paper's
+//! published figures to its section, and checks its own answer: a wrong answer is an
+//! [`Error::WrongAnswer`](crate::runner::Error) that fails the run.
+//!
+//! Programs that need a layer pcml does not have yet (channels, events, actors) are listed with
+//! a pending row that says what they wait on; their peers are measured already, so the report
+//! shows the target.
+//!
+//! # Invariants
+//! - Every pcml measurement runs in a runtime built with the procs its row names.
+//! - The timed region holds the work only; warm-up runs and answer checks of whole runs sit
+//!   outside it (per-operation checks inside it are part of the work, as in the peers).
+
+use pcml::Runtime;
+
+use crate::peers::{Peer, PeerArgs, Peers};
+use crate::runner::{Error, Metric, Progress, Result};
+use crate::table::{Row, Section};
+
+pub mod abisort;
+pub mod allpairs;
+pub mod bitonic;
+pub mod bombing;
+pub mod fig9;
+pub mod kpn;
+pub mod matrix;
+pub mod micro;
+pub mod mst;
+pub mod parpingpong;
+pub mod pingpong;
+pub mod primes;
+pub mod sieve;
+pub mod skynet;
+pub mod sorter;
+pub mod spawn;
+pub mod weigh;
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The papers' sizes instead of the quick ones.
+    pub full: bool,
+    /// Samples per figure.
+    pub runs: usize,
+    /// Proc counts to measure pcml, Go and Erlang on.
+    pub procs: Vec<usize>,
+    /// Whether to run the peer programs.
+    pub peers: bool,
+    /// Program or section names to run; empty for all.
+    pub only: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            full: false,
+            runs: 5,
+            procs: vec![1, 2],
+            peers: true,
+            only: Vec::new(),
+        }
+    }
+}
+
+/// What a program gets to run with.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// The user's choices.
+    pub cfg: &'a Config,
+    /// The progress line.
+    pub progress: &'a Progress,
+    /// The built peers.
+    pub peers: &'a Peers,
+}
+
+impl Ctx<'_> {
+    /// `quick` in the quick suite, `full` with `--full`.
+    pub fn size(&self, quick: u64, full: u64) -> u64 {
+        if self.cfg.full { full } else { quick }
+    }
+
+    /// Whether pcml and the peers run on `procs` procs in this invocation.
+    pub fn has_procs(&self, procs: usize) -> bool {
+        self.cfg.procs.contains(&procs)
+    }
+
+    /// Says what runs now.
+    pub fn step(&self, what: &str) {
+        self.progress.step(what);
+    }
+
+    /// Adds one row per peer run of `program`: CML on its one proc (when `cml`), Go and
+    /// Erlang on each of the configured proc counts. `ops_key` is the RESULT key counting the
+    /// operations (`None`: `n`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn peer_rows(
+        &self,
+        sec: &mut Section,
+        row_program: &str,
+        program: &str,
+        n: u64,
+        branch: Option<u64>,
+        ops_key: Option<&str>,
+        metric: Metric,
+        cml: bool,
+        runs: usize,
+    ) -> Result<()> {
+        let mut runs_of: Vec<(Peer, Option<usize>)> = Vec::new();
+        if cml {
+            runs_of.push((Peer::Cml, None));
+        }
+        for peer in [Peer::Go, Peer::Erlang] {
+            for &p in &self.cfg.procs {
+                runs_of.push((peer, Some(p)));
+            }
+        }
+        for (peer, procs) in runs_of {
+            let args = PeerArgs { n, procs, branch };
+            let row = self.peers.row(
+                self.progress,
+                row_program,
+                peer,
+                program,
+                &args,
+                ops_key,
+                metric,
+                runs,
+            )?;
+            sec.rows.push(row);
+        }
+        Ok(())
+    }
+}
+
+/// A section's identity: id (for file names), title, and where the paper's figures came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SectionInfo {
+    /// Short id, e.g. `"seed003"`.
+    pub id: &'static str,
+    /// Heading.
+    pub title: &'static str,
+    /// The paper's machine and year.
+    pub published_on: &'static str,
+}
+
+impl SectionInfo {
+    /// An empty section of this identity.
+    pub fn section(&self) -> Section {
+        Section::new(self.id, self.title, self.published_on)
+    }
+}
+
+/// The runtime's microbenchmarks (issue 2, item 11).
+pub const ISSUE2: SectionInfo = SectionInfo {
+    id: "runtime",
+    title: "Runtime microbenchmarks (issue 2)",
+    published_on: "goals set for this machine kind",
+};
+/// Parallel CML, section 10.
+pub const SEED003: SectionInfo = SectionInfo {
+    id: "seed003",
+    title: "Parallel CML (seed 003, section 10)",
+    published_on: "2009, four dual-core 2 GHz Opteron 870, SML/NJ 110.69",
+};
+/// Lightweight threads in OCaml, section 6.
+pub const SEED001: SectionInfo = SectionInfo {
+    id: "seed001",
+    title: "Lightweight threads in OCaml (seed 001, section 6)",
+    published_on: "2010; published as charts (Figures 7-16), no table",
+};
+/// Weighing continuations, section 5.3.
+pub const SEED002: SectionInfo = SectionInfo {
+    id: "seed002",
+    title: "Weighing continuations (seed 002, section 5.3)",
+    published_on: "2017, Manticore; published as charts (Figures 5.8, 5.9)",
+};
+/// Actors, chapter 4.
+pub const SEED000: SectionInfo = SectionInfo {
+    id: "seed000",
+    title: "Actors (seed 000, chapter 4)",
+    published_on: "2020, MLKit actors library against Erlang (Table 4.1)",
+};
+/// The multiprocessor interface, section 6.3.
+pub const SEED004: SectionInfo = SectionInfo {
+    id: "seed004",
+    title: "Multiprocessor interface (seed 004, section 6.3)",
+    published_on: "1992, 8-processor SGI, SML/NJ with MP",
+};
+
+/// One benchmark program.
+#[derive(Debug, Clone, Copy)]
+pub struct Program {
+    /// Its name, as `--only` takes it.
+    pub name: &'static str,
+    /// The section it reports into.
+    pub section: SectionInfo,
+    /// Runs it and adds its rows to the section.
+    pub run: fn(&Ctx<'_>, &mut Section) -> Result<()>,
+}
+
+/// Every program, in report order.
+pub fn all() -> Vec<Program> {
+    let p = |name, section, run| Program { name, section, run };
+    vec![
+        p("micro", ISSUE2, micro::run),
+        p("spawn", SEED003, spawn::run),
+        p("pingpong", SEED003, pingpong::run),
+        p("parpingpong", SEED003, parpingpong::run),
+        p("primes", SEED003, primes::run),
+        p("kpn", SEED001, kpn::run),
+        p("sieve", SEED001, sieve::run),
+        p("sorter", SEED001, sorter::run),
+        p("weigh", SEED002, weigh::run),
+        p("skynet", SEED000, skynet::run),
+        p("bombing", SEED000, bombing::run),
+        p("bitonic", SEED000, bitonic::run),
+        p("fig9", SEED004, fig9::run),
+        p("allpairs", SEED004, allpairs::run),
+        p("mst", SEED004, mst::run),
+        p("abisort", SEED004, abisort::run),
+        p("matrix", SEED004, matrix::run),
+    ]
+}
+
+/// The programs `only` selects: by program name or section id; all when `only` is empty.
+/// Unknown names are returned as the error.
+pub fn select(only: &[String]) -> std::result::Result<Vec<Program>, Vec<String>> {
+    let programs = all();
+    if only.is_empty() {
+        return Ok(programs);
+    }
+    let unknown: Vec<String> = only
+        .iter()
+        .filter(|n| !programs.iter().any(|p| p.name == *n || p.section.id == *n))
+        .cloned()
+        .collect();
+    if !unknown.is_empty() {
+        return Err(unknown);
+    }
+    Ok(programs
+        .into_iter()
+        .filter(|p| only.iter().any(|n| p.name == n || p.section.id == n))
+        .collect())
+}
+
+/// Runs `main` as the main fiber of a fresh runtime with `procs` procs.
+pub fn in_pcml<T, F>(procs: usize, main: F) -> Result<T>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    let rt = Runtime::builder()
+        .procs(procs)
+        .build()
+        .map_err(|e| Error::Failed(format!("pcml runtime with {procs} procs: {e}")))?;
+    rt.block_on(main)
+        .map_err(|e| Error::Failed(format!("pcml runtime: {e}")))?
+}
+
+/// The reason every pending pcml row gives while channels are being written.
+pub const NEEDS_CHAN: &str = "not yet measured: needs pcml::chan";
+
+/// Adds pending pcml rows for `program` (fibers and tasks, the two thread kinds).
+pub fn pending_pcml(sec: &mut Section, program: &str, metric: Metric, why: &str) {
+    sec.rows
+        .push(Row::pending(program, "pcml fibers", metric, why));
+    sec.rows
+        .push(Row::pending(program, "pcml tasks", metric, why));
+}
+
+/// `sum of 0..n`, the answer of the spawn loops.
+pub fn triangle(n: u64) -> u64 {
+    n * n.saturating_sub(1) / 2
+}

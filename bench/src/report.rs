@@ -1,0 +1,454 @@
+//! The report: one markdown table per section (printed to stdout and written to
+//! `target/pcml-report/report.md`) and SVG charts beside it.
+//!
+//! Charts use plotters' SVG backend only: text goes into the SVG as `<text>` elements and is
+//! laid out with plotters' built-in size estimate, so no system font (fontconfig, freetype) is
+//! needed to build or run. Two kinds: one bar chart per program with two or more measured
+//! systems (median as the bar, min-max as a whisker), and, when several proc counts were run, a
+//! rate-against-procs line chart per program.
+//!
+//! # Invariants
+//! - Every figure printed names its unit; pending and skipped rows are printed with their
+//!   reason, never dropped.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use crate::machine::Machine;
+use crate::programs::Config;
+use crate::runner::Metric;
+use crate::table::{Goal, Outcome, Row, Section};
+
+/// A whole run's results.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Where it ran.
+    pub machine: Machine,
+    /// What was asked.
+    pub cfg: Config,
+    /// The sections, in order.
+    pub sections: Vec<Section>,
+    /// Wall-clock seconds of the whole run.
+    pub elapsed: f64,
+}
+
+/// Three significant digits, with a thousands separator above 1000.
+///
+/// ```
+/// use pcml_bench::report::sig3;
+/// assert_eq!(sig3(1234.5), "1,235");
+/// assert_eq!(sig3(12.345), "12.3");
+/// assert_eq!(sig3(0.012345), "0.0123");
+/// ```
+pub fn sig3(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if a >= 1000.0 {
+        let digits = format!("{:.0}", v.abs());
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if v < 0.0 { format!("-{out}") } else { out }
+    } else if a == 0.0 {
+        "0".to_string()
+    } else {
+        let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+        format!("{v:.decimals$}")
+    }
+}
+
+/// A figure in its metric's unit, compactly: rates with k/M, seconds as ms below one.
+///
+/// ```
+/// use pcml_bench::report::fmt_value;
+/// use pcml_bench::runner::Metric;
+/// assert_eq!(fmt_value(Metric::Rate { unit: "t/s" }, 2_345_678.0), "2.35 M");
+/// assert_eq!(fmt_value(Metric::Seconds, 0.0123), "12.3 ms");
+/// assert_eq!(fmt_value(Metric::NsPerOp { op: "x" }, 41.26), "41.3");
+/// ```
+pub fn fmt_value(metric: Metric, v: f64) -> String {
+    match metric {
+        Metric::Rate { .. } if v >= 1e6 => format!("{} M", sig3(v / 1e6)),
+        Metric::Rate { .. } if v >= 1e3 => format!("{} k", sig3(v / 1e3)),
+        Metric::Rate { .. } => sig3(v),
+        Metric::NsPerOp { .. } => sig3(v),
+        Metric::Seconds if v < 1.0 => format!("{} ms", sig3(v * 1e3)),
+        Metric::Seconds => format!("{} s", sig3(v)),
+    }
+}
+
+fn procs_cell(p: Option<usize>) -> String {
+    p.map_or("-".to_string(), |p| p.to_string())
+}
+
+fn unit_cell(m: Metric) -> String {
+    match m {
+        Metric::Seconds => "time per run".to_string(),
+        _ => m.unit(),
+    }
+}
+
+fn row_markdown(r: &Row) -> String {
+    let (median, spread, note) = match &r.outcome {
+        Outcome::Measured(s) => {
+            let mut median = fmt_value(r.metric, s.median);
+            if let Metric::NsPerOp { .. } = r.metric {
+                median.push_str(&format!(
+                    " ({}/s)",
+                    fmt_value(Metric::Rate { unit: "" }, 1e9 / s.median)
+                ));
+            }
+            (
+                median,
+                format!(
+                    "{} - {}",
+                    fmt_value(r.metric, s.min),
+                    fmt_value(r.metric, s.max)
+                ),
+                r.note.clone(),
+            )
+        }
+        Outcome::Skipped(why) => ("-".into(), "-".into(), format!("skipped: {why}")),
+        Outcome::Pending(why) => ("-".into(), "-".into(), format!("**{why}**")),
+    };
+    let runs = match &r.outcome {
+        Outcome::Measured(s) => format!("{} x {}", s.runs, sig3(r.ops as f64)),
+        _ => "-".into(),
+    };
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        r.program,
+        r.system,
+        procs_cell(r.procs),
+        median,
+        spread,
+        unit_cell(r.metric),
+        runs,
+        note
+    )
+}
+
+/// One section as markdown: the table, ratios, the paper's figures and notes.
+pub fn section_markdown(sec: &Section) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "## {}\n", sec.title);
+    md.push_str(
+        "| program | system | procs | median | spread (min - max) | unit | runs x ops | note |\n",
+    );
+    md.push_str("| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n");
+    for r in &sec.rows {
+        md.push_str(&row_markdown(r));
+    }
+    if !sec.ratios.is_empty() {
+        md.push_str("\n| ratio (same run) | value | goal | |\n| --- | ---: | --- | --- |\n");
+        for q in &sec.ratios {
+            let (value, status) = match (&q.value, q.goal) {
+                (Ok(v), Some(g)) => (
+                    format!("{}x", sig3(*v)),
+                    if g.met(*v) { "met" } else { "**not met**" }.to_string(),
+                ),
+                (Ok(v), None) => (format!("{}x", sig3(*v)), String::new()),
+                (Err(why), _) => ("-".to_string(), format!("n/a: {why}")),
+            };
+            let goal = match q.goal {
+                Some(Goal::AtLeast(g)) => format!(">= {}x", sig3(g)),
+                Some(Goal::AtMost(g)) => format!("<= {}x", sig3(g)),
+                None => String::new(),
+            };
+            let _ = writeln!(md, "| {} | {value} | {goal} | {status} |", q.label);
+        }
+    }
+    if !sec.published.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nPublished ({}), for reference:\n\n| program | system | published |\n| --- | --- | --- |",
+            sec.published_on
+        );
+        for p in &sec.published {
+            let _ = writeln!(md, "| {} | {} | {} |", p.program, p.system, p.figure);
+        }
+    }
+    if !sec.notes.is_empty() {
+        md.push('\n');
+        for n in &sec.notes {
+            let _ = writeln!(md, "- {n}");
+        }
+    }
+    md
+}
+
+/// The report's header: machine, versions and parameters.
+pub fn header_markdown(r: &Report) -> String {
+    let m = &r.machine;
+    let c = &r.cfg;
+    format!(
+        "# pcml benchmark report\n\n\
+         Run {date} UTC, pcml {commit}, {mode} sizes, {runs} runs per figure (median and \
+         min - max), procs {procs:?}, peers {peers}; took {secs:.0} s.\n\n\
+         | machine | |\n| --- | --- |\n\
+         | cores | {cores} |\n| CPU | {cpu} |\n| kernel | {kernel} |\n| rustc | {rustc} |\n\
+         | Go | {go} |\n| Erlang | {erl} |\n| SML/NJ (CML) | {sml} |\n\n\
+         Rates are per second (higher is better); ns per operation and seconds per run are \
+         lower-is-better. Every ratio compares figures of this run.\n",
+        date = m.date,
+        commit = m.commit,
+        mode = if c.full { "the papers'" } else { "quick" },
+        runs = c.runs,
+        procs = c.procs,
+        peers = if c.peers { "on" } else { "off (--no-peers)" },
+        secs = r.elapsed,
+        cores = m.cores,
+        cpu = m.cpu,
+        kernel = m.kernel,
+        rustc = m.rustc,
+        go = m.go,
+        erl = m.erlang,
+        sml = m.sml,
+    )
+}
+
+/// A file-name-safe form of `s`.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+type ChartResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A horizontal bar chart of measured rows (median bars, min-max whiskers).
+fn bar_chart(path: &Path, title: &str, rows: &[&Row]) -> ChartResult {
+    let metric = rows[0].metric;
+    let stats: Vec<_> = rows
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Measured(s) => Some((*r, *s)),
+            _ => None,
+        })
+        .collect();
+    let n = stats.len();
+    let xmax = stats.iter().map(|(_, s)| s.max).fold(0.0, f64::max) * 1.25;
+    let labels: Vec<String> = stats
+        .iter()
+        .map(|(r, _)| match r.procs {
+            Some(p) => format!("{} ({p}P)", r.system),
+            None => r.system.clone(),
+        })
+        .collect();
+    let height = 80 + 34 * n as u32;
+    let root = SVGBackend::new(path, (820, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(230)
+        .build_cartesian_2d(0f64..xmax.max(1e-12), (0..n).into_segmented())?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(unit_cell(metric))
+        .x_label_formatter(&|v| fmt_value(metric, *v))
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .draw()?;
+    for (i, (r, s)) in stats.iter().enumerate() {
+        let color = if r.system.starts_with("pcml") {
+            BLUE.mix(0.75)
+        } else {
+            Palette99::pick(i + 3).mix(0.6)
+        };
+        let mut bar = Rectangle::new(
+            [
+                (0.0, SegmentValue::Exact(i)),
+                (s.median, SegmentValue::Exact(i + 1)),
+            ],
+            color.filled(),
+        );
+        bar.set_margin(5, 5, 0, 0);
+        chart.draw_series(std::iter::once(bar))?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![
+                (s.min, SegmentValue::CenterOf(i)),
+                (s.max, SegmentValue::CenterOf(i)),
+            ],
+            BLACK.stroke_width(2),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            fmt_value(metric, s.median),
+            (s.max.max(s.median) + xmax * 0.01, SegmentValue::CenterOf(i)),
+            ("sans-serif", 13),
+        )))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// A figure-against-procs chart: one line per system measured on several proc counts.
+fn procs_chart(
+    path: &Path,
+    title: &str,
+    lines: &BTreeMap<String, Vec<(usize, f64)>>,
+    metric: Metric,
+) -> ChartResult {
+    let pmax = lines
+        .values()
+        .flat_map(|v| v.iter().map(|(p, _)| *p))
+        .max()
+        .unwrap_or(1);
+    let ymax = lines
+        .values()
+        .flat_map(|v| v.iter().map(|(_, y)| *y))
+        .fold(0.0, f64::max)
+        * 1.15;
+    let root = SVGBackend::new(path, (820, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(80)
+        .build_cartesian_2d(1usize..pmax, 0f64..ymax.max(1e-12))?;
+    chart
+        .configure_mesh()
+        .x_desc("procs")
+        .x_labels(pmax)
+        .y_desc(unit_cell(metric))
+        .y_label_formatter(&|v| fmt_value(metric, *v))
+        .draw()?;
+    for (i, (system, points)) in lines.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(system.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart.draw_series(
+            points
+                .iter()
+                .map(|&(p, y)| Circle::new((p, y), 4, color.filled())),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Draws the charts of one section into `dir`; returns the files written, and a note for any
+/// chart that failed (a chart failing never fails the run).
+pub fn section_charts(sec: &Section, dir: &Path) -> (Vec<PathBuf>, Vec<String>) {
+    let mut written = Vec::new();
+    let mut failed = Vec::new();
+    let mut programs: Vec<&str> = Vec::new();
+    for r in &sec.rows {
+        if !programs.contains(&r.program.as_str()) {
+            programs.push(&r.program);
+        }
+    }
+    for program in programs {
+        // Group by metric too: Figure 9's rows mix units.
+        let measured: Vec<&Row> = sec
+            .rows
+            .iter()
+            .filter(|r| r.program == program && matches!(r.outcome, Outcome::Measured(_)))
+            .collect();
+        let mut by_unit: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
+        for r in &measured {
+            by_unit.entry(r.metric.unit()).or_default().push(r);
+        }
+        let multi_unit = by_unit.len() > 1;
+        for (unit, rows) in &by_unit {
+            if rows.len() < 2 {
+                continue;
+            }
+            let name = if multi_unit {
+                format!("{}-{}-{}.svg", sec.id, slug(program), slug(unit))
+            } else {
+                format!("{}-{}.svg", sec.id, slug(program))
+            };
+            let path = dir.join(name);
+            let title = format!("{program}: {} ({unit})", sec.title);
+            match bar_chart(&path, &title, rows) {
+                Ok(()) => written.push(path),
+                Err(e) => failed.push(format!("chart {}: {e}", path.display())),
+            }
+        }
+        // Against procs: systems measured on two or more proc counts.
+        let mut lines: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
+        for r in &measured {
+            if let (Some(p), Some(m)) = (r.procs, r.median()) {
+                lines.entry(r.system.clone()).or_default().push((p, m));
+            }
+        }
+        lines.retain(|_, v| v.len() >= 2);
+        if !lines.is_empty() && by_unit.len() == 1 {
+            for v in lines.values_mut() {
+                v.sort_by_key(|(p, _)| *p);
+            }
+            let path = dir.join(format!("{}-{}-procs.svg", sec.id, slug(program)));
+            let metric = measured[0].metric;
+            let title = format!("{program}: {} against procs", unit_cell(metric));
+            match procs_chart(&path, &title, &lines, metric) {
+                Ok(()) => written.push(path),
+                Err(e) => failed.push(format!("chart {}: {e}", path.display())),
+            }
+        }
+    }
+    (written, failed)
+}
+
+/// Writes `report.md` and the charts into `dir`; returns the markdown and any chart failures.
+pub fn write(report: &Report, dir: &Path) -> std::io::Result<(PathBuf, Vec<String>)> {
+    std::fs::create_dir_all(dir)?;
+    // Charts of an earlier run would be linked by nobody; clear them.
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.path().extension().is_some_and(|x| x == "svg") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let mut md = header_markdown(report);
+    let mut problems = Vec::new();
+    for sec in &report.sections {
+        md.push('\n');
+        md.push_str(&section_markdown(sec));
+        let (charts, failed) = section_charts(sec, dir);
+        problems.extend(failed);
+        if !charts.is_empty() {
+            md.push('\n');
+            for c in charts {
+                let name = c
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                let _ = writeln!(md, "![{name}]({name})");
+            }
+        }
+    }
+    let path = dir.join("report.md");
+    std::fs::write(&path, md)?;
+    Ok((path, problems))
+}

@@ -1,0 +1,234 @@
+//! Timing: one sample is one run of a program (a number of operations and the seconds they
+//! took); a figure is the median of several samples with their spread (min and max).
+//!
+//! Programs time only their work: runtime start-up, warm-up and answer checks stay outside the
+//! timed region, as the peers' `seconds=` does (bench/peers/README.md).
+//!
+//! # Invariants
+//! - `Stats::min <= Stats::median <= Stats::max`, all in the metric's display unit.
+//! - A sample's `ops` is the count the metric divides by (threads, yields, lock pairs, ...).
+
+use std::fmt;
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+/// One timed run: `ops` operations in `seconds`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// Wall-clock seconds of the timed region.
+    pub seconds: f64,
+    /// Operations done in that time (what the metric counts).
+    pub ops: u64,
+}
+
+/// What a row reports, and in which unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Operations per second; `unit` names them, e.g. `"threads/s"`. Higher is better.
+    Rate {
+        /// The unit as printed, e.g. `"threads/s"`.
+        unit: &'static str,
+    },
+    /// Nanoseconds per operation; `op` says what one operation is. Lower is better.
+    NsPerOp {
+        /// One operation, e.g. `"yield"` or `"lock+unlock"`.
+        op: &'static str,
+    },
+    /// Seconds per run (for programs whose work is fixed, such as primes). Lower is better.
+    Seconds,
+}
+
+impl Metric {
+    /// The figure a sample gives in this metric's unit.
+    pub fn value(&self, s: &Sample) -> f64 {
+        match self {
+            Metric::Rate { .. } => s.ops as f64 / s.seconds,
+            Metric::NsPerOp { .. } => s.seconds * 1e9 / s.ops as f64,
+            Metric::Seconds => s.seconds,
+        }
+    }
+
+    /// Whether a larger figure is better.
+    pub fn higher_is_better(&self) -> bool {
+        matches!(self, Metric::Rate { .. })
+    }
+
+    /// The unit as printed in a table header or cell.
+    pub fn unit(&self) -> String {
+        match self {
+            Metric::Rate { unit } => (*unit).to_string(),
+            Metric::NsPerOp { op } => format!("ns per {op}"),
+            Metric::Seconds => "s".to_string(),
+        }
+    }
+}
+
+/// Median and spread of several samples, in a metric's unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    /// The median (the mean of the middle two for an even count).
+    pub median: f64,
+    /// The smallest figure.
+    pub min: f64,
+    /// The largest figure.
+    pub max: f64,
+    /// How many samples.
+    pub runs: usize,
+}
+
+impl Stats {
+    /// Median, min and max of `values`; `None` when there are none.
+    pub fn of(values: &[f64]) -> Option<Stats> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Stats {
+            median,
+            min: v[0],
+            max: v[n - 1],
+            runs: n,
+        })
+    }
+
+    /// The statistics of `samples` in `metric`'s unit.
+    pub fn of_samples(metric: Metric, samples: &[Sample]) -> Option<Stats> {
+        let values: Vec<f64> = samples.iter().map(|s| metric.value(s)).collect();
+        Stats::of(&values)
+    }
+}
+
+/// Why a program could not produce its figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The program computed a wrong answer: the run must fail.
+    WrongAnswer(String),
+    /// Something else failed (a runtime could not start, a peer crashed).
+    Failed(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::WrongAnswer(m) => write!(f, "wrong answer: {m}"),
+            Error::Failed(m) => write!(f, "failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The result type of the harness.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Fails with [`Error::WrongAnswer`] unless `got == want`.
+///
+/// ```
+/// use pcml_bench::runner::check_eq;
+/// assert!(check_eq("sum", 3, 1 + 2).is_ok());
+/// assert!(check_eq("sum", 4, 1 + 2).is_err());
+/// ```
+pub fn check_eq<T: PartialEq + fmt::Debug>(what: &str, want: T, got: T) -> Result<()> {
+    if want == got {
+        Ok(())
+    } else {
+        Err(Error::WrongAnswer(format!(
+            "{what}: expected {want:?}, got {got:?}"
+        )))
+    }
+}
+
+/// Times `work`, which does `ops` operations and checks its own answer.
+pub fn timed(ops: u64, work: impl FnOnce() -> Result<()>) -> Result<Sample> {
+    let start = Instant::now();
+    work()?;
+    Ok(Sample {
+        seconds: start.elapsed().as_secs_f64().max(1e-9),
+        ops,
+    })
+}
+
+/// Runs `one` `runs` times and collects its samples, stopping at the first error.
+pub fn repeat(runs: usize, mut one: impl FnMut() -> Result<Sample>) -> Result<Vec<Sample>> {
+    (0..runs).map(|_| one()).collect()
+}
+
+/// A one-line progress indicator on stderr: rewritten in place on a terminal, one line per
+/// step otherwise (so logs stay readable).
+#[derive(Debug)]
+pub struct Progress {
+    tty: bool,
+    quiet: bool,
+    start: Instant,
+}
+
+impl Progress {
+    /// A progress line on stderr; `quiet` silences it (tests).
+    pub fn new(quiet: bool) -> Self {
+        Progress {
+            tty: std::io::stderr().is_terminal(),
+            quiet,
+            start: Instant::now(),
+        }
+    }
+
+    /// Says what runs now.
+    pub fn step(&self, what: &str) {
+        if self.quiet {
+            return;
+        }
+        let t = self.start.elapsed().as_secs_f64();
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[K[{t:6.1}s] {what}");
+        } else {
+            let _ = writeln!(err, "[{t:6.1}s] {what}");
+        }
+        let _ = err.flush();
+    }
+
+    /// Ends the progress line.
+    pub fn finish(&self, what: &str) {
+        if self.quiet {
+            return;
+        }
+        let t = self.start.elapsed().as_secs_f64();
+        if self.tty {
+            eprintln!("\r\x1b[K[{t:6.1}s] {what}");
+        } else {
+            eprintln!("[{t:6.1}s] {what}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_median_and_spread() {
+        let s = Stats::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max, s.runs), (2.0, 1.0, 3.0, 3));
+        let s = Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(s.median, 2.5);
+        assert!(Stats::of(&[]).is_none());
+    }
+
+    #[test]
+    fn metric_values() {
+        let s = Sample {
+            seconds: 2.0,
+            ops: 10,
+        };
+        assert_eq!(Metric::Rate { unit: "x/s" }.value(&s), 5.0);
+        assert_eq!(Metric::NsPerOp { op: "x" }.value(&s), 2e8);
+        assert_eq!(Metric::Seconds.value(&s), 2.0);
+    }
+}
