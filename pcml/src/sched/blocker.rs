@@ -82,6 +82,13 @@ impl Blocker {
             Kind::Waker(w) => w.wake(),
         }
     }
+
+    /// Whether this blocker would wake the same task as `waker` (so an async poll need not
+    /// replace it).
+    #[allow(dead_code)] // used by the event layer
+    pub(crate) fn will_wake(&self, waker: &Waker) -> bool {
+        matches!(&self.0, Kind::Waker(w) if w.will_wake(waker))
+    }
 }
 
 impl fmt::Debug for Blocker {

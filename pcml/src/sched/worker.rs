@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 
 use corosensei::CoroutineResult;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
-use slab::Slab;
 
 use crate::ThreadId;
 use crate::fiber::stack::{self, NoStack, StackPool};
@@ -41,6 +40,7 @@ use crate::fiber::{Coroutine, NewFiber, Suspend, Yielder, overflow};
 use crate::mp::Parker;
 use crate::sched::blocker::Blocker;
 use crate::sched::blocking::BlockingPool;
+use crate::sched::fibers::{FiberState, FiberTable};
 use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
 use crate::task::{Task, TaskRegistry, TaskRun};
@@ -254,40 +254,16 @@ pub(crate) enum Current {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FiberState {
-    Running,
-    Ready,
-    Blocked,
-}
-
-/// A started fiber, in its home proc's slab.
-struct FiberEntry {
-    /// `None` while the fiber runs (the worker holds it).
-    co: Option<Coroutine>,
-    state: FiberState,
-    /// The pending block's token; 0 when none. See the module invariants.
-    token: u64,
-    /// A wake-up for `token` arrived while the fiber was still running (before it suspended).
-    wake_pending: bool,
-    id: ThreadId,
-    main: bool,
-    guard: (usize, usize),
-}
-
-/// Something runnable only on this proc.
-enum Ready {
-    Resume(usize),
-    Start(NewFiber),
-}
-
 /// A proc's private state; lives on its worker thread's stack for the thread's life.
 pub(crate) struct Context {
     pub(crate) shared: Arc<Shared>,
     pub(crate) index: usize,
     local: Deque<Runnable>,
-    ready: RefCell<VecDeque<Ready>>,
-    fibers: RefCell<Slab<FiberEntry>>,
+    /// Started fibers that are runnable, by slot.
+    ready: RefCell<VecDeque<usize>>,
+    /// Unstarted fibers placed on this proc (`spawn_on`).
+    placed: RefCell<VecDeque<NewFiber>>,
+    fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
     tick: Cell<u32>,
@@ -347,12 +323,9 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
             }
             let token = ctx.next_token.get();
             ctx.next_token.set(token + 1);
-            {
-                let mut fibers = ctx.fibers.borrow_mut();
-                let e = &mut fibers[slot];
-                e.token = token;
-                e.wake_pending = false;
-            }
+            let e = ctx.fibers.get(slot).expect("pcml: the running fiber has a slot");
+            e.token.set(token);
+            e.wake_pending.set(false);
             ctx.budget.set(BUDGET);
             prepare(Blocker::fiber(ctx.shared.clone(), ctx.index, slot, token));
             ctx.suspend(Suspend::Block);
@@ -458,45 +431,53 @@ impl Context {
     }
 
     fn wake_local(&self, slot: usize, token: u64) {
-        let mut fibers = self.fibers.borrow_mut();
-        let Some(e) = fibers.get_mut(slot) else {
+        let Some(e) = self.fibers.get(slot) else {
             // The fiber is gone (dropped at shutdown): a stale wake-up.
             return;
         };
-        if token == 0 || e.token != token {
+        if token == 0 || e.token.get() != token {
             // Stale or repeated wake-up.
             return;
         }
-        e.token = 0;
-        match e.state {
+        e.token.set(0);
+        match e.state.get() {
             FiberState::Blocked => {
-                e.state = FiberState::Ready;
-                self.ready.borrow_mut().push_back(Ready::Resume(slot));
+                e.state.set(FiberState::Ready);
+                self.ready.borrow_mut().push_back(slot);
             }
             // Woken before it finished suspending: the worker requeues it at once.
-            FiberState::Running => e.wake_pending = true,
+            FiberState::Running => e.wake_pending.set(true),
             // Already runnable (cannot happen with a fresh token, but harmless).
             FiberState::Ready => {}
         }
     }
 
+    #[inline]
     fn drain_inbox(&self) {
-        let me = &self.shared.procs[self.index];
-        if me.inbox.is_empty() {
-            return;
+        if !self.shared.procs[self.index].inbox.is_empty() {
+            self.drain_inbox_slow();
         }
+    }
+
+    #[cold]
+    fn drain_inbox_slow(&self) {
+        let me = &self.shared.procs[self.index];
         let mut buf = std::mem::take(&mut *self.inbox_buf.borrow_mut());
         me.inbox.drain_into(&mut buf);
         for msg in buf.drain(..) {
             match msg {
                 InboxMsg::Wake { slot, token } => self.wake_local(slot, token),
-                InboxMsg::Start(f) => self.ready.borrow_mut().push_back(Ready::Start(f)),
+                InboxMsg::Start(f) => self.placed.borrow_mut().push_back(f),
             }
         }
         *self.inbox_buf.borrow_mut() = buf;
     }
 
     /// The next thing to run, or `None` if this proc found no work anywhere.
+    ///
+    /// Ready fibers and new work (placed fibers, the local deque) take turns, so neither
+    /// starves the other; every 61st turn the injector goes first.
+    #[inline]
     fn next_work(&self) -> Option<Work> {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
@@ -505,22 +486,30 @@ impl Context {
         {
             return Some(w);
         }
-        let from_ready = || self.ready.borrow_mut().pop_front().map(Work::Ready);
-        let from_local = || {
-            if self.local.is_empty() {
-                None
-            } else {
-                self.local.pop().map(Work::Run)
+        if tick % 2 == 0 {
+            if let Some(slot) = self.ready.borrow_mut().pop_front() {
+                return Some(Work::Resume(slot));
             }
-        };
-        let found = if tick % 2 == 0 {
-            from_ready().or_else(from_local)
+            self.new_work()
         } else {
-            from_local().or_else(from_ready)
-        };
-        found
-            .or_else(|| self.steal_injector())
-            .or_else(|| self.steal_others())
+            self.new_work()
+                .or_else(|| self.ready.borrow_mut().pop_front().map(Work::Resume))
+        }
+        .or_else(|| self.steal_injector())
+        .or_else(|| self.steal_others())
+    }
+
+    /// A placed fiber or the local deque's next item.
+    #[inline]
+    fn new_work(&self) -> Option<Work> {
+        if let Some(f) = self.placed.borrow_mut().pop_front() {
+            return Some(Work::Run(Runnable::Fiber(f)));
+        }
+        if self.local.is_empty() {
+            None
+        } else {
+            self.local.pop().map(Work::Run)
+        }
     }
 
     fn steal_injector(&self) -> Option<Work> {
@@ -553,6 +542,7 @@ impl Context {
         let sh = &*self.shared;
         !sh.procs[self.index].inbox.is_empty()
             || !self.ready.borrow().is_empty()
+            || !self.placed.borrow().is_empty()
             || !self.local.is_empty()
             || !sh.injector.is_empty()
             || sh.procs.iter().any(|p| !p.stealer.is_empty())
@@ -561,8 +551,7 @@ impl Context {
 
     fn run_work(&self, w: Work) {
         match w {
-            Work::Ready(Ready::Resume(slot)) => self.resume_fiber(slot),
-            Work::Ready(Ready::Start(f)) => self.start_fiber(f),
+            Work::Resume(slot) => self.resume_fiber(slot),
             Work::Run(Runnable::Fiber(f)) => self.start_fiber(f),
             Work::Run(Runnable::Task(t)) => self.run_task(t),
         }
@@ -607,15 +596,8 @@ impl Context {
             ctx.yielder.set(y);
             body.run();
         });
-        let slot = self.fibers.borrow_mut().insert(FiberEntry {
-            co: Some(co),
-            state: FiberState::Ready,
-            token: 0,
-            wake_pending: false,
-            id,
-            main,
-            guard,
-        });
+        // SAFETY: called from the worker loop, with no fiber running and no slot borrowed.
+        let slot = unsafe { self.fibers.insert(co, id, main, guard) };
         self.resume_fiber(slot);
     }
 
@@ -627,44 +609,36 @@ impl Context {
     }
 
     fn resume_fiber(&self, slot: usize) {
-        let (mut co, id, main, guard) = {
-            let mut fibers = self.fibers.borrow_mut();
-            let e = &mut fibers[slot];
-            e.state = FiberState::Running;
-            (
-                e.co.take().expect("pcml: resumed a running fiber"),
-                e.id,
-                e.main,
-                e.guard,
-            )
-        };
-        self.current.set(Current::Fiber { slot, id, main });
-        overflow::set_guard(guard, self.shared.stack_size);
-        let result = co.resume(());
+        let e = self.fibers.get(slot).expect("pcml: resumed a fiber that has no slot");
+        debug_assert_ne!(e.state.get(), FiberState::Running);
+        e.state.set(FiberState::Running);
+        self.current.set(Current::Fiber {
+            slot,
+            id: e.id,
+            main: e.main,
+        });
+        overflow::set_guard(e.guard, self.shared.stack_size);
+        // SAFETY: the slot exists and its fiber is not running (we just checked its state); the
+        // table does not change while the fiber runs (fibers.rs invariants).
+        let result = unsafe { (*self.fibers.coroutine(slot)).resume(()) };
         overflow::set_guard((0, 0), 0);
         self.current.set(Current::Scheduler);
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
-                let mut fibers = self.fibers.borrow_mut();
-                let e = &mut fibers[slot];
-                e.co = Some(co);
-                e.state = FiberState::Ready;
-                self.ready.borrow_mut().push_back(Ready::Resume(slot));
+                e.state.set(FiberState::Ready);
+                self.ready.borrow_mut().push_back(slot);
             }
             CoroutineResult::Yield(Suspend::Block) => {
-                let mut fibers = self.fibers.borrow_mut();
-                let e = &mut fibers[slot];
-                e.co = Some(co);
-                if e.wake_pending {
-                    e.wake_pending = false;
-                    e.state = FiberState::Ready;
-                    self.ready.borrow_mut().push_back(Ready::Resume(slot));
+                if e.wake_pending.replace(false) {
+                    e.state.set(FiberState::Ready);
+                    self.ready.borrow_mut().push_back(slot);
                 } else {
-                    e.state = FiberState::Blocked;
+                    e.state.set(FiberState::Blocked);
                 }
             }
             CoroutineResult::Return(()) => {
-                self.fibers.borrow_mut().remove(slot);
+                // SAFETY: worker loop, no fiber running; `e` is not used after this.
+                let (co, _, _) = unsafe { self.fibers.remove(slot) };
                 self.stacks.borrow_mut().give(co.into_stack());
                 self.fiber_finished();
             }
@@ -752,28 +726,20 @@ impl Context {
         self.shutting_down.set(true);
         self.drain_inbox();
         // Unstarted work: dropping a body completes its join state as cancelled.
-        self.ready
-            .borrow_mut()
-            .retain(|r| matches!(r, Ready::Resume(_)));
+        self.placed.borrow_mut().clear();
         while self.local.pop().is_some() {}
-        let slots: Vec<usize> = self.fibers.borrow().iter().map(|(k, _)| k).collect();
-        for slot in slots {
-            let mut e = self.fibers.borrow_mut().remove(slot);
-            if let Some(mut co) = e.co.take() {
-                self.current.set(Current::Fiber {
-                    slot,
-                    id: e.id,
-                    main: e.main,
-                });
-                // Unwinds the suspended fiber's stack here, running its destructors.
-                co.force_unwind();
-                self.current.set(Current::Scheduler);
-                self.stacks.borrow_mut().give(co.into_stack());
-                self.shared.release_fiber_slot();
-                self.shared.thread_finished();
-            }
-        }
         self.ready.borrow_mut().clear();
+        for slot in self.fibers.keys() {
+            // SAFETY: worker loop, no fiber running.
+            let (mut co, id, main) = unsafe { self.fibers.remove(slot) };
+            self.current.set(Current::Fiber { slot, id, main });
+            // Unwinds the suspended fiber's stack here, running its destructors.
+            co.force_unwind();
+            self.current.set(Current::Scheduler);
+            self.stacks.borrow_mut().give(co.into_stack());
+            self.shared.release_fiber_slot();
+            self.shared.thread_finished();
+        }
     }
 
     /// Whether this proc is dropping its fibers at shutdown.
@@ -783,7 +749,7 @@ impl Context {
 }
 
 enum Work {
-    Ready(Ready),
+    Resume(usize),
     Run(Runnable),
 }
 
@@ -796,7 +762,8 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         index,
         local,
         ready: RefCell::new(VecDeque::new()),
-        fibers: RefCell::new(Slab::new()),
+        placed: RefCell::new(VecDeque::new()),
+        fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
         tick: Cell::new(0),
         next_token: Cell::new(1),

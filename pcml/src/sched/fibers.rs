@@ -1,0 +1,112 @@
+//! A proc's table of started fibers: where a fiber lives between its first run and its end.
+//!
+//! The worker resumes a fiber's coroutine in place, through a raw pointer, without moving it
+//! and without holding a borrow of the table while the fiber runs; the fiber (and wake-ups
+//! that land on this proc while it runs) touch only the `Cell` fields of slots.
+//!
+//! # Invariants
+//! - The table (`Slab`) is changed (insert, remove) only by the worker loop, never while a
+//!   fiber or task runs on this proc, so shared references to slots taken during a run stay
+//!   valid and no `&mut` to the table coexists with them.
+//! - A slot's coroutine is reached only by the worker (to resume or drop it), never while it is
+//!   already running.
+//! - Everything here is touched only by the proc's own worker thread.
+
+use std::cell::{Cell, UnsafeCell};
+
+use slab::Slab;
+
+use crate::fiber::Coroutine;
+use crate::ThreadId;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FiberState {
+    Running,
+    Ready,
+    Blocked,
+}
+
+/// A started fiber.
+pub(crate) struct FiberSlot {
+    co: UnsafeCell<Coroutine>,
+    pub(crate) state: Cell<FiberState>,
+    /// The pending block's token; 0 when none (see `worker`'s invariants).
+    pub(crate) token: Cell<u64>,
+    /// A wake-up for `token` arrived while the fiber was still running.
+    pub(crate) wake_pending: Cell<bool>,
+    pub(crate) id: ThreadId,
+    pub(crate) main: bool,
+    pub(crate) guard: (usize, usize),
+}
+
+pub(crate) struct FiberTable {
+    slots: UnsafeCell<Slab<FiberSlot>>,
+}
+
+impl FiberTable {
+    pub(crate) fn new() -> Self {
+        Self {
+            slots: UnsafeCell::new(Slab::new()),
+        }
+    }
+
+    /// The slot of fiber `key`, if it still exists.
+    #[inline]
+    pub(crate) fn get(&self, key: usize) -> Option<&FiberSlot> {
+        // SAFETY: the table is only changed by `insert`/`remove`, which the worker calls when
+        // no reference from `get` is alive (module invariants).
+        unsafe { (*self.slots.get()).get(key) }
+    }
+
+    /// A raw pointer to fiber `key`'s coroutine, for the worker to resume in place.
+    ///
+    /// # Safety
+    /// `key` must exist; the pointer must not be used after `remove(key)` nor while the
+    /// coroutine is already running.
+    #[inline]
+    pub(crate) unsafe fn coroutine(&self, key: usize) -> *mut Coroutine {
+        // SAFETY: as in `get`; the caller guarantees `key` exists.
+        unsafe { (&(*self.slots.get()))[key].co.get() }
+    }
+
+    /// Adds a fiber.
+    ///
+    /// # Safety
+    /// Only the worker loop calls this, with no reference from `get` alive and no fiber running.
+    pub(crate) unsafe fn insert(
+        &self,
+        co: Coroutine,
+        id: ThreadId,
+        main: bool,
+        guard: (usize, usize),
+    ) -> usize {
+        // SAFETY: the caller guarantees exclusive access to the table.
+        unsafe {
+            (*self.slots.get()).insert(FiberSlot {
+                co: UnsafeCell::new(co),
+                state: Cell::new(FiberState::Ready),
+                token: Cell::new(0),
+                wake_pending: Cell::new(false),
+                id,
+                main,
+                guard,
+            })
+        }
+    }
+
+    /// Removes fiber `key`, returning its coroutine.
+    ///
+    /// # Safety
+    /// As `insert`.
+    pub(crate) unsafe fn remove(&self, key: usize) -> (Coroutine, ThreadId, bool) {
+        // SAFETY: the caller guarantees exclusive access to the table.
+        let slot = unsafe { (*self.slots.get()).remove(key) };
+        (slot.co.into_inner(), slot.id, slot.main)
+    }
+
+    /// The keys of every fiber, for shutdown.
+    pub(crate) fn keys(&self) -> Vec<usize> {
+        // SAFETY: a shared look at the table; see `get`.
+        unsafe { (*self.slots.get()).iter().map(|(k, _)| k).collect() }
+    }
+}
