@@ -1,0 +1,559 @@
+//! Synchronous channels (CML's `chan`): a communication object exposing two base events,
+//! `send_evt` and `recv_evt`, through the four phases of [`BaseEvent`] (seed 003, section 6.5,
+//! Figures 13 and 14).
+//!
+//! A channel is a spin lock around two waiting queues, one of blocked senders (each offer
+//! holding its message) and one of blocked receivers (each offer holding an empty slot for
+//! one). The phases:
+//! - `poll` reads the other queue's length without locking (advisory);
+//! - `do` locks, takes the first live offer of the other queue and tries to win its sync
+//!   (Figure 8), spinning on loads while it is `Claimed`;
+//! - `block` locks, looks for a live offer of the other queue that is not of its own sync
+//!   (section 4), and tries to match it (Figure 9); finding none, it enqueues its own offer;
+//! - `cancel` takes back a losing send offer's message.
+//!
+//! The plain `send` and `recv` run the same phases on the channel directly, without boxing an
+//! event (the single-branch sync of `event::sync::sync_base`).
+//!
+//! # Dead offers
+//! An offer whose sync completed elsewhere stays queued until someone meets it (and drops it)
+//! or a sweep removes it: when a push finds the queue at its threshold, dead offers are removed
+//! and the threshold reset to `max(n + K1, K2 * n)` for the `n` offers left, with `K1 = 10`,
+//! `K2 = 1.5` (section 8.3). A loop choosing over a busy and an idle channel thus keeps the
+//! idle channel's queue below about `K1` dead offers.
+//!
+//! # Invariants
+//! - The queues are touched only under the channel's lock; the lock is never held across a
+//!   block, a yield, a wake-up or user code, and no other channel's lock is taken under it.
+//! - An offer's slot is written by its owner before it is enqueued, and afterwards only by the
+//!   thread that won the offer's sync (a partner, after `TrySynch::Won`/`Match::Won`) or by its
+//!   owner once its sync is settled and this offer lost (`cancel`) or won (`complete`).
+//! - `senders`/`receivers` equal the queue lengths as of the last update under the lock.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use crate::event::rep::{BaseEvent, Blocked, Match, OwnWaiter, Waiter};
+use crate::event::{Event, sync::sync_base};
+use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::mp::SpinLock;
+
+/// Dead-offer sweep: the threshold's additive term.
+const K1: usize = 10;
+
+/// A synchronous channel: a send and a receive meet, and the message passes, in one step.
+///
+/// Cheap to clone (a reference count); `Send + Sync` when `T: Send`. Usable from fibers, OS
+/// threads and (through its events and `.await`) async code.
+///
+/// # Examples
+/// ```
+/// use pcml::chan::Chan;
+///
+/// let ch = Chan::new();
+/// let tx = ch.clone();
+/// let t = std::thread::spawn(move || tx.send("ping"));
+/// assert_eq!(ch.recv(), "ping");
+/// t.join().unwrap();
+/// ```
+pub struct Chan<T> {
+    inner: Arc<ChanInner<T>>,
+}
+
+struct ChanInner<T> {
+    queues: SpinLock<Queues<T>>,
+    /// `queues.sendq` length (Relaxed: a hint for the lock-free polling phase only).
+    senders: AtomicUsize,
+    /// `queues.recvq` length (Relaxed, as `senders`).
+    receivers: AtomicUsize,
+}
+
+struct Queues<T> {
+    sendq: WaitQueue<T>,
+    recvq: WaitQueue<T>,
+}
+
+/// A queue of offers with the dead-offer sweep of section 8.3.
+struct WaitQueue<T> {
+    q: VecDeque<Arc<Offer<T>>>,
+    /// Sweep when a push finds `q.len()` at this.
+    threshold: usize,
+}
+
+/// One offer of one sync on this channel.
+struct Offer<T> {
+    waiter: Waiter,
+    /// A send offer's message, or a receive offer's delivered message; see the invariants.
+    slot: UnsafeCell<Option<T>>,
+}
+
+// SAFETY: the slot is reached by one thread at a time (module invariants: its owner before
+// publication and after settlement, the winner of its sync in between), and the message is
+// `Send`.
+unsafe impl<T: Send> Sync for Offer<T> {}
+// SAFETY: as above; all fields may move between threads when `T: Send`.
+unsafe impl<T: Send> Send for Offer<T> {}
+
+impl<T> Offer<T> {
+    fn new(waiter: Waiter, msg: Option<T>) -> Arc<Self> {
+        Arc::new(Offer {
+            waiter,
+            slot: UnsafeCell::new(msg),
+        })
+    }
+
+    /// Takes the slot's content.
+    ///
+    /// # Safety
+    /// The caller has the right to the slot (module invariants).
+    unsafe fn take(&self) -> Option<T> {
+        // SAFETY: the caller has exclusive access to the slot.
+        self.slot.with_mut(|p| unsafe { (*p).take() })
+    }
+
+    /// Fills the slot.
+    ///
+    /// # Safety
+    /// The caller has the right to the slot (module invariants).
+    unsafe fn put(&self, v: T) {
+        // SAFETY: the caller has exclusive access to the slot.
+        self.slot.with_mut(|p| unsafe { *p = Some(v) });
+    }
+}
+
+impl<T> WaitQueue<T> {
+    fn new() -> Self {
+        Self {
+            q: VecDeque::new(),
+            threshold: K1,
+        }
+    }
+
+    fn push(&mut self, o: Arc<Offer<T>>) {
+        if self.q.len() >= self.threshold {
+            self.q.retain(|o| !o.waiter.is_synched());
+            let n = self.q.len();
+            self.threshold = (n + K1).max(n + n / 2);
+        }
+        self.q.push_back(o);
+    }
+
+    /// Removes and returns the first live offer not of `me`'s sync (any live offer for `None`),
+    /// with its position; drops dead offers met on the way.
+    fn take_match(&mut self, me: Option<&OwnWaiter<'_>>) -> Option<(usize, Arc<Offer<T>>)> {
+        let mut i = 0;
+        while i < self.q.len() {
+            let o = &self.q[i];
+            if o.waiter.is_synched() {
+                self.q.remove(i);
+                continue;
+            }
+            if me.is_some_and(|me| o.waiter.same_sync(me)) {
+                i += 1;
+                continue;
+            }
+            return self.q.remove(i).map(|o| (i, o));
+        }
+        None
+    }
+}
+
+/// What blocking a send did.
+enum SendBlock<T> {
+    Waiting(Arc<Offer<T>>),
+    Committed,
+    Synched(T),
+}
+
+/// What blocking a receive did.
+enum RecvBlock<T> {
+    Waiting(Arc<Offer<T>>),
+    Committed(T),
+    Synched,
+}
+
+impl<T: Send> ChanInner<T> {
+    fn update_counts(&self, qs: &Queues<T>) {
+        self.senders.store(qs.sendq.q.len(), Ordering::Relaxed);
+        self.receivers.store(qs.recvq.q.len(), Ordering::Relaxed);
+    }
+
+    /// Polling phase of a send.
+    fn poll_send(&self) -> bool {
+        self.receivers.load(Ordering::Relaxed) > 0
+    }
+
+    /// Polling phase of a receive.
+    fn poll_recv(&self) -> bool {
+        self.senders.load(Ordering::Relaxed) > 0
+    }
+
+    /// Commit phase of a send (Figure 13): give `msg` to a blocked receiver, if any.
+    fn do_send(&self, msg: T) -> Result<(), T> {
+        let mut qs = self.queues.lock();
+        loop {
+            let Some((_, o)) = qs.recvq.take_match(None) else {
+                self.update_counts(&qs);
+                return Err(msg);
+            };
+            if let Some(commit) = o.waiter.synch_spinning() {
+                self.update_counts(&qs);
+                drop(qs);
+                // SAFETY: we won the receiver's sync, so its slot is ours until we publish.
+                unsafe { o.put(msg) };
+                commit.publish();
+                return Ok(());
+            }
+            // Dead receiver: it is out of the queue; try the next.
+        }
+    }
+
+    /// Commit phase of a receive: take a blocked sender's message, if any.
+    fn do_recv(&self) -> Option<T> {
+        let mut qs = self.queues.lock();
+        loop {
+            let (_, o) = qs.sendq.take_match(None).or_else(|| {
+                self.update_counts(&qs);
+                None
+            })?;
+            if let Some(commit) = o.waiter.synch_spinning() {
+                self.update_counts(&qs);
+                drop(qs);
+                // SAFETY: we won the sender's sync, so its slot is ours until we publish.
+                let msg = unsafe { o.take() }.expect("pcml: a send offer without a message");
+                commit.publish();
+                return Some(msg);
+            }
+        }
+    }
+
+    /// Blocking phase of a send (Figure 14).
+    fn block_send(&self, me: &OwnWaiter<'_>, msg: T) -> SendBlock<T> {
+        let mut qs = self.queues.lock();
+        loop {
+            let Some((i, o)) = qs.recvq.take_match(Some(me)) else {
+                let o = Offer::new(me.waiter(), Some(msg));
+                qs.sendq.push(o.clone());
+                self.update_counts(&qs);
+                return SendBlock::Waiting(o);
+            };
+            match me.try_match(&o.waiter) {
+                Match::Won(commit) => {
+                    self.update_counts(&qs);
+                    drop(qs);
+                    // SAFETY: we won the receiver's sync: its slot is ours until we publish.
+                    unsafe { o.put(msg) };
+                    commit.publish();
+                    return SendBlock::Committed;
+                }
+                // Dead partner, already out of the queue: look again.
+                Match::PartnerGone => continue,
+                Match::SelfSynched => {}
+            }
+            // Someone completed our sync through another offer: put the partner back where
+            // it was (the paper's `undequeue`) and stop.
+            qs.recvq.q.insert(i, o);
+            self.update_counts(&qs);
+            return SendBlock::Synched(msg);
+        }
+    }
+
+    /// Blocking phase of a receive (Figure 14, mirrored).
+    fn block_recv(&self, me: &OwnWaiter<'_>) -> RecvBlock<T> {
+        let mut qs = self.queues.lock();
+        loop {
+            let Some((i, o)) = qs.sendq.take_match(Some(me)) else {
+                let o = Offer::new(me.waiter(), None);
+                qs.recvq.push(o.clone());
+                self.update_counts(&qs);
+                return RecvBlock::Waiting(o);
+            };
+            match me.try_match(&o.waiter) {
+                Match::Won(commit) => {
+                    self.update_counts(&qs);
+                    drop(qs);
+                    // SAFETY: we won the sender's sync: its slot is ours until we publish.
+                    let msg = unsafe { o.take() }.expect("pcml: a send offer without a message");
+                    commit.publish();
+                    return RecvBlock::Committed(msg);
+                }
+                Match::PartnerGone => continue,
+                Match::SelfSynched => {}
+            }
+            // Someone completed our sync through another offer: put the partner back where
+            // it was (the paper's `undequeue`) and stop.
+            qs.sendq.q.insert(i, o);
+            self.update_counts(&qs);
+            return RecvBlock::Synched;
+        }
+    }
+}
+
+/// The base event of [`Chan::send_evt`].
+struct SendEvt<T> {
+    ch: Arc<ChanInner<T>>,
+    /// The message until it is offered or delivered.
+    msg: Option<T>,
+    /// Our published offer, if `block` published one.
+    offer: Option<Arc<Offer<T>>>,
+}
+
+impl<T: Send + 'static> BaseEvent for SendEvt<T> {
+    type Output = ();
+
+    fn poll(&mut self) -> bool {
+        self.ch.poll_send()
+    }
+
+    fn try_do(&mut self) -> Option<()> {
+        let msg = self.msg.take().expect("pcml: send event reused");
+        match self.ch.do_send(msg) {
+            Ok(()) => Some(()),
+            Err(msg) => {
+                self.msg = Some(msg);
+                None
+            }
+        }
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+        let msg = self.msg.take().expect("pcml: send event reused");
+        match self.ch.block_send(me, msg) {
+            SendBlock::Waiting(o) => {
+                self.offer = Some(o);
+                Blocked::Waiting
+            }
+            SendBlock::Committed => Blocked::Committed(()),
+            SendBlock::Synched(msg) => {
+                self.msg = Some(msg);
+                Blocked::Synched
+            }
+        }
+    }
+
+    fn complete(&mut self) {
+        // The receiver took the message out of our offer.
+        self.offer = None;
+    }
+
+    fn cancel(&mut self) {
+        if let Some(o) = self.offer.take() {
+            // SAFETY: our sync is settled and this offer lost: no partner touches its slot.
+            drop(unsafe { o.take() });
+        }
+    }
+}
+
+/// The base event of [`Chan::recv_evt`].
+struct RecvEvt<T> {
+    ch: Arc<ChanInner<T>>,
+    /// Our published offer, if `block` published one.
+    offer: Option<Arc<Offer<T>>>,
+}
+
+impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
+    type Output = T;
+
+    fn poll(&mut self) -> bool {
+        self.ch.poll_recv()
+    }
+
+    fn try_do(&mut self) -> Option<T> {
+        self.ch.do_recv()
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+        match self.ch.block_recv(me) {
+            RecvBlock::Waiting(o) => {
+                self.offer = Some(o);
+                Blocked::Waiting
+            }
+            RecvBlock::Committed(v) => Blocked::Committed(v),
+            RecvBlock::Synched => Blocked::Synched,
+        }
+    }
+
+    fn complete(&mut self) -> T {
+        let o = self.offer.take().expect("pcml: receive completed without an offer");
+        // SAFETY: the sender published after delivering, and we saw the publication.
+        unsafe { o.take() }.expect("pcml: receive completed without a message")
+    }
+
+    fn cancel(&mut self) {
+        // An empty slot: nothing to reclaim; the dead offer is swept.
+        self.offer = None;
+    }
+}
+
+impl<T: Send + 'static> Chan<T> {
+    /// Makes a channel.
+    ///
+    /// ```
+    /// let ch: pcml::chan::Chan<u8> = pcml::chan::Chan::new();
+    /// assert_eq!(ch.try_recv(), None);
+    /// ```
+    pub fn new() -> Self {
+        Chan {
+            inner: Arc::new(ChanInner {
+                queues: SpinLock::new(Queues {
+                    sendq: WaitQueue::new(),
+                    recvq: WaitQueue::new(),
+                }),
+                senders: AtomicUsize::new(0),
+                receivers: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// Sends `msg`, blocking until a receiver takes it.
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task (use `ch.send_evt(msg).await` there).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let ch = pcml::chan::Chan::new();
+    ///     let rx = ch.clone();
+    ///     let h = pcml::spawn(move || rx.recv());
+    ///     ch.send(5);
+    ///     assert_eq!(h.join().unwrap(), 5);
+    /// });
+    /// ```
+    pub fn send(&self, msg: T) {
+        sync_base(SendEvt {
+            ch: self.inner.clone(),
+            msg: Some(msg),
+            offer: None,
+        })
+    }
+
+    /// Receives a message, blocking until a sender offers one.
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task (use `ch.recv_evt().await` there).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let ch = pcml::chan::Chan::new();
+    ///     let tx = ch.clone();
+    ///     pcml::spawn(move || tx.send("hi"));
+    ///     assert_eq!(ch.recv(), "hi");
+    /// });
+    /// ```
+    pub fn recv(&self) -> T {
+        sync_base(RecvEvt {
+            ch: self.inner.clone(),
+            offer: None,
+        })
+    }
+
+    /// The event of sending `msg` (CML's `sendEvt`).
+    ///
+    /// ```
+    /// use pcml::event::select;
+    /// pcml::run(|| {
+    ///     let (a, b) = (pcml::chan::Chan::new(), pcml::chan::Chan::<u8>::new());
+    ///     let a2 = a.clone();
+    ///     let h = pcml::spawn(move || a2.recv());
+    ///     select([a.send_evt(1).wrap(|()| "a"), b.send_evt(2).wrap(|()| "b")]);
+    ///     assert_eq!(h.join().unwrap(), 1);
+    /// });
+    /// ```
+    pub fn send_evt(&self, msg: T) -> Event<()> {
+        Event::from_base(SendEvt {
+            ch: self.inner.clone(),
+            msg: Some(msg),
+            offer: None,
+        })
+    }
+
+    /// The event of receiving a message (CML's `recvEvt`).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let ch = pcml::chan::Chan::new();
+    ///     let tx = ch.clone();
+    ///     pcml::spawn(move || tx.send(2));
+    ///     assert_eq!(ch.recv_evt().wrap(|x: i32| x * 2).sync(), 4);
+    /// });
+    /// ```
+    pub fn recv_evt(&self) -> Event<T> {
+        Event::from_base(RecvEvt {
+            ch: self.inner.clone(),
+            offer: None,
+        })
+    }
+
+    /// Sends `msg` only if a receiver is blocked on the channel now; gives it back otherwise.
+    ///
+    /// ```
+    /// let ch = pcml::chan::Chan::new();
+    /// assert_eq!(ch.try_send(1), Err(1));
+    /// ```
+    pub fn try_send(&self, msg: T) -> Result<(), T> {
+        let r = if self.inner.poll_send() {
+            self.inner.do_send(msg)
+        } else {
+            Err(msg)
+        };
+        crate::sched::worker::consume_budget();
+        r
+    }
+
+    /// Receives a message only if a sender is blocked on the channel now.
+    ///
+    /// ```
+    /// let ch: pcml::chan::Chan<i32> = pcml::chan::Chan::new();
+    /// assert_eq!(ch.try_recv(), None);
+    /// ```
+    pub fn try_recv(&self) -> Option<T> {
+        let r = if self.inner.poll_recv() {
+            self.inner.do_recv()
+        } else {
+            None
+        };
+        crate::sched::worker::consume_budget();
+        r
+    }
+
+    /// The lengths of the waiting queues `(senders, receivers)`, dead offers included: for
+    /// tests of the sweep.
+    #[doc(hidden)]
+    pub fn queue_lens(&self) -> (usize, usize) {
+        let qs = self.inner.queues.lock();
+        (qs.sendq.q.len(), qs.recvq.q.len())
+    }
+}
+
+impl<T: Send + 'static> Default for Chan<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for Chan<T> {
+    fn clone(&self) -> Self {
+        Chan {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> PartialEq for Chan<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl<T> Eq for Chan<T> {}
+
+impl<T> fmt::Debug for Chan<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Chan")
+            .field("senders", &self.inner.senders.load(Ordering::Relaxed))
+            .field("receivers", &self.inner.receivers.load(Ordering::Relaxed))
+            .finish()
+    }
+}

@@ -1,0 +1,380 @@
+//! First-class synchronous events (Concurrent ML), made parallel with the optimistic protocol
+//! of the Parallel CML paper (seed 003, sections 4 to 8).
+//!
+//! An [`Event<T>`] describes a synchronous operation that yields a `T`: a base event of a
+//! communication object (a channel's [`send_evt`](crate::chan::Chan::send_evt) or
+//! [`recv_evt`](crate::chan::Chan::recv_evt), [`always`], [`never`], or your own
+//! [`BaseEvent`]), combined with [`choose`], [`Event::wrap`], [`guard`] and [`with_nack`].
+//! Nothing happens until the event is synchronized: [`Event::sync`] (or [`sync`], or
+//! [`select`] for a choice) blocks the calling fiber or OS thread until one branch happens;
+//! `ev.await` does the same in async code, in pcml tasks or any executor; [`Event::poll`]
+//! commits only if a branch is enabled now.
+//!
+//! ```
+//! use pcml::chan::Chan;
+//! use pcml::event::{select, Event};
+//!
+//! pcml::run(|| {
+//!     let (a, b) = (Chan::new(), Chan::new());
+//!     let a2 = a.clone();
+//!     pcml::spawn(move || a2.send(1));
+//!     let got = select([
+//!         a.recv_evt().wrap(|x: i32| format!("a{x}")),
+//!         b.recv_evt().wrap(|x: i32| format!("b{x}")),
+//!     ]);
+//!     assert_eq!(got, "a1");
+//! });
+//! ```
+//!
+//! ## Events are consumed by a sync
+//! A sync consumes its `Event` value: Rust moves the message of a `send_evt` into the sync, so
+//! the same value cannot be offered twice. To synchronize "the same event" again, build it
+//! again (construction is cheap: a channel event is a reference count and a box), typically in
+//! a closure or a [`guard`]. Guards and `with_nack` functions run when the event is synced, so
+//! one built in a loop runs at each sync, as in CML.
+//!
+//! ## The protocol
+//! See the file `rep.rs` for the event-state variable, its states `Waiting`,
+//! `Claimed` and `Synched`, and the transitions of the paper's Figure 7; `sync.rs` for the
+//! polling, commit and blocking phases; `chan` for a communication object's four phases.
+//! Choice is fair: the phases start at a random branch (documented in `sync.rs`).
+//!
+//! ## Not yet
+//! `sync_timeout` needs timers, which arrive with the timer layer; until then combine with a
+//! timer thread's channel.
+//!
+//! # Invariants
+//! - Every sync creates at most one event-state record, only if its commit phase fails, and
+//!   the record reaches `Synched` exactly once (see `rep`).
+//! - A message moves only from a sync that completes to a sync that completes: an abandoned
+//!   sync (a dropped future, an unwinding fiber) moves itself to `Synched` first, so no partner
+//!   can take from or give to it afterwards.
+//! - Guard, `with_nack` and wrapper functions never run with a channel locked or a record
+//!   `Claimed`; a panic in them propagates to the syncing thread with the protocol settled.
+
+pub(crate) mod branch;
+pub(crate) mod nack;
+pub(crate) mod rep;
+pub(crate) mod sync;
+
+#[cfg(all(test, pcml_loom))]
+mod tests;
+
+use std::fmt;
+use std::future::IntoFuture;
+
+use self::branch::{Branch, Leaf, Mapped, SharedMap};
+use self::sync::Prepared;
+
+pub use self::rep::{
+    BaseEvent, Blocked, Commit, Match, OwnWaiter, SelfSynch, TrySynch, Waiter,
+};
+pub use self::sync::SyncFuture;
+
+/// A first-class synchronous operation yielding a `T`.
+///
+/// Build events with the communication objects ([`Chan`](crate::chan::Chan)), [`always`],
+/// [`never`], [`choose`], [`guard`], [`with_nack`] and [`Event::wrap`]; run one with
+/// [`Event::sync`], `.await`, or [`Event::poll`]. An event is consumed by its sync (see the
+/// module docs).
+///
+/// # Examples
+/// ```
+/// use pcml::event::{always, choose, Event};
+///
+/// let ev: Event<u32> = choose([always(1), always(2)]).wrap(|x| x * 10);
+/// let v = ev.sync();
+/// assert!(v == 10 || v == 20);
+/// ```
+#[must_use = "an event does nothing until it is synchronized"]
+pub struct Event<T> {
+    pub(crate) kind: Kind<T>,
+}
+
+pub(crate) enum Kind<T> {
+    /// Never enabled.
+    Never,
+    /// A base event with its wrappers.
+    Base(Box<dyn Branch<T>>),
+    /// A choice.
+    Choose(Vec<Event<T>>),
+    /// Run at sync time to produce the event.
+    Guard(Box<dyn FnOnce() -> Event<T> + Send>),
+    /// Run at sync time with a fresh nack event.
+    WithNack(Box<dyn FnOnce(Event<()>) -> Event<T> + Send>),
+    /// A wrapper over a compound event.
+    Wrapped(Box<dyn FlattenInto<T>>),
+}
+
+/// A compound event under a wrapper: flattened with the wrapper shared by its leaves.
+pub(crate) trait FlattenInto<T>: Send {
+    fn flatten_into(self: Box<Self>, out: &mut Prepared<T>);
+}
+
+struct WrapNode<U, F> {
+    inner: Event<U>,
+    f: F,
+}
+
+impl<U, T, F> FlattenInto<T> for WrapNode<U, F>
+where
+    U: Send + 'static,
+    T: Send + 'static,
+    F: FnOnce(U) -> T + Send + 'static,
+{
+    fn flatten_into(self: Box<Self>, out: &mut Prepared<T>) {
+        let WrapNode { inner, f } = *self;
+        let mut tmp = Prepared::<U>::new();
+        sync::flatten(inner, &mut tmp);
+        let base = out.branches.len();
+        let f = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
+        for b in tmp.branches.drain(..).flatten() {
+            out.branches.push(Some(Box::new(SharedMap {
+                inner: b,
+                f: f.clone(),
+            })));
+        }
+        for (n, s, e) in tmp.nacks.drain(..) {
+            out.nacks.push((n, s + base, e + base));
+        }
+    }
+}
+
+impl<T> fmt::Debug for Event<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = match &self.kind {
+            Kind::Never => "Never",
+            Kind::Base(_) => "Base",
+            Kind::Choose(_) => "Choose",
+            Kind::Guard(_) => "Guard",
+            Kind::WithNack(_) => "WithNack",
+            Kind::Wrapped(_) => "Wrapped",
+        };
+        f.debug_tuple("Event").field(&k).finish()
+    }
+}
+
+impl<T: Send + 'static> Event<T> {
+    /// Makes an event of a base event: a communication object's offer, through the four
+    /// phases of [`BaseEvent`].
+    ///
+    /// ```
+    /// use pcml::event::{BaseEvent, Blocked, Event, OwnWaiter};
+    ///
+    /// /// An event that is always enabled with a fixed value (what `always` does).
+    /// struct Ready(Option<u8>);
+    /// impl BaseEvent for Ready {
+    ///     type Output = u8;
+    ///     fn poll(&mut self) -> bool { true }
+    ///     fn try_do(&mut self) -> Option<u8> { self.0.take() }
+    ///     fn block(&mut self, _: &OwnWaiter<'_>) -> Blocked<u8> { unreachable!() }
+    ///     fn complete(&mut self) -> u8 { unreachable!() }
+    /// }
+    /// assert_eq!(Event::from_base(Ready(Some(3))).sync(), 3);
+    /// ```
+    pub fn from_base<E: BaseEvent<Output = T>>(base: E) -> Self {
+        Event {
+            kind: Kind::Base(Box::new(Leaf {
+                base,
+                out: None,
+                f: identity::<T>,
+            })),
+        }
+    }
+
+    /// Applies `f` to the result when this event is chosen (CML's `wrap`). `f` runs in the
+    /// syncing thread after the synchronization is complete.
+    ///
+    /// ```
+    /// let ev = pcml::event::always(20).wrap(|x| x + 1);
+    /// assert_eq!(ev.sync(), 21);
+    /// ```
+    pub fn wrap<U, F>(self, f: F) -> Event<U>
+    where
+        U: Send + 'static,
+        F: FnOnce(T) -> U + Send + 'static,
+    {
+        let kind = match self.kind {
+            Kind::Never => Kind::Never,
+            Kind::Base(b) => Kind::Base(Box::new(Mapped { inner: b, f })),
+            kind => Kind::Wrapped(Box::new(WrapNode {
+                inner: Event { kind },
+                f,
+            })),
+        };
+        Event { kind }
+    }
+
+    /// Synchronizes on the event: blocks the calling fiber or OS thread until one of its
+    /// branches happens, and returns that branch's (wrapped) result.
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task (use `.await` there), and if a guard,
+    /// `with_nack` or wrapper function panics (after the synchronization is settled).
+    ///
+    /// ```
+    /// assert_eq!(pcml::event::always("hi").sync(), "hi");
+    /// ```
+    pub fn sync(self) -> T {
+        sync::sync(self)
+    }
+
+    /// Synchronizes only if a branch is enabled now (CML's poll functions): `Some(result)`
+    /// if one committed, `None` (and every branch lost, firing its nacks) otherwise.
+    ///
+    /// ```
+    /// use pcml::event::{always, never};
+    /// assert_eq!(always(1).poll(), Some(1));
+    /// assert_eq!(never::<i32>().poll(), None);
+    /// ```
+    pub fn poll(self) -> Option<T> {
+        sync::poll(self)
+    }
+}
+
+fn identity<T>(x: T) -> T {
+    x
+}
+
+impl<T: Send + 'static> IntoFuture for Event<T> {
+    type Output = T;
+    type IntoFuture = SyncFuture<T>;
+
+    /// Synchronizes in async code: `ev.await`. Dropping the future before it completes
+    /// cancels the sync (every branch loses; nacks fire).
+    ///
+    /// ```
+    /// let fut = async { pcml::event::always(5).await };
+    /// assert_eq!(pcml::run(|| pcml::spawn_task(fut).join().unwrap()), 5);
+    /// ```
+    fn into_future(self) -> SyncFuture<T> {
+        SyncFuture::new(self)
+    }
+}
+
+/// Synchronizes on `ev` (CML's `sync`); the same as [`Event::sync`].
+///
+/// ```
+/// assert_eq!(pcml::event::sync(pcml::event::always(7)), 7);
+/// ```
+pub fn sync<T: Send + 'static>(ev: Event<T>) -> T {
+    ev.sync()
+}
+
+/// Synchronizes on a choice of events (CML's `select`, = `sync(choose(evs))`).
+///
+/// ```
+/// use pcml::event::{always, never, select};
+/// assert_eq!(select([never(), always(2)]), 2);
+/// ```
+pub fn select<T: Send + 'static>(evs: impl IntoIterator<Item = Event<T>>) -> T {
+    choose(evs).sync()
+}
+
+/// An event that is always enabled and yields `v` (CML's `alwaysEvt`).
+///
+/// ```
+/// assert_eq!(pcml::event::always(vec![1]).sync(), vec![1]);
+/// ```
+pub fn always<T: Send + 'static>(v: T) -> Event<T> {
+    Event::from_base(Always(Some(v)))
+}
+
+/// An event that is never enabled (CML's `never`): syncing on it alone blocks forever.
+///
+/// ```
+/// use pcml::event::{always, never, select};
+/// assert_eq!(select([never(), always(1)]), 1);
+/// ```
+pub fn never<T>() -> Event<T> {
+    Event { kind: Kind::Never }
+}
+
+/// The choice of several events (CML's `choose`): when synchronized, exactly one of them
+/// happens. Nestable; an empty choice is [`never`]. Fair: no branch is preferred.
+///
+/// ```
+/// use pcml::event::{always, choose};
+/// let v = choose([always(1), choose([always(2), always(3)])]).sync();
+/// assert!((1..=3).contains(&v));
+/// ```
+pub fn choose<T: Send + 'static>(evs: impl IntoIterator<Item = Event<T>>) -> Event<T> {
+    Event {
+        kind: Kind::Choose(evs.into_iter().collect()),
+    }
+}
+
+/// An event computed when it is synchronized (CML's `guard`): `f` runs at sync time, in the
+/// syncing thread, and its event is used.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+/// use std::sync::Arc;
+/// let runs = Arc::new(AtomicU32::new(0));
+/// let r = runs.clone();
+/// let ev = pcml::event::guard(move || { r.fetch_add(1, Relaxed); pcml::event::always(1) });
+/// assert_eq!(runs.load(Relaxed), 0);
+/// assert_eq!(ev.sync(), 1);
+/// assert_eq!(runs.load(Relaxed), 1);
+/// ```
+pub fn guard<T, F>(f: F) -> Event<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Event<T> + Send + 'static,
+{
+    Event {
+        kind: Kind::Guard(Box::new(f)),
+    }
+}
+
+/// An event computed at sync time with a negative acknowledgement (CML's `withNack`): `f`
+/// receives an `Event<()>` that becomes enabled exactly when the sync does not choose the
+/// event `f` returns (another branch wins, or the sync is abandoned).
+///
+/// ```
+/// use pcml::event::{always, never, select, with_nack, Event};
+/// use std::sync::{Arc, Mutex};
+///
+/// let slot: Arc<Mutex<Option<Event<()>>>> = Arc::default();
+/// let s = slot.clone();
+/// let v = select([
+///     with_nack(move |nack| { *s.lock().unwrap() = Some(nack); never() }),
+///     always(2),
+/// ]);
+/// assert_eq!(v, 2);
+/// // The never branch lost, so its nack is enabled.
+/// let nack = slot.lock().unwrap().take().unwrap();
+/// assert_eq!(nack.poll(), Some(()));
+/// ```
+pub fn with_nack<T, F>(f: F) -> Event<T>
+where
+    T: Send + 'static,
+    F: FnOnce(Event<()>) -> Event<T> + Send + 'static,
+{
+    Event {
+        kind: Kind::WithNack(Box::new(f)),
+    }
+}
+
+/// The base event of [`always`].
+struct Always<T>(Option<T>);
+
+impl<T: Send + 'static> BaseEvent for Always<T> {
+    type Output = T;
+    fn poll(&mut self) -> bool {
+        true
+    }
+    fn try_do(&mut self) -> Option<T> {
+        self.0.take()
+    }
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+        // Only reached if the commit phase did not get to this branch; complete ourselves.
+        match me.synch_self() {
+            SelfSynch::Won => Blocked::Committed(self.0.take().expect("pcml: always taken")),
+            SelfSynch::AlreadySynched => Blocked::Synched,
+        }
+    }
+    fn complete(&mut self) -> T {
+        unreachable!("pcml: an always event never publishes an offer")
+    }
+}

@@ -1,0 +1,539 @@
+//! The representation of the event protocol: read this file to learn the whole protocol.
+//!
+//! This is pcml's `rep-types.sml`. It holds
+//! - [`SyncRecord`], the *event-state variable* of one dynamic synchronization (seed 003,
+//!   section 5), with its three states `Waiting`, `Claimed`, `Synched`, and every allowed
+//!   transition of Figure 7 as a function returning a `#[must_use]` outcome;
+//! - [`Waiter`], a partner's handle on one offer of a sync (what channel queues hold), and
+//!   [`OwnWaiter`], the owner's handle during the blocking phase;
+//! - [`Commit`], the right to deliver a value to a waiter and wake it, owned by whoever moved
+//!   that waiter's state from `Waiting` to `Synched`;
+//! - [`BaseEvent`], the four phases (`poll`, `do`, `block`, `cancel`) through which every
+//!   communication object (channels here; IVars, MVars, mailboxes, timers and I/O later, and
+//!   users' own primitives) exposes its base events.
+//!
+//! # The protocol (section 5, Figures 7 to 9)
+//! A sync first **polls** its base events without locks, then tries to **commit** (`do`) on
+//! the enabled ones; its own state is not yet visible to anyone, so a commit only has to win
+//! the partner's state (`Waiting -> Synched`, Figure 8; it spins on loads while the partner is
+//! `Claimed`). If no commit succeeds it creates a `SyncRecord` and **blocks** on every base
+//! event in turn; each `block` may find a partner, and then must first claim its own state
+//! (`Waiting -> Claimed`), then win the partner's (`Waiting -> Synched`), then finish its own
+//! (`Claimed -> Synched`), rolling back to `Waiting` if the partner was `Claimed` or `Synched`
+//! (Figure 9). A partner that wins a waiter's state delivers the value into the waiter's
+//! offer, then *publishes* the winning branch and wakes the waiter's [`Blocker`].
+//!
+//! # Differences from the paper
+//! - The reference code throws to the waiter's continuation; here the winner of the CAS writes
+//!   the value into the offer's slot, then stores the branch index into `winner` (Release) and
+//!   unblocks the waiter, which reads the slot after an Acquire load of `winner` (the C#
+//!   implementation's `DoFn(ref t)` in section 9.2).
+//! - The blocker is installed *after* the offers are published, under a small lock, so a sync
+//!   that commits during its blocking phase never has to suspend (see `install_blocker`).
+//!
+//! # Invariants
+//! - `state` goes `Waiting -> Claimed` and `Claimed -> Waiting | Synched` only by the owner of
+//!   the sync; `Waiting -> Synched` by anyone (a partner committing, the owner cancelling, the
+//!   owner committing an always-enabled base event); `Synched` is final (Figure 7).
+//! - Exactly one thread moves a record to `Synched`. That thread, and only it, writes the
+//!   winning offer's slot, then publishes `winner` once; nobody touches the slots of the other
+//!   offers of the sync except its owner, after `winner` is known.
+//! - The owner never holds `Claimed` while waiting for anything but a partner's state, and never
+//!   across a lock acquisition, so two claimers cannot deadlock: each rolls back on `Claimed`.
+//! - A channel lock is held by at most one sync at a time per thread (one channel locked at a
+//!   time), and never across blocking or yielding.
+
+use std::fmt;
+
+use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use crate::mp::SpinLock;
+use crate::sched::blocker::Blocker;
+
+const WAITING: u8 = 0;
+const CLAIMED: u8 = 1;
+const SYNCHED: u8 = 2;
+
+/// `winner` before the winning branch is published.
+const NO_WINNER: u32 = u32::MAX;
+
+/// The event-state variable of one synchronization (the paper's `event_state`), plus the
+/// hand-off of its result.
+pub(crate) struct SyncRecord {
+    /// `WAITING`, `CLAIMED` or `SYNCHED`; see the module invariants for who writes what.
+    state: AtomicU8,
+    /// The index of the branch that won, written once (Release) by the thread that moved the
+    /// record to `Synched`, after it delivered the value; read (Acquire) by the owner.
+    winner: AtomicU32,
+    /// How to wake the owner. Written by the owner (`install_blocker`, and again by an async
+    /// re-poll with a new waker), taken by the publisher; both under this lock.
+    blocker: SpinLock<Option<Blocker>>,
+}
+
+impl fmt::Debug for SyncRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state.load(Ordering::Relaxed) {
+            WAITING => "Waiting",
+            CLAIMED => "Claimed",
+            _ => "Synched",
+        };
+        f.debug_struct("SyncRecord")
+            .field("state", &state)
+            .field("winner", &self.winner.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// What a partner's attempt to move a waiter from `Waiting` to `Synched` found (Figure 8).
+#[must_use]
+pub enum TrySynch<'a> {
+    /// The waiter was `Waiting` and is now `Synched` by us: deliver, then publish.
+    Won(Commit<'a>),
+    /// The waiter's owner holds it `Claimed` (it is trying another partner); retry later.
+    Claimed,
+    /// The waiter was already synchronized by someone else: it is dead, skip it.
+    Synched,
+}
+
+/// What the owner's attempt to match one partner found (Figure 9's inner loop).
+#[must_use]
+pub enum Match<'a> {
+    /// Both states are `Synched`: we own the partner's delivery (`Commit`) and our own sync
+    /// is complete on this branch.
+    Won(Commit<'a>),
+    /// The partner was already synchronized: drop it and look for another.
+    PartnerGone,
+    /// Our own sync was synchronized by someone else meanwhile: put the partner back and stop.
+    SelfSynched,
+}
+
+/// What the owner's attempt to complete its own published sync found (Figure 15's blockFn,
+/// and cancellation).
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub enum SelfSynch {
+    /// We moved our own state from `Waiting` to `Synched`: no partner can complete it now.
+    Won,
+    /// A partner already moved it to `Synched`: its value is being (or has been) delivered.
+    AlreadySynched,
+}
+
+impl SyncRecord {
+    /// A fresh record in state `Waiting`.
+    pub(crate) fn new() -> Self {
+        Self {
+            state: AtomicU8::new(WAITING),
+            winner: AtomicU32::new(NO_WINNER),
+            blocker: SpinLock::new(None),
+        }
+    }
+
+    /// Figure 8's CAS, by a partner: `Waiting -> Synched`.
+    fn try_synch(&self) -> u8 {
+        // AcqRel: Acquire pairs with the owner's Release stores in `roll_back` and
+        // `finish_claim`, so we act on its latest state; Release orders our prior protocol
+        // writes before the state others will read. The value hand-off itself is ordered by
+        // `winner`, not by this CAS.
+        match self
+            .state
+            .compare_exchange(WAITING, SYNCHED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => WAITING,
+            Err(s) => s,
+        }
+    }
+
+    /// The owner's CAS `Waiting -> Claimed` (Figure 9). Returns false if already `Synched`
+    /// (only the owner sets `Claimed`, so the CAS can fail only that way).
+    fn try_claim(&self) -> bool {
+        // Acquire: pairs with the AcqRel CAS of a partner that synchronized us, if it fails.
+        self.state
+            .compare_exchange(WAITING, CLAIMED, Ordering::Acquire, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The owner's `Claimed -> Waiting` roll-back.
+    fn roll_back(&self) {
+        // Release: pairs with the AcqRel CAS in a partner's `try_synch`.
+        self.state.store(WAITING, Ordering::Release);
+    }
+
+    /// The owner's `Claimed -> Synched` after it won a partner.
+    fn finish_claim(&self) {
+        // Release: pairs with the Acquire loads of partners and sweepers that see us dead.
+        self.state.store(SYNCHED, Ordering::Release);
+    }
+
+    /// Whether the record is `Synched` (a dead offer, for queue sweeping and polling).
+    pub(crate) fn is_synched(&self) -> bool {
+        // Acquire: pairs with the Release/AcqRel writes of `SYNCHED`.
+        self.state.load(Ordering::Acquire) == SYNCHED
+    }
+
+    fn is_claimed(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == CLAIMED
+    }
+
+    /// The owner completes its own sync (`Waiting -> Synched`): a base event that became
+    /// enabled during its blocking phase (Figure 15), or cancellation.
+    pub(crate) fn synch_self(&self) -> SelfSynch {
+        match self.try_synch() {
+            // We moved it: nobody else can.
+            WAITING => SelfSynch::Won,
+            // Only the owner (us) sets Claimed, and we are not holding it.
+            CLAIMED => unreachable!("pcml: own sync record claimed by someone else"),
+            // A partner won: its value is on the way.
+            _ => SelfSynch::AlreadySynched,
+        }
+    }
+
+    /// The winning branch, once published.
+    pub(crate) fn winner(&self) -> Option<usize> {
+        // Acquire: pairs with the Release store in `publish`, so the winner's delivered value
+        // is visible to us.
+        match self.winner.load(Ordering::Acquire) {
+            NO_WINNER => None,
+            w => Some(w as usize),
+        }
+    }
+
+    /// Records the winner when the owner completed its own sync (no hand-off needed).
+    pub(crate) fn set_own_winner(&self, branch: usize) {
+        // Release: pairs with `winner`'s Acquire (only the owner reads it, but keep the pair).
+        self.winner.store(branch as u32, Ordering::Release);
+    }
+
+    /// Spins until the thread that synchronized this record publishes the winner. Used only
+    /// after seeing `Synched` set by a partner, which is between its CAS and its `publish`:
+    /// a few instructions that never block.
+    pub(crate) fn wait_winner(&self) -> usize {
+        loop {
+            if let Some(w) = self.winner() {
+                return w;
+            }
+            crate::loom::spin_loop();
+        }
+    }
+
+    /// Installs how to wake the owner. Fails (giving the blocker back) if the winner is
+    /// already published, in which case the owner must not wait.
+    pub(crate) fn install_blocker(&self, b: Blocker) -> Result<(), Blocker> {
+        let mut slot = self.blocker.lock();
+        // The lock orders this load against `publish`: if the publisher took the lock before
+        // us, its `winner` store (made before it locked) is visible here; if after us, it
+        // finds our blocker.
+        if self.winner().is_some() {
+            return Err(b);
+        }
+        *slot = Some(b);
+        Ok(())
+    }
+
+    /// Replaces an async owner's waker if it changed; false if the winner is published.
+    pub(crate) fn update_waker(&self, waker: &std::task::Waker) -> bool {
+        let mut slot = self.blocker.lock();
+        if self.winner().is_some() {
+            return false;
+        }
+        *slot = Some(Blocker::from_waker(waker.clone()));
+        true
+    }
+
+    /// Publishes `branch` as the winner and wakes the owner. Called once, by the thread that
+    /// moved the record to `Synched`, after delivering the value.
+    fn publish(&self, branch: u32) {
+        // Release: pairs with the Acquire load in `winner`: the delivered value is visible to
+        // the owner when it sees the winner.
+        self.winner.store(branch, Ordering::Release);
+        let blocker = self.blocker.lock().take();
+        if let Some(b) = blocker {
+            b.unblock();
+        }
+    }
+}
+
+/// A partner's handle on one offer of one sync: what communication objects keep in their
+/// waiting queues. Cheap to clone (one reference count).
+///
+/// # Examples
+/// See [`BaseEvent`] for a whole base event built on waiters.
+#[derive(Clone)]
+pub struct Waiter {
+    rec: Arc<SyncRecord>,
+    branch: u32,
+}
+
+impl fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Waiter")
+            .field("branch", &self.branch)
+            .field("record", &*self.rec)
+            .finish()
+    }
+}
+
+impl Waiter {
+    /// One attempt of Figure 8's CAS: move this waiter's sync from `Waiting` to `Synched`.
+    ///
+    /// On [`TrySynch::Won`], deliver whatever the waiter expects into its offer, then call
+    /// [`Commit::publish`] (dropping the `Commit` publishes too).
+    pub fn try_synch(&self) -> TrySynch<'_> {
+        match self.rec.try_synch() {
+            // It was waiting: ours now.
+            WAITING => TrySynch::Won(Commit {
+                rec: &self.rec,
+                branch: self.branch,
+                published: false,
+            }),
+            // Its owner is trying another partner.
+            CLAIMED => TrySynch::Claimed,
+            // Someone else got it.
+            _ => TrySynch::Synched,
+        }
+    }
+
+    /// Figure 8 in full, for the commit phase (whose own state is private, so spinning cannot
+    /// deadlock): spins on loads while the waiter is `Claimed` (section 8.4), then CASes.
+    /// Returns `Some(commit)` if we won it, `None` if it is dead.
+    pub fn synch_spinning(&self) -> Option<Commit<'_>> {
+        loop {
+            if self.rec.is_synched() {
+                // Dead: no CAS needed.
+                return None;
+            }
+            match self.try_synch() {
+                // Ours.
+                TrySynch::Won(c) => return Some(c),
+                // Spin on loads until its owner decides, then try again.
+                TrySynch::Claimed => {
+                    while self.rec.is_claimed() {
+                        crate::loom::spin_loop();
+                    }
+                }
+                // Dead.
+                TrySynch::Synched => return None,
+            }
+        }
+    }
+
+    /// Whether this waiter's sync is already complete (a dead entry, to be swept).
+    pub fn is_synched(&self) -> bool {
+        self.rec.is_synched()
+    }
+
+    /// Whether `self` and `me` are offers of the same sync (section 4: a sync must never
+    /// match an offer of its own).
+    pub fn same_sync(&self, me: &OwnWaiter<'_>) -> bool {
+        Arc::ptr_eq(&self.rec, me.rec)
+    }
+}
+
+/// The owner's handle during the blocking phase: its own sync record and the index of the
+/// base event being blocked.
+pub struct OwnWaiter<'a> {
+    pub(crate) rec: &'a Arc<SyncRecord>,
+    pub(crate) branch: u32,
+}
+
+impl fmt::Debug for OwnWaiter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnWaiter")
+            .field("branch", &self.branch)
+            .finish()
+    }
+}
+
+impl<'a> OwnWaiter<'a> {
+    /// The handle to store in a waiting queue for partners.
+    pub fn waiter(&self) -> Waiter {
+        Waiter {
+            rec: self.rec.clone(),
+            branch: self.branch,
+        }
+    }
+
+    /// Figure 9: claim our own state, then try to synchronize `partner`; rolls back and
+    /// retries while the partner is `Claimed`.
+    ///
+    /// Call with the communication object's lock held and `partner` taken out of its queue;
+    /// on [`Match::SelfSynched`] put `partner` back.
+    pub fn try_match<'p>(&self, partner: &'p Waiter) -> Match<'p> {
+        debug_assert!(!partner.same_sync(self), "pcml: a sync matched its own offer");
+        loop {
+            if !self.rec.try_claim() {
+                // Someone synchronized us since we published an earlier offer.
+                return Match::SelfSynched;
+            }
+            match partner.try_synch() {
+                TrySynch::Won(c) => {
+                    // Both ours: finish our own Claimed -> Synched.
+                    self.rec.finish_claim();
+                    return Match::Won(c);
+                }
+                TrySynch::Claimed => {
+                    // Its owner is trying someone (maybe us): back off to Waiting so it can
+                    // make progress, wait on loads, retry.
+                    self.rec.roll_back();
+                    while partner.rec.is_claimed() {
+                        crate::loom::spin_loop();
+                    }
+                }
+                TrySynch::Synched => {
+                    // Dead partner: roll back and look for another.
+                    self.rec.roll_back();
+                    return Match::PartnerGone;
+                }
+            }
+        }
+    }
+
+    /// Completes our own sync on this base event with no partner (the event became enabled
+    /// during the blocking phase, as in Figure 15's `waitEvt`).
+    pub fn synch_self(&self) -> SelfSynch {
+        self.rec.synch_self()
+    }
+
+    /// Whether our sync was already synchronized by a partner through an earlier offer.
+    pub fn is_synched(&self) -> bool {
+        self.rec.is_synched()
+    }
+}
+
+/// The right, and the duty, to publish a waiter's completion: held by the thread that moved
+/// the waiter to `Synched`. Deliver the value first, then [`publish`](Commit::publish), which
+/// wakes the waiter. Dropping a `Commit` publishes too, so a panic while delivering never
+/// leaves the waiter asleep forever (it will find no value and panic in turn).
+#[must_use = "a won waiter must be published, or it never wakes"]
+pub struct Commit<'a> {
+    rec: &'a SyncRecord,
+    branch: u32,
+    published: bool,
+}
+
+impl fmt::Debug for Commit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Commit")
+            .field("branch", &self.branch)
+            .finish()
+    }
+}
+
+impl Commit<'_> {
+    /// Publishes the completion and wakes the waiter.
+    pub fn publish(mut self) {
+        self.published = true;
+        self.rec.publish(self.branch);
+    }
+}
+
+impl Drop for Commit<'_> {
+    fn drop(&mut self) {
+        if !self.published {
+            self.rec.publish(self.branch);
+        }
+    }
+}
+
+/// What a base event's blocking phase did.
+#[must_use]
+#[derive(Debug)]
+pub enum Blocked<O> {
+    /// The offer is enqueued; a partner may complete it later.
+    Waiting,
+    /// A partner was found and both sides committed: this is the sync's result.
+    Committed(O),
+    /// The sync was already completed by a partner through an earlier offer: stop blocking.
+    Synched,
+}
+
+/// A source of base events: the four phases of the Parallel CML protocol (seed 003,
+/// section 5). Channels implement it; so can your own communication objects, which then take
+/// part in `choose`, `wrap`, `with_nack` and `sync` like any other event
+/// ([`Event::from_base`](crate::event::Event::from_base)).
+///
+/// The sync that owns an implementation calls, in order:
+/// 1. `poll`: is it enabled now? Lock-free and advisory.
+/// 2. `try_do`, if `poll` said yes: commit now if possible. Nothing of this sync is visible
+///    to other threads yet, so there is no own state to claim; win a partner's waiter with
+///    [`Waiter::synch_spinning`].
+/// 3. `block`, if no branch committed: publish an offer holding [`OwnWaiter::waiter`], or
+///    find a partner and [`OwnWaiter::try_match`] it (never your own sync's offers:
+///    [`Waiter::same_sync`]), or complete at once with [`OwnWaiter::synch_self`].
+/// 4. Afterwards, exactly one of: `complete` if this event won through its published offer
+///    (a partner delivered), or `cancel` if another branch won or the sync was abandoned.
+///
+/// Rules: never block, yield or sync inside these methods; hold at most one lock at a time;
+/// a partner that wins a waiter ([`TrySynch::Won`]) delivers into the offer, then publishes.
+///
+/// # Examples
+/// A one-shot flag whose event is enabled once set (Figure 15's `cvar`):
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use pcml::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch, Waiter};
+///
+/// #[derive(Default)]
+/// struct Flag { state: Mutex<(bool, Vec<Waiter>)> }
+/// impl Flag {
+///     fn set(&self) {
+///         let waiters = {
+///             let mut s = self.state.lock().unwrap();
+///             s.0 = true;
+///             std::mem::take(&mut s.1)
+///         };
+///         for w in waiters {
+///             if let Some(commit) = w.synch_spinning() {
+///                 commit.publish(); // nothing to deliver but the wake-up
+///             }
+///         }
+///     }
+/// }
+/// struct WaitEvt(Arc<Flag>);
+/// impl BaseEvent for WaitEvt {
+///     type Output = ();
+///     fn poll(&mut self) -> bool { self.0.state.lock().unwrap().0 }
+///     fn try_do(&mut self) -> Option<()> { self.poll().then_some(()) }
+///     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+///         let mut s = self.0.state.lock().unwrap();
+///         if !s.0 {
+///             s.1.push(me.waiter());
+///             return Blocked::Waiting;
+///         }
+///         drop(s);
+///         match me.synch_self() {
+///             SelfSynch::Won => Blocked::Committed(()),
+///             SelfSynch::AlreadySynched => Blocked::Synched,
+///         }
+///     }
+///     fn complete(&mut self) {}
+/// }
+///
+/// let flag = Arc::new(Flag::default());
+/// let f = flag.clone();
+/// let t = std::thread::spawn(move || Event::from_base(WaitEvt(f)).sync());
+/// flag.set();
+/// t.join().unwrap();
+/// ```
+pub trait BaseEvent: Send + 'static {
+    /// What a sync on this event returns.
+    type Output: Send + 'static;
+
+    /// Polling phase: whether the event looks enabled now. Must not lock for long or block.
+    fn poll(&mut self) -> bool;
+
+    /// Commit phase: complete now if a partner or value is available; `None` if not (after
+    /// a successful `poll`, the state may have changed: that is fine, the sync moves on).
+    fn try_do(&mut self) -> Option<Self::Output>;
+
+    /// Blocking phase: publish an offer for `me`, or commit with a partner found now.
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<Self::Output>;
+
+    /// The sync was completed through this event's published offer: return what the partner
+    /// delivered. Called once, after the partner published.
+    fn complete(&mut self) -> Self::Output;
+
+    /// This event did not win (another branch did, or the sync was abandoned): withdraw the
+    /// offer, if any. The sync is `Synched`, so no partner can complete the offer any more;
+    /// reclaim whatever it holds. Called at most once; the default does nothing (dead offers
+    /// are then swept by their object).
+    fn cancel(&mut self) {}
+}

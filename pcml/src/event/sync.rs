@@ -1,0 +1,458 @@
+//! The sync driver: the three phases of seed 003's section 5 over a flattened event, for the
+//! three kinds of waiter (fiber, OS thread, async), plus `poll` and cancellation.
+//!
+//! # Differences from the paper
+//! - Polling and committing are interleaved branch by branch (poll branch i, and if it looks
+//!   enabled try to commit it, then branch i+1): the same protocol without a list of enabled
+//!   branches to allocate.
+//! - Choice is fair by a random start: both the polling/commit pass and the blocking pass begin
+//!   at a random branch and go round (as Go's `select` and Guile's fibers do), so no branch is
+//!   preferred when several are enabled. Under loom the start is always 0 (models must be
+//!   deterministic).
+//! - The sync record is allocated only when the commit phase fails (section 9.2's C# trick).
+//!
+//! # Invariants
+//! - A `Pending` that is dropped before `finish` (a dropped future, an unwinding fiber, a
+//!   panicking base event) cancels the sync: it moves its own record to `Synched` so no partner
+//!   can complete it; if a partner already did, it waits for the publication, drops the
+//!   delivered value (the sync completed, its result is discarded), and cancels the rest.
+//!   Either way every nack of a losing branch fires and no offer stays alive.
+//! - Wrappers run only after losers are cancelled and nacks fired.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::loom::sync::Arc;
+use crate::sched::blocker::{self, Blocker};
+use crate::sched::worker;
+
+use super::branch::{BlockOutcome, Branch};
+use super::nack::Nack;
+use super::rep::{BaseEvent, Blocked, OwnWaiter, SelfSynch, SyncRecord};
+use super::{Event, Kind};
+
+/// A flattened event: its branches (leaves) and the nacks of its `with_nack`s, each with the
+/// range of branch indices it covers (a `with_nack` scope is contiguous when flattened).
+pub(crate) struct Prepared<T> {
+    pub(crate) branches: Vec<Option<Box<dyn Branch<T>>>>,
+    pub(crate) nacks: Vec<(Arc<Nack>, usize, usize)>,
+}
+
+impl<T> Prepared<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            branches: Vec::new(),
+            nacks: Vec::new(),
+        }
+    }
+
+    fn branch(&mut self, i: usize) -> &mut dyn Branch<T> {
+        &mut **self.branches[i]
+            .as_mut()
+            .expect("pcml: branch already taken")
+    }
+
+    /// Fires every nack whose scope does not hold `winner` (all of them for `None`) and
+    /// forgets all nacks.
+    fn fire_nacks(&mut self, winner: Option<usize>) {
+        for (nack, start, end) in self.nacks.drain(..) {
+            if !winner.is_some_and(|w| (start..end).contains(&w)) {
+                nack.fire();
+            }
+        }
+    }
+
+    /// Cancels every branch but `winner`, fires the losers' nacks, and returns the winner.
+    fn settle(&mut self, winner: usize) -> Box<dyn Branch<T>> {
+        let w = self.branches[winner]
+            .take()
+            .expect("pcml: branch already taken");
+        for b in self.branches.iter_mut().flatten() {
+            b.cancel();
+        }
+        self.branches.clear();
+        self.fire_nacks(Some(winner));
+        w
+    }
+
+    /// The sync completed on `winner`: settle, then run the winner's wrappers.
+    fn finish(mut self, winner: usize) -> T {
+        let w = self.settle(winner);
+        drop(self);
+        w.finish()
+    }
+}
+
+impl<T> Drop for Prepared<T> {
+    fn drop(&mut self) {
+        // Abandoned before any branch won (a guard panicked, `poll` found nothing, a sync that
+        // never blocked was dropped): every branch lost.
+        self.fire_nacks(None);
+    }
+}
+
+/// Flattens `ev` into `out`, running guards and `with_nack` functions (section 4: they run at
+/// each sync, before the protocol starts).
+pub(crate) fn flatten<T: Send + 'static>(ev: Event<T>, out: &mut Prepared<T>) {
+    match ev.kind {
+        Kind::Never => {}
+        Kind::Base(b) => out.branches.push(Some(b)),
+        Kind::Choose(evs) => {
+            for e in evs {
+                flatten(e, out);
+            }
+        }
+        Kind::Guard(f) => flatten(f(), out),
+        Kind::WithNack(f) => {
+            let nack = Arc::new(Nack::new());
+            let start = out.branches.len();
+            let k = out.nacks.len();
+            out.nacks.push((nack.clone(), start, start));
+            let ev = f(Event::from_base(super::nack::NackEvt(nack)));
+            flatten(ev, out);
+            out.nacks[k].2 = out.branches.len();
+        }
+        Kind::Wrapped(w) => w.flatten_into(out),
+    }
+}
+
+thread_local! {
+    static RNG: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A random start in `0..n` for fair choice (xorshift, per thread).
+fn fair_start(n: usize) -> usize {
+    if n <= 1 || cfg!(pcml_loom) {
+        return 0;
+    }
+    RNG.with(|r| {
+        let mut x = r.get();
+        if x == 0 {
+            // Seed from this thread's stack address and the time: distinct per thread.
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1);
+            x = t ^ (r as *const _ as u64).rotate_left(32) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        r.set(x);
+        ((x >> 32) as usize) % n
+    })
+}
+
+/// Panics if the caller is a pcml async task, which cannot block: before anything of the
+/// sync is published, so the panic leaves no offer behind.
+fn assert_can_block(what: &str) {
+    if matches!(worker::current(), Some(worker::Current::Task { .. })) {
+        panic!(
+            "pcml: {what} would block inside a pcml async task, which cannot block its proc; use `.await` instead"
+        );
+    }
+}
+
+/// The polling and commit phases. `Ok(output)` if a branch committed.
+fn poll_and_commit<T>(p: Prepared<T>, start: usize) -> Result<T, Prepared<T>> {
+    let mut p = p;
+    let n = p.branches.len();
+    for k in 0..n {
+        let i = (start + k) % n;
+        let b = p.branch(i);
+        if b.poll() && b.try_do() {
+            return Ok(p.finish(i));
+        }
+    }
+    Err(p)
+}
+
+/// A sync in its blocking phase: offers published under `rec`.
+pub(crate) struct Pending<T> {
+    p: Prepared<T>,
+    rec: Arc<SyncRecord>,
+    /// Set once the winner's output has been handed out (or discarded).
+    done: bool,
+}
+
+impl<T> Pending<T> {
+    fn new(p: Prepared<T>) -> Self {
+        Self {
+            p,
+            rec: Arc::new(SyncRecord::new()),
+            done: false,
+        }
+    }
+
+    /// Blocks every branch from `start` round. `Some(i)` if branch `i` committed now.
+    fn block_all(&mut self, start: usize) -> Option<usize> {
+        let n = self.p.branches.len();
+        for k in 0..n {
+            let i = (start + k) % n;
+            let me = OwnWaiter {
+                rec: &self.rec,
+                branch: i as u32,
+            };
+            match self.p.branch(i).block(&me) {
+                // Offer published; go on to the next branch.
+                BlockOutcome::Waiting => {}
+                // We matched a partner now: our record is Synched by us.
+                BlockOutcome::Committed => {
+                    self.rec.set_own_winner(i);
+                    return Some(i);
+                }
+                // A partner completed us through an earlier offer: stop publishing.
+                BlockOutcome::Synched => return None,
+            }
+        }
+        None
+    }
+
+    /// The winner is published: settle and run its wrappers.
+    fn finish(mut self, winner: usize) -> T {
+        self.done = true;
+        let p = std::mem::replace(&mut self.p, Prepared::new());
+        drop(self);
+        p.finish(winner)
+    }
+}
+
+impl<T> Drop for Pending<T> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // Abandoned while blocked: cancellation is a loss of every branch.
+        match self.rec.synch_self() {
+            SelfSynch::Won => {
+                // Nobody can complete us now; `Prepared`'s drop fires every nack.
+                for b in self.p.branches.iter_mut().flatten() {
+                    b.cancel();
+                }
+                self.p.branches.clear();
+            }
+            SelfSynch::AlreadySynched => {
+                // A partner won us: wait for its delivery, then drop the value unwrapped.
+                let w = self.rec.wait_winner();
+                let b = self.p.settle(w);
+                b.discard();
+            }
+        }
+    }
+}
+
+/// Synchronizes on `ev`, blocking the calling fiber or OS thread.
+pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
+    let mut p = Prepared::new();
+    flatten(ev, &mut p);
+    let start = fair_start(p.branches.len());
+    let p = match poll_and_commit(p, start) {
+        Ok(v) => {
+            worker::consume_budget();
+            return v;
+        }
+        Err(p) => p,
+    };
+    assert_can_block("sync");
+    let mut pending = Pending::new(p);
+    if let Some(i) = pending.block_all(start) {
+        worker::consume_budget();
+        return pending.finish(i);
+    }
+    let rec = pending.rec.clone();
+    blocker::block_current("sync", |b| {
+        if let Err(b) = rec.install_blocker(b) {
+            // Published before we could install: do not wait.
+            b.unblock();
+        }
+    });
+    let w = pending
+        .rec
+        .winner()
+        .expect("pcml: a sync woke with no winner");
+    pending.finish(w)
+}
+
+/// Commits `ev` only if one of its branches is enabled now; otherwise every branch loses.
+pub(crate) fn poll<T: Send + 'static>(ev: Event<T>) -> Option<T> {
+    let mut p = Prepared::new();
+    flatten(ev, &mut p);
+    let start = fair_start(p.branches.len());
+    let r = poll_and_commit(p, start).ok();
+    worker::consume_budget();
+    r
+}
+
+thread_local! {
+    /// Syncs that completed at once in a row on this thread, for the async budget.
+    static READY_IN_A_ROW: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Counts an async sync that completed without waiting; after `BUDGET` of them in a row the
+/// next one yields once (wakes itself and returns `Pending`), so a task looping on ready
+/// events cannot hog its executor.
+fn async_budget_exhausted() -> bool {
+    READY_IN_A_ROW.with(|c| {
+        let n = c.get() + 1;
+        if n >= worker::BUDGET {
+            c.set(0);
+            true
+        } else {
+            c.set(n);
+            false
+        }
+    })
+}
+
+fn async_budget_reset() {
+    READY_IN_A_ROW.with(|c| c.set(0));
+}
+
+/// The future of `ev.await`: a sync whose waiter is the task's `Waker`.
+///
+/// Dropping it while pending is a loss of every branch: its offers are withdrawn and its
+/// nacks fire. If a partner committed to it just before the drop, the sync had completed: the
+/// delivered value is dropped with the future and the wrappers do not run.
+#[must_use = "futures do nothing unless awaited"]
+pub struct SyncFuture<T> {
+    state: FutState<T>,
+}
+
+enum FutState<T> {
+    Init(Event<T>),
+    Blocked(Pending<T>),
+    Done,
+}
+
+impl<T> std::fmt::Debug for SyncFuture<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self.state {
+            FutState::Init(_) => "Init",
+            FutState::Blocked(_) => "Blocked",
+            FutState::Done => "Done",
+        };
+        f.debug_struct("SyncFuture").field("state", &s).finish()
+    }
+}
+
+impl<T> SyncFuture<T> {
+    pub(crate) fn new(ev: Event<T>) -> Self {
+        Self {
+            state: FutState::Init(ev),
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for SyncFuture<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = self.get_mut();
+        match std::mem::replace(&mut this.state, FutState::Done) {
+            FutState::Init(ev) => {
+                if async_budget_exhausted() {
+                    this.state = FutState::Init(ev);
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                let mut p = Prepared::new();
+                flatten(ev, &mut p);
+                let start = fair_start(p.branches.len());
+                let p = match poll_and_commit(p, start) {
+                    Ok(v) => return Poll::Ready(v),
+                    Err(p) => p,
+                };
+                let mut pending = Pending::new(p);
+                if let Some(i) = pending.block_all(start) {
+                    return Poll::Ready(pending.finish(i));
+                }
+                match pending
+                    .rec
+                    .install_blocker(Blocker::from_waker(cx.waker().clone()))
+                {
+                    Ok(()) => {
+                        async_budget_reset();
+                        this.state = FutState::Blocked(pending);
+                        Poll::Pending
+                    }
+                    Err(_) => {
+                        let w = pending.rec.wait_winner();
+                        Poll::Ready(pending.finish(w))
+                    }
+                }
+            }
+            FutState::Blocked(pending) => {
+                if let Some(w) = pending.rec.winner() {
+                    return Poll::Ready(pending.finish(w));
+                }
+                if pending.rec.update_waker(cx.waker()) {
+                    this.state = FutState::Blocked(pending);
+                    return Poll::Pending;
+                }
+                let w = pending.rec.wait_winner();
+                Poll::Ready(pending.finish(w))
+            }
+            FutState::Done => panic!("pcml: SyncFuture polled after completion"),
+        }
+    }
+}
+
+/// Synchronizes on one base event with no wrappers, nacks or boxing: the direct path of
+/// `Chan::send` and `Chan::recv`, running the same three phases as [`sync`].
+pub(crate) fn sync_base<E: BaseEvent>(mut e: E) -> E::Output {
+    if e.poll()
+        && let Some(v) = e.try_do()
+    {
+        worker::consume_budget();
+        return v;
+    }
+    assert_can_block("sync");
+    let rec = Arc::new(SyncRecord::new());
+    let me = OwnWaiter {
+        rec: &rec,
+        branch: 0,
+    };
+    match e.block(&me) {
+        Blocked::Committed(v) => {
+            worker::consume_budget();
+            return v;
+        }
+        // Published (or already completed by a partner through that offer): wait.
+        Blocked::Waiting | Blocked::Synched => {}
+    }
+    let mut pending = PendingBase {
+        e: Some(e),
+        rec: &rec,
+    };
+    blocker::block_current("sync", |b| {
+        if let Err(b) = rec.install_blocker(b) {
+            b.unblock();
+        }
+    });
+    debug_assert!(rec.winner().is_some(), "pcml: a sync woke with no winner");
+    let mut e = pending.e.take().expect("pcml: base event taken");
+    e.complete()
+}
+
+/// Cancels a blocked [`sync_base`] if its thread unwinds while waiting.
+struct PendingBase<'a, E: BaseEvent> {
+    e: Option<E>,
+    rec: &'a SyncRecord,
+}
+
+impl<E: BaseEvent> Drop for PendingBase<'_, E> {
+    fn drop(&mut self) {
+        let Some(mut e) = self.e.take() else { return };
+        match self.rec.synch_self() {
+            // Nobody can complete us now.
+            SelfSynch::Won => e.cancel(),
+            // A partner won us: wait for its delivery and drop it.
+            SelfSynch::AlreadySynched => {
+                self.rec.wait_winner();
+                drop(e.complete());
+            }
+        }
+    }
+}
