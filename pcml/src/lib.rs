@@ -29,12 +29,16 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod chan;
+pub mod event;
 pub mod fiber;
 pub(crate) mod loom;
 pub mod mp;
 pub mod sched;
 pub mod task;
 
+pub use chan::Chan;
+pub use event::{Event, always, choose, guard, never, select, sync, with_nack};
 pub use mp::{ProcLocal, SpinLock, current_proc, procs};
 pub use sched::{
     BuildError, Builder, JoinError, JoinHandle, Runtime, RuntimeError, SpawnError, ThreadId,
