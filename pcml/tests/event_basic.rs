@@ -1,0 +1,270 @@
+//! The combinators and sync operations: always, never, choose, wrap, guard, with_nack, poll,
+//! fairness, self-matching, panics, cancellation of dropped futures.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use pcml::chan::Chan;
+use pcml::event::{Event, always, choose, guard, never, select, with_nack};
+
+type NackSlot = Arc<Mutex<Vec<Event<()>>>>;
+
+/// `ev` under a with_nack that stores its nack event in `slot`.
+fn noting_nack<T: Send + 'static>(slot: &NackSlot, ev: Event<T>) -> Event<T> {
+    let slot = slot.clone();
+    with_nack(move |nack| {
+        slot.lock().unwrap().push(nack);
+        ev
+    })
+}
+
+fn nack_fired(slot: &NackSlot) -> Vec<bool> {
+    slot.lock()
+        .unwrap()
+        .drain(..)
+        .map(|n| n.poll().is_some())
+        .collect()
+}
+
+#[test]
+fn always_wrap_and_nested_choose() {
+    assert_eq!(always(2).wrap(|x| x * 3).wrap(|x| x + 1).sync(), 7);
+    let v = choose([never(), choose([never(), always(5)]).wrap(|x| x * 2)]).sync();
+    assert_eq!(v, 10);
+    assert_eq!(pcml::event::sync(always("s")), "s");
+    assert_eq!(never::<u8>().poll(), None);
+    assert_eq!(choose(Vec::<Event<u8>>::new()).poll(), None);
+}
+
+#[test]
+fn choice_is_fair() {
+    let mut counts = [0usize; 3];
+    for _ in 0..3000 {
+        let i = select([always(0), always(1), always(2)]);
+        counts[i] += 1;
+    }
+    for c in counts {
+        assert!(c > 500, "unfair choice: {counts:?}");
+    }
+}
+
+#[test]
+fn guard_runs_at_each_sync_not_before() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mk = || {
+        let r = runs.clone();
+        guard(move || {
+            r.fetch_add(1, SeqCst);
+            always(())
+        })
+    };
+    let evs: Vec<_> = (0..5).map(|_| mk()).collect();
+    assert_eq!(runs.load(SeqCst), 0);
+    for e in evs {
+        e.sync();
+    }
+    assert_eq!(runs.load(SeqCst), 5);
+}
+
+#[test]
+fn nack_fires_exactly_when_its_branch_loses() {
+    let slot: NackSlot = Arc::default();
+    // The nacked branch wins: no nack.
+    let v = select([noting_nack(&slot, always(1)), never()]);
+    assert_eq!(v, 1);
+    assert_eq!(nack_fired(&slot), vec![false]);
+    // It loses: the nack fires.
+    let v = select([noting_nack(&slot, never()), always(2)]);
+    assert_eq!(v, 2);
+    assert_eq!(nack_fired(&slot), vec![true]);
+    // Nested: the inner wins, both scopes hold the winner.
+    let v = select([
+        noting_nack(&slot, choose([noting_nack(&slot, always(3)), never()])),
+        never(),
+    ]);
+    assert_eq!(v, 3);
+    assert_eq!(nack_fired(&slot), vec![false, false]);
+    // Nested: a sibling of the inner scope wins inside the outer scope.
+    let v = select([
+        noting_nack(&slot, choose([noting_nack(&slot, never()), always(4)])),
+        never(),
+    ]);
+    assert_eq!(v, 4);
+    assert_eq!(nack_fired(&slot), vec![false, true]);
+    // A wrapped choice keeps the scopes right.
+    let v = select([
+        choose([noting_nack(&slot, never()), always(5)]).wrap(|x| x + 1),
+        noting_nack(&slot, never()),
+    ]);
+    assert_eq!(v, 6);
+    assert_eq!(nack_fired(&slot), vec![true, true]);
+    // poll that finds nothing: every branch lost.
+    assert_eq!(noting_nack(&slot, never::<u8>()).poll(), None);
+    assert_eq!(nack_fired(&slot), vec![true]);
+}
+
+#[test]
+fn nack_wakes_a_blocked_waiter() {
+    pcml::run(|| {
+        let slot: NackSlot = Arc::default();
+        let ch = Chan::<u8>::new();
+        let s2 = slot.clone();
+        let waiter = pcml::spawn(move || {
+            // Wait until the nack exists, then block on it.
+            let nack = loop {
+                if let Some(n) = s2.lock().unwrap().pop() {
+                    break n;
+                }
+                pcml::yield_now();
+            };
+            nack.sync();
+            "nacked"
+        });
+        let tx = ch.clone();
+        let sender = pcml::spawn(move || {
+            for _ in 0..3 {
+                pcml::yield_now();
+            }
+            tx.send(1)
+        });
+        let v = select([
+            noting_nack(&slot, never::<u8>()).wrap(|_| 0),
+            ch.recv_evt(),
+        ]);
+        assert_eq!(v, 1);
+        assert_eq!(waiter.join().unwrap(), "nacked");
+        sender.join().unwrap();
+    });
+}
+
+#[test]
+fn a_choice_never_talks_to_itself() {
+    pcml::run(|| {
+        let ch = Chan::new();
+        let other = ch.clone();
+        // With nobody else on the channel this would block forever if it matched itself;
+        // the partner receives our send.
+        let h = pcml::spawn(move || {
+            for _ in 0..3 {
+                pcml::yield_now();
+            }
+            other.recv()
+        });
+        let r = select([
+            ch.recv_evt().wrap(Some),
+            ch.send_evt(42).wrap(|()| None),
+        ]);
+        assert_eq!(r, None);
+        assert_eq!(h.join().unwrap(), 42);
+    });
+}
+
+#[test]
+fn same_channel_twice_in_a_choice() {
+    pcml::run(|| {
+        let ch = Chan::new();
+        let tx = ch.clone();
+        pcml::spawn(move || (0..200u32).for_each(|i| tx.send(i)));
+        let mut tags = [0; 2];
+        for i in 0..200 {
+            let (tag, v) = select([
+                ch.recv_evt().wrap(|x| (0, x)),
+                ch.recv_evt().wrap(|x| (1, x)),
+            ]);
+            assert_eq!(v, i);
+            tags[tag] += 1;
+        }
+        assert_eq!(tags[0] + tags[1], 200);
+    });
+}
+
+#[test]
+fn panic_in_wrap_propagates_and_the_channel_still_works() {
+    pcml::run(|| {
+        let ch = Chan::new();
+        let tx = ch.clone();
+        let h = pcml::spawn(move || {
+            tx.send(1);
+            tx.send(2);
+        });
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            ch.recv_evt().wrap(|_: i32| -> i32 { panic!("boom") }).sync()
+        }));
+        assert!(r.is_err());
+        // The first message was taken by the sync that panicked in its wrapper (it did
+        // complete); the second is still there.
+        assert_eq!(ch.recv(), 2);
+        h.join().unwrap();
+    });
+}
+
+#[test]
+fn panic_in_guard_fires_earlier_nacks_and_takes_nothing() {
+    let slot: NackSlot = Arc::default();
+    let ch = Chan::<u8>::new();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        select([
+            noting_nack(&slot, ch.recv_evt()),
+            guard(|| -> Event<u8> { panic!("guard") }),
+        ])
+    }));
+    assert!(r.is_err());
+    assert_eq!(nack_fired(&slot), vec![true]);
+    assert_eq!(ch.queue_lens(), (0, 0));
+}
+
+fn noop_cx() -> Context<'static> {
+    Context::from_waker(std::task::Waker::noop())
+}
+
+#[test]
+fn dropping_a_pending_future_withdraws_and_fires_nacks() {
+    let ch = Chan::<String>::new();
+    let slot: NackSlot = Arc::default();
+    let mut fut = Box::pin(
+        select_fut([noting_nack(&slot, ch.recv_evt()), never()]),
+    );
+    assert!(fut.as_mut().poll(&mut noop_cx()).is_pending());
+    assert_eq!(ch.queue_lens(), (0, 1));
+    drop(fut);
+    assert_eq!(nack_fired(&slot), vec![true]);
+    // Nobody takes a message for the dropped sync.
+    assert_eq!(ch.try_send("x".to_string()), Err("x".to_string()));
+}
+
+fn select_fut<T: Send + 'static>(
+    evs: impl IntoIterator<Item = Event<T>>,
+) -> impl std::future::Future<Output = T> {
+    choose(evs).into_future()
+}
+
+use std::future::{Future, IntoFuture};
+
+#[test]
+fn a_pending_future_completes_when_a_partner_arrives() {
+    let ch = Chan::<u32>::new();
+    let mut fut = Box::pin(ch.recv_evt().wrap(|x| x + 1).into_future());
+    assert!(fut.as_mut().poll(&mut noop_cx()).is_pending());
+    assert_eq!(ch.try_send(5), Ok(()));
+    assert_eq!(fut.as_mut().poll(&mut noop_cx()), Poll::Ready(6));
+}
+
+#[test]
+fn tokio_select_drops_the_loser() {
+    let r = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let ch = Chan::<u8>::new();
+    let c2 = ch.clone();
+    r.block_on(async move {
+        tokio::select! {
+            _ = c2.recv_evt().into_future() => panic!("nobody sent"),
+            _ = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+        }
+    });
+    // The dropped receive is dead: a try_send finds no live receiver.
+    assert_eq!(ch.try_send(1), Err(1));
+}
