@@ -142,3 +142,19 @@ fn joining_a_thread_dropped_at_shutdown_reports_cancellation() {
     let e = h.join().unwrap_err();
     assert!(e.is_cancelled(), "{e}");
 }
+
+/// Regression: procs that fall asleep before main is submitted, or while a wake-up from another
+/// proc is in flight, are not a deadlock.
+#[test]
+fn no_false_deadlock_in_many_short_runtimes() {
+    for i in 0..1500 {
+        let r = rt(2).block_on(move || match i % 3 {
+            0 => pcml::spawn_task(async { 1 }).join().unwrap(),
+            1 => pcml::spawn(|| 1).join().unwrap(),
+            _ => pcml::spawn_task(async { panic!("expected") })
+                .join()
+                .map_or(1, |()| 0),
+        });
+        assert_eq!(r, Ok(1), "iteration {i}");
+    }
+}

@@ -61,6 +61,9 @@ pub(crate) struct MainSlot {
     cvar: Condvar,
     /// Mirrors `state != Running` for lock-free checks.
     settled: AtomicBool,
+    /// Set by `block_on` once main is in proc 0's inbox: until then idle procs are not a
+    /// deadlock.
+    submitted: AtomicBool,
 }
 
 impl MainSlot {
@@ -69,7 +72,20 @@ impl MainSlot {
             state: Mutex::new(MainState::Running),
             cvar: Condvar::new(),
             settled: AtomicBool::new(false),
+            submitted: AtomicBool::new(false),
         }
+    }
+
+    /// Whether main has been submitted and has not settled: only then can a deadlock be.
+    pub(crate) fn is_waiting(&self) -> bool {
+        // Acquire: pairs with the Release store in `submit`.
+        self.submitted.load(Ordering::Acquire) && !self.is_settled()
+    }
+
+    fn submit(&self) {
+        // Release: pairs with the Acquire load in `is_waiting`, so a proc that sees the flag
+        // also sees the inbox push of main that came before it.
+        self.submitted.store(true, Ordering::Release);
     }
 
     pub(crate) fn is_settled(&self) -> bool {
@@ -391,6 +407,8 @@ impl Runtime {
                 }),
             }),
         );
+        // After the push: a proc that sees `submitted` also sees main in proc 0's inbox.
+        self.shared.main.submit();
         self.shared.procs[0].parker.unpark();
         let outcome = self.shared.main.wait();
         drop(self);

@@ -323,7 +323,10 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
             }
             let token = ctx.next_token.get();
             ctx.next_token.set(token + 1);
-            let e = ctx.fibers.get(slot).expect("pcml: the running fiber has a slot");
+            let e = ctx
+                .fibers
+                .get(slot)
+                .expect("pcml: the running fiber has a slot");
             e.token.set(token);
             e.wake_pending.set(false);
             ctx.budget.set(BUDGET);
@@ -609,7 +612,10 @@ impl Context {
     }
 
     fn resume_fiber(&self, slot: usize) {
-        let e = self.fibers.get(slot).expect("pcml: resumed a fiber that has no slot");
+        let e = self
+            .fibers
+            .get(slot)
+            .expect("pcml: resumed a fiber that has no slot");
         debug_assert_ne!(e.state.get(), FiberState::Running);
         e.state.set(FiberState::Running);
         self.current.set(Current::Fiber {
@@ -702,7 +708,7 @@ impl Context {
     /// anything, settle `block_on` with a deadlock.
     fn check_deadlock(&self) {
         let sh = &*self.shared;
-        if !sh.detect_deadlock || sh.main.is_settled() || sh.is_shutdown() {
+        if !sh.detect_deadlock || !sh.main.is_waiting() || sh.is_shutdown() {
             return;
         }
         if sh.blocking.in_flight() > 0 || sh.wake_sources.load(Ordering::SeqCst) > 0 {
