@@ -130,32 +130,37 @@ fn yield_spinner_does_not_starve_others() {
         .unwrap();
 }
 
-/// Two yield spinners on one proc alternate.
+/// Two yield spinners on one proc alternate, whatever the scheduler's turn when they start.
 #[test]
 fn yield_alternates_between_fibers() {
     rt(1)
         .block_on(|| {
-            let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-            let hs: Vec<_> = (0..2)
-                .map(|who| {
-                    let log = log.clone();
-                    pcml::spawn(move || {
-                        for _ in 0..5 {
-                            log.lock().unwrap().push(who);
-                            pcml::yield_now();
-                        }
+            for pre in 0..6 {
+                for _ in 0..pre {
+                    pcml::yield_now();
+                }
+                let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+                let hs: Vec<_> = (0..2)
+                    .map(|who| {
+                        let log = log.clone();
+                        pcml::spawn(move || {
+                            for _ in 0..5 {
+                                log.lock().unwrap().push(who);
+                                pcml::yield_now();
+                            }
+                        })
                     })
-                })
-                .collect();
-            for h in hs {
-                h.join().unwrap();
+                    .collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+                let log = log.lock().unwrap();
+                assert_eq!(log.len(), 10);
+                assert!(
+                    log.windows(2).all(|w| w[0] != w[1]),
+                    "yield should alternate (pre = {pre}): {log:?}"
+                );
             }
-            let log = log.lock().unwrap();
-            assert_eq!(log.len(), 10);
-            assert!(
-                log.windows(2).all(|w| w[0] != w[1]),
-                "yield should alternate: {log:?}"
-            );
         })
         .unwrap();
 }

@@ -267,6 +267,8 @@ pub(crate) struct Context {
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
     tick: Cell<u32>,
+    /// Set when a fiber yields: the next pick takes new work before ready fibers.
+    prefer_new: Cell<bool>,
     next_token: Cell<u64>,
     budget: Cell<u32>,
     current: Cell<Current>,
@@ -489,7 +491,8 @@ impl Context {
         {
             return Some(w);
         }
-        if tick % 2 == 0 {
+        // After a yield, new work goes first: the yielder is then behind everything runnable.
+        if !self.prefer_new.replace(false) && tick % 2 == 0 {
             if let Some(slot) = self.ready.borrow_mut().pop_front() {
                 return Some(Work::Resume(slot));
             }
@@ -633,6 +636,7 @@ impl Context {
             CoroutineResult::Yield(Suspend::Yield) => {
                 e.state.set(FiberState::Ready);
                 self.ready.borrow_mut().push_back(slot);
+                self.prefer_new.set(true);
             }
             CoroutineResult::Yield(Suspend::Block) => {
                 if e.wake_pending.replace(false) {
@@ -772,6 +776,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
         tick: Cell::new(0),
+        prefer_new: Cell::new(false),
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),
         current: Cell::new(Current::Scheduler),
