@@ -129,10 +129,7 @@ fn nack_wakes_a_blocked_waiter() {
             }
             tx.send(1)
         });
-        let v = select([
-            noting_nack(&slot, never::<u8>()).wrap(|_| 0),
-            ch.recv_evt(),
-        ]);
+        let v = select([noting_nack(&slot, never::<u8>()).wrap(|_| 0), ch.recv_evt()]);
         assert_eq!(v, 1);
         assert_eq!(waiter.join().unwrap(), "nacked");
         sender.join().unwrap();
@@ -152,10 +149,7 @@ fn a_choice_never_talks_to_itself() {
             }
             other.recv()
         });
-        let r = select([
-            ch.recv_evt().wrap(Some),
-            ch.send_evt(42).wrap(|()| None),
-        ]);
+        let r = select([ch.recv_evt().wrap(Some), ch.send_evt(42).wrap(|()| None)]);
         assert_eq!(r, None);
         assert_eq!(h.join().unwrap(), 42);
     });
@@ -190,7 +184,9 @@ fn panic_in_wrap_propagates_and_the_channel_still_works() {
             tx.send(2);
         });
         let r = catch_unwind(AssertUnwindSafe(|| {
-            ch.recv_evt().wrap(|_: i32| -> i32 { panic!("boom") }).sync()
+            ch.recv_evt()
+                .wrap(|_: i32| -> i32 { panic!("boom") })
+                .sync()
         }));
         assert!(r.is_err());
         // The first message was taken by the sync that panicked in its wrapper (it did
@@ -223,9 +219,7 @@ fn noop_cx() -> Context<'static> {
 fn dropping_a_pending_future_withdraws_and_fires_nacks() {
     let ch = Chan::<String>::new();
     let slot: NackSlot = Arc::default();
-    let mut fut = Box::pin(
-        select_fut([noting_nack(&slot, ch.recv_evt()), never()]),
-    );
+    let mut fut = Box::pin(select_fut([noting_nack(&slot, ch.recv_evt()), never()]));
     assert!(fut.as_mut().poll(&mut noop_cx()).is_pending());
     assert_eq!(ch.queue_lens(), (0, 1));
     drop(fut);

@@ -376,7 +376,10 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     }
 
     fn complete(&mut self) -> T {
-        let o = self.offer.take().expect("pcml: receive completed without an offer");
+        let o = self
+            .offer
+            .take()
+            .expect("pcml: receive completed without an offer");
         // SAFETY: the sender published after delivering, and we saw the publication.
         unsafe { o.take() }.expect("pcml: receive completed without a message")
     }

@@ -66,9 +66,7 @@ use std::future::IntoFuture;
 use self::branch::{Branch, Leaf, Mapped, SharedMap};
 use self::sync::Prepared;
 
-pub use self::rep::{
-    BaseEvent, Blocked, Commit, Match, OwnWaiter, SelfSynch, TrySynch, Waiter,
-};
+pub use self::rep::{BaseEvent, Blocked, Commit, Match, OwnWaiter, SelfSynch, TrySynch, Waiter};
 pub use self::sync::SyncFuture;
 
 /// A first-class synchronous operation yielding a `T`.

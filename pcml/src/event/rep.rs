@@ -358,7 +358,10 @@ impl<'a> OwnWaiter<'a> {
     /// Call with the communication object's lock held and `partner` taken out of its queue;
     /// on [`Match::SelfSynched`] put `partner` back.
     pub fn try_match<'p>(&self, partner: &'p Waiter) -> Match<'p> {
-        debug_assert!(!partner.same_sync(self), "pcml: a sync matched its own offer");
+        debug_assert!(
+            !partner.same_sync(self),
+            "pcml: a sync matched its own offer"
+        );
         loop {
             if !self.rec.try_claim() {
                 // Someone synchronized us since we published an earlier offer.

@@ -294,6 +294,10 @@ thread_local! {
 /// next one yields once (wakes itself and returns `Pending`), so a task looping on ready
 /// events cannot hog its executor.
 fn async_budget_exhausted() -> bool {
+    if cfg!(pcml_loom) {
+        // Models must be deterministic; thread-locals outlive a model's iterations.
+        return false;
+    }
     READY_IN_A_ROW.with(|c| {
         let n = c.get() + 1;
         if n >= worker::BUDGET {
