@@ -51,9 +51,18 @@ pub(crate) type Coroutine = corosensei::Coroutine<(), Suspend, ()>;
 pub(crate) type Yielder = corosensei::Yielder<(), Suspend>;
 
 /// The body of a spawned, unstarted fiber: a `Send` closure, type-erased.
-pub(crate) trait FiberBody: Send {
-    /// Runs the body to its end on the current fiber, catching panics.
-    fn run(self: Box<Self>);
+///
+/// A body runs at most once: whoever `claim`s it first runs it, either a proc starting it as
+/// a fiber of its own or a joiner running it inline (see `sched::join`).
+pub(crate) trait FiberBody: Send + Sync {
+    /// Takes the right to run the body; `false` if someone already has.
+    fn claim(&self) -> bool;
+    /// Whether the body has been claimed (a hint: `claim` decides).
+    fn is_claimed(&self) -> bool;
+    /// Runs the claimed body to its end on the current stack, catching panics.
+    fn run(&self);
+    /// Reports the claimed body as never run (dropped at shutdown).
+    fn cancel(&self);
 }
 
 /// An unstarted fiber.
@@ -61,7 +70,16 @@ pub(crate) struct NewFiber {
     pub(crate) id: crate::ThreadId,
     /// The runtime's main fiber (its panics are not captured: they reach `block_on`).
     pub(crate) main: bool,
-    pub(crate) body: Box<dyn FiberBody>,
+    pub(crate) body: std::sync::Arc<dyn FiberBody>,
+}
+
+impl Drop for NewFiber {
+    fn drop(&mut self) {
+        // Dropped before anyone ran it (shutdown): its joiner learns it was cancelled.
+        if self.body.claim() {
+            self.body.cancel();
+        }
+    }
 }
 
 impl std::fmt::Debug for NewFiber {

@@ -17,22 +17,26 @@ use std::ptr;
 use std::sync::Once;
 
 thread_local! {
-    /// The guard page of the fiber running on this thread, and its stack size.
-    static GUARD: Cell<(usize, usize, usize)> = const { Cell::new((0, 0, 0)) };
+    /// The start of the guard page of the fiber running on this thread (0: none).
+    static GUARD: Cell<usize> = const { Cell::new(0) };
+    /// The fiber stack size of this worker's runtime.
+    static STACK_SIZE: Cell<usize> = const { Cell::new(0) };
 }
 
 static INSTALL: Once = Once::new();
 static mut OLD_SEGV: MaybeUninit<libc::sigaction> = MaybeUninit::uninit();
 static mut OLD_BUS: MaybeUninit<libc::sigaction> = MaybeUninit::uninit();
 
-/// Records the guard page of the fiber about to run on this thread (`(0, 0, 0)`: none).
+/// Records the start of the guard page of the fiber about to run on this thread (0: none).
 #[inline]
-pub(crate) fn set_guard(range: (usize, usize), stack_size: usize) {
-    GUARD.with(|g| g.set((range.0, range.1, stack_size)));
+pub(crate) fn set_guard(start: usize) {
+    GUARD.with(|g| g.set(start));
 }
 
-/// Installs the process-wide handler (once) and an alternate signal stack on this thread.
-pub(crate) fn install_for_this_thread() {
+/// Installs the process-wide handler (once) and an alternate signal stack on this thread, a
+/// worker whose fibers have stacks of `stack_size` bytes.
+pub(crate) fn install_for_this_thread(stack_size: usize) {
+    STACK_SIZE.with(|s| s.set(stack_size));
     INSTALL.call_once(|| {
         // SAFETY: plain libc calls with valid pointers; OLD_* are written once here, before
         // any handler that reads them can run (the handler is installed by these very calls).
@@ -83,8 +87,10 @@ fn ensure_altstack() {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let (lo, hi, size) = GUARD.try_with(|g| g.get()).unwrap_or((0, 0, 0));
-    if lo <= addr && addr < hi {
+    let lo = GUARD.try_with(|g| g.get()).unwrap_or(0);
+    let size = STACK_SIZE.try_with(|s| s.get()).unwrap_or(0);
+    let hi = lo.saturating_add(crate::fiber::stack::page_size());
+    if lo != 0 && lo <= addr && addr < hi {
         let mut buf = [0u8; 512];
         let mut len = 0;
         let mut digits = [0u8; 24];

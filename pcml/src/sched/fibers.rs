@@ -16,8 +16,8 @@ use std::cell::{Cell, UnsafeCell};
 
 use slab::Slab;
 
-use crate::fiber::Coroutine;
 use crate::ThreadId;
+use crate::fiber::Coroutine;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FiberState {

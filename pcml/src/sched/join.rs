@@ -222,12 +222,17 @@ unsafe impl<T: Send> Send for JoinState<T> {}
 
 impl<T> JoinState<T> {
     pub(crate) fn new(id: ThreadId) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new(Self::new_inline(id))
+    }
+
+    /// A join state to embed in another shared object.
+    pub(crate) fn new_inline(id: ThreadId) -> Self {
+        Self {
             id,
             state: AtomicU8::new(0),
             result: UnsafeCell::new(None),
             waiter: UnsafeCell::new(None),
-        })
+        }
     }
 
     /// Publishes the thread's outcome and wakes the joiner. Called once.
@@ -314,6 +319,23 @@ impl<T> JoinState<T> {
     }
 }
 
+/// What a [`JoinHandle`] holds: a join state, and possibly the thread's unstarted body.
+pub(crate) trait JoinTarget<T>: Send + Sync {
+    fn state(&self) -> &JoinState<T>;
+
+    /// Runs the thread's body here, on the joiner's stack, if nobody has started it and the
+    /// joiner can (a fiber with room on its stack); `true` if it ran.
+    fn run_inline(&self) -> bool {
+        false
+    }
+}
+
+impl<T: Send> JoinTarget<T> for JoinState<T> {
+    fn state(&self) -> &JoinState<T> {
+        self
+    }
+}
+
 /// Prints the failure of a thread whose result nobody will see.
 pub(crate) fn report_unobserved(e: &JoinError) {
     if e.is_panic() {
@@ -338,18 +360,19 @@ pub(crate) fn report_unobserved(e: &JoinError) {
 /// });
 /// ```
 pub struct JoinHandle<T> {
-    state: Option<Arc<JoinState<T>>>,
+    state: Option<Arc<dyn JoinTarget<T>>>,
 }
 
 impl<T> JoinHandle<T> {
-    pub(crate) fn new(state: Arc<JoinState<T>>) -> Self {
+    pub(crate) fn new(state: Arc<dyn JoinTarget<T>>) -> Self {
         Self { state: Some(state) }
     }
 
-    fn state(&self) -> &Arc<JoinState<T>> {
+    fn state(&self) -> &JoinState<T> {
         self.state
             .as_ref()
             .expect("pcml: JoinHandle polled after it returned its result")
+            .state()
     }
 
     /// Waits for the thread to finish and returns its value, or why there is none.
@@ -359,8 +382,11 @@ impl<T> JoinHandle<T> {
     /// # Panics
     /// Inside a pcml async task, which cannot block: `.await` the handle there.
     pub fn join(mut self) -> Result<T, JoinError> {
-        let state = self.state.take().expect("pcml: JoinHandle already joined");
-        if !state.is_done() {
+        let target = self.state.take().expect("pcml: JoinHandle already joined");
+        let state = target.state();
+        // Work-first, as Cilk's join: a fiber joining a thread that has not started yet runs it
+        // here instead of blocking while a proc starts it on a stack of its own.
+        if !state.is_done() && !target.run_inline() && !state.is_done() {
             blocker::block_current("JoinHandle::join", |b| state.register(b));
             // A fiber is resumed only by its blocker; an OS thread's park loops on the flag.
             debug_assert!(state.is_done());
@@ -400,16 +426,17 @@ impl<T> Future for JoinHandle<T> {
                 return Poll::Pending;
             }
         }
-        let state = self.state.take().expect("checked above");
-        Poll::Ready(state.take())
+        let target = self.state.take().expect("checked above");
+        Poll::Ready(target.state().take())
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        let Some(state) = self.state.take() else {
+        let Some(target) = self.state.take() else {
             return;
         };
+        let state = target.state();
         // AcqRel: Release pairs with the Acquire half of the completer's fetch_or(DONE); Acquire
         // pairs with its Release half when DONE is already set, making `result` visible.
         let prev = state.state.fetch_or(DETACHED, Ordering::AcqRel);
@@ -428,8 +455,8 @@ impl<T> fmt::Debug for JoinHandle<T> {
         match &self.state {
             Some(s) => f
                 .debug_struct("JoinHandle")
-                .field("id", &s.id)
-                .field("finished", &s.is_done())
+                .field("id", &s.state().id)
+                .field("finished", &s.state().is_done())
                 .finish(),
             None => f.write_str("JoinHandle { <joined> }"),
         }

@@ -400,8 +400,8 @@ impl Runtime {
             InboxMsg::Start(NewFiber {
                 id,
                 main: true,
-                body: Box::new(MainBody {
-                    f: Some(main),
+                body: Arc::new(MainBody {
+                    f: Mutex::new(Some(main)),
                     value: value.clone(),
                     shared: self.shared.clone(),
                 }),
@@ -467,7 +467,7 @@ impl Drop for Runtime {
 
 /// The main fiber's body.
 struct MainBody<F, T> {
-    f: Option<F>,
+    f: Mutex<Option<F>>,
     value: Arc<Mutex<Option<T>>>,
     shared: Arc<Shared>,
 }
@@ -477,8 +477,18 @@ where
     F: FnOnce() -> T + Send,
     T: Send,
 {
-    fn run(mut self: Box<Self>) {
-        let f = self.f.take().expect("main body runs once");
+    fn claim(&self) -> bool {
+        true
+    }
+
+    fn is_claimed(&self) -> bool {
+        false
+    }
+
+    fn cancel(&self) {}
+
+    fn run(&self) {
+        let f = self.f.lock().unwrap().take().expect("main body runs once");
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(v) => {
                 *self.value.lock().unwrap() = Some(v);

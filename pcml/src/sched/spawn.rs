@@ -6,13 +6,14 @@ use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use crate::fiber::stack::{self, NoStack};
 use crate::fiber::{FiberBody, NewFiber};
+use crate::loom::PlainCell;
 use crate::sched::blocking::{self, BlockingPool};
-use crate::sched::join::{JoinHandle, JoinState};
+use crate::sched::join::{JoinHandle, JoinState, JoinTarget};
 use crate::sched::panic::ExitSignal;
 use crate::sched::worker::{self, Current, InboxMsg, Runnable, Shared};
 use crate::{JoinError, ThreadId};
@@ -88,20 +89,47 @@ impl std::error::Error for SpawnError {
     }
 }
 
-/// The body of an ordinary spawned fiber.
-struct Body<F, T> {
-    f: Option<F>,
-    join: Option<Arc<JoinState<T>>>,
+/// A spawned fiber's closure and its join state, in one allocation shared by the runnable and
+/// the handle.
+///
+/// # Invariants
+/// - `claimed` goes `false -> true` once; the thread that flips it owns `f` (runs it or, at
+///   shutdown, cancels it).
+struct FiberCell<F, T> {
+    join: JoinState<T>,
+    /// Swapped (AcqRel) by `claim`.
+    claimed: AtomicBool,
+    /// Taken once, by the claimer.
+    f: PlainCell<Option<F>>,
 }
 
-impl<F, T> FiberBody for Body<F, T>
+// SAFETY: `f` is reached only by the one thread that claimed the cell; the join state is Sync
+// for T: Send.
+unsafe impl<F: Send, T: Send> Sync for FiberCell<F, T> {}
+
+impl<F, T> FiberBody for FiberCell<F, T>
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
-    fn run(mut self: Box<Self>) {
-        let f = self.f.take().expect("fiber body runs once");
-        let join = self.join.take().expect("fiber body runs once");
+    fn claim(&self) -> bool {
+        // AcqRel: the Acquire half orders our later read of `f` after the cell's
+        // construction (published by the deque push or the Arc clone); the Release half is
+        // not needed by anyone but costs nothing on this RMW.
+        !self.claimed.swap(true, Ordering::AcqRel)
+    }
+
+    fn is_claimed(&self) -> bool {
+        self.claimed.load(Ordering::Relaxed)
+    }
+
+    fn run(&self) {
+        // SAFETY: the caller claimed the cell, so it alone touches `f`.
+        let f = self
+            .f
+            .with_mut(|f| unsafe { (*f).take() })
+            .expect("pcml: a fiber body ran twice");
+        let join = &self.join;
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(v) => join.complete(Ok(v)),
             Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
@@ -113,14 +141,25 @@ where
             Err(p) => join.complete(Err(crate::sched::panic::join_error(join.id, p))),
         }
     }
+
+    fn cancel(&self) {
+        // SAFETY: the caller claimed the cell.
+        drop(self.f.with_mut(|f| unsafe { (*f).take() }));
+        self.join.complete(Err(JoinError::cancelled(self.join.id)));
+    }
 }
 
-impl<F, T> Drop for Body<F, T> {
-    fn drop(&mut self) {
-        // Dropped without running (shutdown, or never started): the joiner learns it.
-        if let Some(join) = self.join.take() {
-            join.complete(Err(JoinError::cancelled(join.id)));
-        }
+impl<F, T> JoinTarget<T> for FiberCell<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn state(&self) -> &JoinState<T> {
+        &self.join
+    }
+
+    fn run_inline(&self) -> bool {
+        worker::run_inline(self, self.join.id)
     }
 }
 
@@ -137,18 +176,18 @@ where
     T: Send + 'static,
 {
     let id = ThreadId::next();
-    let join = JoinState::new(id);
-    let body = Box::new(Body {
-        f: Some(f),
-        join: Some(join.clone()),
+    let cell = Arc::new(FiberCell {
+        join: JoinState::new_inline(id),
+        claimed: AtomicBool::new(false),
+        f: PlainCell::new(Some(f)),
     });
     (
         NewFiber {
             id,
             main: false,
-            body,
+            body: cell.clone(),
         },
-        JoinHandle::new(join),
+        JoinHandle::new(cell),
     )
 }
 

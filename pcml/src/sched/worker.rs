@@ -36,7 +36,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 
 use crate::ThreadId;
 use crate::fiber::stack::{self, NoStack, StackPool};
-use crate::fiber::{Coroutine, NewFiber, Suspend, Yielder, overflow};
+use crate::fiber::{Coroutine, FiberBody, NewFiber, Suspend, Yielder, overflow};
 use crate::mp::Parker;
 use crate::sched::blocker::Blocker;
 use crate::sched::blocking::BlockingPool;
@@ -49,6 +49,8 @@ use std::sync::{Arc, Mutex};
 
 /// How long an idle proc spins looking for work before it parks.
 const SPIN: Duration = Duration::from_micros(50);
+/// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
+const INJECTOR_EVERY: u32 = 61;
 /// Syncs that complete without blocking before a fiber yields anyway.
 pub(crate) const BUDGET: u32 = 128;
 
@@ -261,12 +263,15 @@ pub(crate) struct Context {
     local: Deque<Runnable>,
     /// Started fibers that are runnable, by slot.
     ready: RefCell<VecDeque<usize>>,
-    /// Unstarted fibers placed on this proc (`spawn_on`).
-    placed: RefCell<VecDeque<NewFiber>>,
+    /// New work held on this proc, run before the local deque: fibers placed here
+    /// (`spawn_on`), and an item taken off the deque's front while sweeping it.
+    placed: RefCell<VecDeque<Runnable>>,
     fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
     tick: Cell<u32>,
+    /// Turns left before the injector is looked at first.
+    injector_turn: Cell<u32>,
     /// Set when a fiber yields: the next pick takes new work before ready fibers.
     prefer_new: Cell<bool>,
     next_token: Cell<u64>,
@@ -354,6 +359,48 @@ pub(crate) fn wake_fiber(shared: &Arc<Shared>, proc: usize, slot: usize, token: 
     shared.send_to(proc, InboxMsg::Wake { slot, token });
 }
 
+/// Runs an unstarted fiber's body on the calling fiber's stack, if the caller is a fiber of a
+/// runtime, not shutting down, with at least a quarter of its stack (16 KiB at least) free,
+/// and the body is still unclaimed. While it runs, `current()` names the inlined thread.
+pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId) -> bool {
+    let Some(ctx) = context() else {
+        return false;
+    };
+    let Current::Fiber { slot, .. } = ctx.current.get() else {
+        return false;
+    };
+    if ctx.shutting_down.get() || body.is_claimed() {
+        return false;
+    }
+    let Some(e) = ctx.fibers.get(slot) else {
+        return false;
+    };
+    // The stack grows down to the guard page; a local's address approximates the stack pointer.
+    let marker = 0u8;
+    let sp = std::hint::black_box(&marker) as *const u8 as usize;
+    let low = e.guard.0 + stack::page_size();
+    let need = (ctx.shared.stack_size / 4).max(16 * 1024);
+    if sp < low || sp - low < need || !body.claim() {
+        return false;
+    }
+    let outer = ctx.current.replace(Current::Fiber {
+        slot,
+        id,
+        main: false,
+    });
+    struct Restore<'a>(&'a Context, Current);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            self.0.current.set(self.1);
+        }
+    }
+    let _restore = Restore(ctx, outer);
+    body.run();
+    ctx.shared.thread_finished();
+    ctx.sweep_claimed();
+    true
+}
+
 /// Suspends the running fiber to the back of its proc's ready queue.
 ///
 /// Returns `false` (doing nothing) if the caller is not a fiber.
@@ -425,14 +472,13 @@ impl Context {
     /// Suspends the running fiber, telling the worker why.
     fn suspend(&self, why: Suspend) {
         let y = self.yielder.get();
-        let cur = self.current.get();
         debug_assert!(!y.is_null());
         // SAFETY: `y` is the running fiber's yielder, set when it first ran and restored after
         // each resumption; it lives on the fiber's stack, which is alive while the fiber runs.
         unsafe { (*y).suspend(why) };
-        // Resumed (always on this same proc: fibers never migrate).
+        // Resumed (always on this same proc: fibers never migrate). The worker has set
+        // `current` for us; the yielder is ours to restore.
         self.yielder.set(y);
-        self.current.set(cur);
     }
 
     fn wake_local(&self, slot: usize, token: u64) {
@@ -457,6 +503,25 @@ impl Context {
         }
     }
 
+    /// Drops fibers at the front of the local deque that were already run inline by their
+    /// joiners, so a loop of spawns and joins does not grow the deque. Stops at the first
+    /// live item, which it keeps, first in line, in `placed`.
+    fn sweep_claimed(&self) {
+        if !self.placed.borrow().is_empty() {
+            // Something is already held first in line; keep the order simple.
+            return;
+        }
+        while let Some(r) = self.local.pop() {
+            match r {
+                Runnable::Fiber(f) if f.body.is_claimed() => drop(f),
+                live => {
+                    self.placed.borrow_mut().push_front(live);
+                    return;
+                }
+            }
+        }
+    }
+
     #[inline]
     fn drain_inbox(&self) {
         if !self.shared.procs[self.index].inbox.is_empty() {
@@ -472,7 +537,7 @@ impl Context {
         for msg in buf.drain(..) {
             match msg {
                 InboxMsg::Wake { slot, token } => self.wake_local(slot, token),
-                InboxMsg::Start(f) => self.placed.borrow_mut().push_back(f),
+                InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
             }
         }
         *self.inbox_buf.borrow_mut() = buf;
@@ -486,10 +551,14 @@ impl Context {
     fn next_work(&self) -> Option<Work> {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
-        if tick % 61 == 0
-            && let Some(w) = self.steal_injector()
-        {
-            return Some(w);
+        let countdown = self.injector_turn.get();
+        if countdown == 0 {
+            self.injector_turn.set(INJECTOR_EVERY);
+            if let Some(w) = self.steal_injector() {
+                return Some(w);
+            }
+        } else {
+            self.injector_turn.set(countdown - 1);
         }
         // After a yield, new work goes first: the yielder is then behind everything runnable.
         if !self.prefer_new.replace(false) && tick % 2 == 0 {
@@ -508,8 +577,8 @@ impl Context {
     /// A placed fiber or the local deque's next item.
     #[inline]
     fn new_work(&self) -> Option<Work> {
-        if let Some(f) = self.placed.borrow_mut().pop_front() {
-            return Some(Work::Run(Runnable::Fiber(f)));
+        if let Some(r) = self.placed.borrow_mut().pop_front() {
+            return Some(Work::Run(r));
         }
         if self.local.is_empty() {
             None
@@ -581,8 +650,11 @@ impl Context {
     }
 
     fn start_fiber(&self, f: NewFiber) {
+        if f.body.is_claimed() {
+            // Already run inline by its joiner: nothing left to do.
+            return;
+        }
         let sh = &*self.shared;
-        // Relaxed: a counter checked against a limit.
         if !sh.take_fiber_slot() {
             self.wait_for_stack(f);
             return;
@@ -595,12 +667,19 @@ impl Context {
                 return;
             }
         };
+        if !f.body.claim() {
+            // Claimed by its joiner meanwhile.
+            self.stacks.borrow_mut().give(stack);
+            sh.release_fiber_slot();
+            return;
+        }
         let guard = stack::guard_range(&stack);
-        let NewFiber { id, main, body } = f;
+        let (id, main) = (f.id, f.main);
         let co = Coroutine::with_stack(stack, move |y: &Yielder, ()| {
             let ctx = context().expect("pcml: a fiber started off its proc");
             ctx.yielder.set(y);
-            body.run();
+            f.body.run();
+            // `f` drops here, already claimed: nothing more happens.
         });
         // SAFETY: called from the worker loop, with no fiber running and no slot borrowed.
         let slot = unsafe { self.fibers.insert(co, id, main, guard) };
@@ -626,11 +705,11 @@ impl Context {
             id: e.id,
             main: e.main,
         });
-        overflow::set_guard(e.guard, self.shared.stack_size);
+        overflow::set_guard(e.guard.0);
         // SAFETY: the slot exists and its fiber is not running (we just checked its state); the
         // table does not change while the fiber runs (fibers.rs invariants).
         let result = unsafe { (*self.fibers.coroutine(slot)).resume(()) };
-        overflow::set_guard((0, 0), 0);
+        overflow::set_guard(0);
         self.current.set(Current::Scheduler);
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
@@ -765,7 +844,7 @@ enum Work {
 
 /// The body of proc `index`'s OS thread.
 pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnable>) {
-    overflow::install_for_this_thread();
+    overflow::install_for_this_thread(shared.stack_size);
     let ctx = Context {
         stacks: RefCell::new(StackPool::new(shared.stack_size)),
         shared,
@@ -776,6 +855,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
         tick: Cell::new(0),
+        injector_turn: Cell::new(INJECTOR_EVERY),
         prefer_new: Cell::new(false),
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),
