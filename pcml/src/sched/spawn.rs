@@ -97,6 +97,10 @@ impl std::error::Error for SpawnError {
 ///   shutdown, cancels it).
 struct FiberCell<F, T> {
     join: JoinState<T>,
+    /// The runtime the fiber belongs to.
+    runtime: u64,
+    /// The proc the fiber must run on (`spawn_on`), or `ANY_PROC`.
+    proc: usize,
     /// Swapped (AcqRel) by `claim`.
     claimed: AtomicBool,
     /// Taken once, by the claimer.
@@ -159,7 +163,7 @@ where
     }
 
     fn run_inline(&self) -> bool {
-        worker::run_inline(self, self.join.id)
+        worker::run_inline(self, self.join.id, self.runtime, self.proc)
     }
 }
 
@@ -170,7 +174,10 @@ fn current_shared() -> Option<Arc<Shared>> {
         .or_else(blocking::current_shared)
 }
 
-fn new_fiber<F, T>(f: F) -> (NewFiber, JoinHandle<T>)
+/// `FiberCell::proc` for a fiber that may run on any proc.
+const ANY_PROC: usize = usize::MAX;
+
+fn new_fiber<F, T>(f: F, runtime: u64, proc: usize) -> (NewFiber, JoinHandle<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -178,6 +185,8 @@ where
     let id = ThreadId::next();
     let cell = Arc::new(FiberCell {
         join: JoinState::new_inline(id),
+        runtime,
+        proc,
         claimed: AtomicBool::new(false),
         f: PlainCell::new(Some(f)),
     });
@@ -227,7 +236,7 @@ where
 {
     let shared = current_shared().ok_or(SpawnError::NoRuntime)?;
     check_capacity(&shared)?;
-    let (fiber, handle) = new_fiber(f);
+    let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
     shared.count_live(1);
     worker::push_runnable(&shared, Runnable::Fiber(fiber));
     Ok(handle)
@@ -277,7 +286,7 @@ where
         return Err(SpawnError::NoSuchProc { proc, procs });
     }
     check_capacity(&shared)?;
-    let (fiber, handle) = new_fiber(f);
+    let (fiber, handle) = new_fiber(f, shared.id, proc);
     shared.count_live(1);
     shared.send_to(proc, InboxMsg::Start(fiber));
     Ok(handle)

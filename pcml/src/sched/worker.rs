@@ -361,11 +361,16 @@ pub(crate) fn wake_fiber(shared: &Arc<Shared>, proc: usize, slot: usize, token: 
 
 /// Runs an unstarted fiber's body on the calling fiber's stack, if the caller is a fiber of a
 /// runtime, not shutting down, with at least a quarter of its stack (16 KiB at least) free,
-/// and the body is still unclaimed. While it runs, `current()` names the inlined thread.
-pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId) -> bool {
+/// and the body is still unclaimed and of the caller's runtime; a fiber placed on a proc (`proc` other than
+/// `usize::MAX`) is run inline only by a joiner on that proc. While it runs, `current()` names
+/// the inlined thread.
+pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc: usize) -> bool {
     let Some(ctx) = context() else {
         return false;
     };
+    if ctx.shared.id != runtime || (proc != usize::MAX && proc != ctx.index) {
+        return false;
+    }
     let Current::Fiber { slot, .. } = ctx.current.get() else {
         return false;
     };
