@@ -579,16 +579,20 @@ impl Context {
         .or_else(|| self.steal_others())
     }
 
-    /// A placed fiber or the local deque's next item.
+    /// A placed fiber or the local deque's next item, skipping fibers that their joiners
+    /// already ran inline.
     #[inline]
     fn new_work(&self) -> Option<Work> {
-        if let Some(r) = self.placed.borrow_mut().pop_front() {
-            return Some(Work::Run(r));
-        }
-        if self.local.is_empty() {
-            None
-        } else {
-            self.local.pop().map(Work::Run)
+        loop {
+            let next = match self.placed.borrow_mut().pop_front() {
+                Some(r) => Some(r),
+                None if self.local.is_empty() => None,
+                None => self.local.pop(),
+            };
+            match next {
+                Some(Runnable::Fiber(f)) if f.body.is_claimed() => drop(f),
+                other => return other.map(Work::Run),
+            }
         }
     }
 
