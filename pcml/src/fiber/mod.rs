@@ -17,6 +17,12 @@
 //! work. Async tasks hold no stack and are `Send`, so they migrate freely. This is Manticore's
 //! per-vproc design (Parallel CML paper, section 9.1) made sound for Rust.
 //!
+//! # Joining an unstarted fiber
+//! A fiber that is joined before any proc has started it is run by its joiner, on the
+//! joiner's stack, when the joiner is a fiber with room to spare (see `JoinHandle::join`).
+//! This is Cilk's work-first join: a spawn followed soon by its join costs an allocation and
+//! a call, not a stack and two context switches.
+//!
 //! # Stacks
 //! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a
 //! per-proc pool, and returned to the pool when the fiber ends. Each stack takes two memory

@@ -377,7 +377,12 @@ impl<T> JoinHandle<T> {
 
     /// Waits for the thread to finish and returns its value, or why there is none.
     ///
-    /// Blocks the calling fiber, or the calling OS thread outside a runtime.
+    /// Blocks the calling fiber, or the calling OS thread outside a runtime. If the thread is a
+    /// fiber that no proc has started yet and the caller is a fiber of the same runtime (on the
+    /// fiber's proc, for `spawn_on`) with at least a quarter of its stack free, `join` runs the
+    /// fiber's closure right here on the caller's stack (work-first, as Cilk's join does): no
+    /// stack, no context switch. The closure still sees its own [`current`](crate::current)
+    /// id, and its panics are still caught and returned as a [`JoinError`].
     ///
     /// # Panics
     /// Inside a pcml async task, which cannot block: `.await` the handle there.
