@@ -43,7 +43,7 @@ use crate::sched::blocking::BlockingPool;
 use crate::sched::fibers::{FiberState, FiberTable};
 use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
-use crate::task::{Task, TaskRegistry, TaskRun};
+use crate::task::{TaskRef, TaskRegistry, TaskRun};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
 
@@ -57,7 +57,7 @@ pub(crate) const BUDGET: u32 = 128;
 /// Work that any proc may run.
 pub(crate) enum Runnable {
     Fiber(NewFiber),
-    Task(Arc<Task>),
+    Task(TaskRef),
 }
 
 /// A message to a proc's inbox.
@@ -641,8 +641,10 @@ impl Context {
         }
     }
 
-    fn run_task(&self, task: Arc<Task>) {
-        self.current.set(Current::Task { id: task.id });
+    fn run_task(&self, task: TaskRef) {
+        self.current.set(Current::Task {
+            id: task.header().id,
+        });
         let outcome = task.clone().run();
         self.current.set(Current::Scheduler);
         match outcome {

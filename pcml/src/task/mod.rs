@@ -6,24 +6,34 @@
 //! and it migrates freely between procs: it is stealable whenever it is scheduled. Its waker
 //! reschedules it on the waking proc's deque (or the runtime's injector from outside).
 //!
+//! A task is one allocation, a [`TaskCell`]: its state word, the future itself and its join
+//! state. The run queue, the wakers and the join handle all point at that one cell (the design
+//! of tokio's task cell and of Go's `g`), so spawning a task costs one allocation beyond what
+//! the future itself allocates.
+//!
 //! # Invariants
 //! - `state` moves `SCHEDULED -> RUNNING -> {IDLE, NOTIFIED, DONE}`, `IDLE -> SCHEDULED` (a
 //!   wake-up), `NOTIFIED -> SCHEDULED` (the runner reschedules). Only the thread that moved it
-//!   to `RUNNING` touches `future`, until it leaves `RUNNING`.
+//!   to `RUNNING` touches `future`, until it leaves `RUNNING`; after the procs stop, shutdown
+//!   does.
+//! - The future never moves once the cell is allocated (it is pinned in the cell).
 //! - A task is in its runtime's registry from spawn until it is `DONE`, so shutdown can drop
 //!   every unfinished future (breaking cycles through wakers stored in channels).
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+use slab::Slab;
 
 use crate::ThreadId;
-use crate::loom::PlainCell as UnsafeCell;
-use crate::sched::join::JoinState;
+use crate::loom::PlainCell;
+use crate::sched::join::{JoinState, JoinTarget};
 use crate::sched::worker::{self, Runnable, Shared};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
 
 const IDLE: u8 = 0;
 const SCHEDULED: u8 = 1;
@@ -31,22 +41,27 @@ const RUNNING: u8 = 2;
 const NOTIFIED: u8 = 3;
 const DONE: u8 = 4;
 
-type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A spawned task, type-erased: what run queues and the registry hold.
+pub(crate) type TaskRef = Arc<dyn Task>;
 
-/// A spawned async task.
-pub(crate) struct Task {
+/// The operations of a task cell that do not depend on its future's type.
+pub(crate) trait Task: Send + Sync {
+    fn header(&self) -> &Header;
+    /// Polls the task once. The caller moved it out of a run queue (state `SCHEDULED`).
+    fn run(self: Arc<Self>) -> TaskRun;
+    /// Drops the future of an unfinished task. Only after the procs have stopped.
+    fn drop_future(&self);
+}
+
+/// What every task has, whatever its future.
+pub(crate) struct Header {
     pub(crate) id: ThreadId,
     /// See the module invariants.
     state: AtomicU8,
     shared: Arc<Shared>,
-    /// Touched only by the thread that holds the task in `RUNNING`, or at shutdown.
-    future: UnsafeCell<Option<BoxFuture>>,
+    /// The task's key in its registry shard; written once before the task is first scheduled.
+    registry_key: AtomicUsize,
 }
-
-// SAFETY: `future` is reached by one thread at a time (the RUNNING protocol) and is Send.
-unsafe impl Sync for Task {}
-// SAFETY: all fields are Send.
-unsafe impl Send for Task {}
 
 /// What became of a task after one poll.
 pub(crate) enum TaskRun {
@@ -58,52 +73,65 @@ pub(crate) enum TaskRun {
     Finished,
 }
 
-impl Task {
-    /// Polls the task once. The caller moved it out of a run queue (state `SCHEDULED`).
-    pub(crate) fn run(self: Arc<Self>) -> TaskRun {
-        // Acquire: pairs with the Release that scheduled it, so the previous poll's writes to
-        // `future` (on another proc, perhaps) are visible.
-        let prev = self.state.swap(RUNNING, Ordering::Acquire);
-        debug_assert_eq!(prev, SCHEDULED);
-        let waker = Waker::from(self.clone());
-        let mut cx = Context::from_waker(&waker);
-        // SAFETY: we hold the task in RUNNING, so we are the only thread touching `future`.
-        let ready = self.future.with_mut(|f| match unsafe { &mut *f } {
-            Some(fut) => fut.as_mut().poll(&mut cx).is_ready(),
-            None => true,
-        });
-        if ready {
-            // SAFETY: still RUNNING.
-            let fut = self.future.with_mut(|f| unsafe { (*f).take() });
-            drop(fut);
-            // Release: nothing reads the future after DONE; orders the drop before it.
-            self.state.store(DONE, Ordering::Release);
-            return TaskRun::Finished;
-        }
-        // Release: publishes this poll's writes to the next runner (Acquire swap above).
-        match self
-            .state
-            .compare_exchange(RUNNING, IDLE, Ordering::Release, Ordering::Relaxed)
-        {
-            // Nobody woke it: it waits for its waker.
-            Ok(_) => TaskRun::Idle,
-            // Woken while running (NOTIFIED): we reschedule it.
-            Err(_) => {
-                // Release: pairs with the next runner's Acquire swap.
-                self.state.store(SCHEDULED, Ordering::Release);
-                TaskRun::Reschedule
-            }
-        }
-    }
+/// One task: state, future and join state in one allocation.
+pub(crate) struct TaskCell<F: Future> {
+    header: Header,
+    /// Touched only by the thread holding the task in `RUNNING`, or at shutdown.
+    future: PlainCell<Option<F>>,
+    join: JoinState<F::Output>,
 }
 
-impl Wake for Task {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
+// SAFETY: `future` is reached by one thread at a time (the RUNNING protocol) and F is Send;
+// the join state hands its output between threads (F::Output: Send).
+unsafe impl<F: Future + Send> Sync for TaskCell<F> where F::Output: Send {}
+
+impl<F> TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    const VTABLE: RawWakerVTable = RawWakerVTable::new(
+        Self::waker_clone,
+        Self::waker_wake,
+        Self::waker_wake_by_ref,
+        Self::waker_drop,
+    );
+
+    /// A waker that borrows `this` (no reference count taken) for the length of a poll.
+    fn borrowed_waker(this: &Arc<Self>) -> ManuallyDrop<Waker> {
+        let raw = RawWaker::new(Arc::as_ptr(this).cast(), &Self::VTABLE);
+        // SAFETY: the vtable's functions treat the pointer as an `Arc<Self>` that the waker
+        // owns; wrapping the waker in ManuallyDrop means this borrowed one never releases the
+        // count it does not own, and `this` outlives the poll it is used for.
+        ManuallyDrop::new(unsafe { Waker::from_raw(raw) })
     }
 
-    fn wake_by_ref(self: &Arc<Self>) {
-        let mut s = self.state.load(Ordering::Relaxed);
+    unsafe fn waker_clone(ptr: *const ()) -> RawWaker {
+        // SAFETY: `ptr` came from an `Arc<Self>` alive while the waker is.
+        unsafe { Arc::increment_strong_count(ptr.cast::<Self>()) };
+        RawWaker::new(ptr, &Self::VTABLE)
+    }
+
+    unsafe fn waker_wake(ptr: *const ()) {
+        // SAFETY: an owned waker owns one count of the Arc.
+        let this = unsafe { Arc::from_raw(ptr.cast::<Self>()) };
+        Self::wake_by_ref(&this);
+    }
+
+    unsafe fn waker_wake_by_ref(ptr: *const ()) {
+        // SAFETY: the waker's count keeps the Arc alive; ManuallyDrop leaves it untouched.
+        let this = ManuallyDrop::new(unsafe { Arc::from_raw(ptr.cast::<Self>()) });
+        Self::wake_by_ref(&this);
+    }
+
+    unsafe fn waker_drop(ptr: *const ()) {
+        // SAFETY: an owned waker owns one count of the Arc.
+        drop(unsafe { Arc::from_raw(ptr.cast::<Self>()) });
+    }
+
+    fn wake_by_ref(this: &Arc<Self>) {
+        let state = &this.header.state;
+        let mut s = state.load(Ordering::Relaxed);
         loop {
             let next = match s {
                 IDLE => SCHEDULED,
@@ -113,15 +141,13 @@ impl Wake for Task {
             };
             // AcqRel: Acquire pairs with the runner's Release CAS to IDLE (its poll's writes);
             // Release hands them on to the next runner.
-            match self
-                .state
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Relaxed)
-            {
+            match state.compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if next == SCHEDULED => {
-                    if self.shared.is_shutdown() {
-                        return;
+                    let shared = &this.header.shared;
+                    if !shared.is_shutdown() {
+                        let task: TaskRef = this.clone();
+                        worker::push_runnable(shared, Runnable::Task(task));
                     }
-                    worker::push_runnable(&self.shared, Runnable::Task(self.clone()));
                     return;
                 }
                 // The runner will reschedule it.
@@ -133,87 +159,120 @@ impl Wake for Task {
     }
 }
 
-/// Every live task of a runtime, sharded to keep spawns on different procs apart.
-pub(crate) struct TaskRegistry {
-    shards: Box<[Shard]>,
+impl<F> Task for TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn run(self: Arc<Self>) -> TaskRun {
+        let state = &self.header.state;
+        // Acquire: pairs with the Release that scheduled it, so the previous poll's writes to
+        // `future` (on another proc, perhaps) are visible.
+        let prev = state.swap(RUNNING, Ordering::Acquire);
+        debug_assert_eq!(prev, SCHEDULED);
+        let waker = Self::borrowed_waker(&self);
+        let mut cx = Context::from_waker(&waker);
+        // SAFETY: we hold the task in RUNNING, so we are the only thread touching `future`;
+        // the future is never moved out of the cell while it is Some (it is only dropped).
+        let polled = self.future.with_mut(|f| match unsafe { &mut *f } {
+            Some(fut) => {
+                let fut = unsafe { Pin::new_unchecked(fut) };
+                catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)))
+            }
+            None => Ok(Poll::Pending),
+        });
+        let outcome = match polled {
+            Ok(Poll::Pending) => None,
+            Ok(Poll::Ready(v)) => Some(Ok(v)),
+            Err(payload) => Some(Err(crate::sched::panic::join_error(
+                self.header.id,
+                payload,
+            ))),
+        };
+        if let Some(outcome) = outcome {
+            // SAFETY: still RUNNING.
+            drop(self.future.with_mut(|f| unsafe { (*f).take() }));
+            // Release: nothing reads the future after DONE; orders the drop before it.
+            state.store(DONE, Ordering::Release);
+            self.join.complete(outcome);
+            return TaskRun::Finished;
+        }
+        // Release: publishes this poll's writes to the next runner (Acquire swap above).
+        match state.compare_exchange(RUNNING, IDLE, Ordering::Release, Ordering::Relaxed) {
+            // Nobody woke it: it waits for its waker.
+            Ok(_) => TaskRun::Idle,
+            // Woken while running (NOTIFIED): we reschedule it.
+            Err(_) => {
+                // Release: pairs with the next runner's Acquire swap.
+                state.store(SCHEDULED, Ordering::Release);
+                TaskRun::Reschedule
+            }
+        }
+    }
+
+    fn drop_future(&self) {
+        // SAFETY: the procs have stopped, so no thread holds the task in RUNNING.
+        let fut = self.future.with_mut(|f| unsafe { (*f).take() });
+        let unfinished = fut.is_some();
+        drop(fut);
+        self.header.state.store(DONE, Ordering::Release);
+        if unfinished {
+            self.join
+                .complete(Err(crate::JoinError::cancelled(self.header.id)));
+        }
+    }
 }
 
-type Shard = Mutex<std::collections::HashMap<u64, Arc<Task>>>;
+impl<F> JoinTarget<F::Output> for TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn state(&self) -> &JoinState<F::Output> {
+        &self.join
+    }
+}
 
-const SHARDS: usize = 32;
+/// Every live task of a runtime, sharded to keep spawns on different procs apart.
+pub(crate) struct TaskRegistry {
+    shards: Box<[Mutex<Slab<TaskRef>>]>,
+}
+
+const SHARDS: usize = 16;
 
 impl TaskRegistry {
     pub(crate) fn new() -> Self {
         Self {
-            shards: (0..SHARDS)
-                .map(|_| Mutex::new(Default::default()))
-                .collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Slab::new())).collect(),
         }
     }
 
-    fn shard(&self, id: ThreadId) -> &Shard {
-        &self.shards[id.as_u64() as usize % SHARDS]
+    fn insert(&self, task: TaskRef) {
+        let shard = task.header().id.as_u64() as usize % SHARDS;
+        let key = self.shards[shard].lock().unwrap().insert(task.clone());
+        // Relaxed: read only by `remove`, which runs after the task was scheduled (the
+        // scheduling push orders this store before it).
+        task.header().registry_key.store(key, Ordering::Relaxed);
     }
 
-    pub(crate) fn insert(&self, task: &Arc<Task>) {
-        self.shard(task.id)
-            .lock()
-            .unwrap()
-            .insert(task.id.as_u64(), task.clone());
-    }
-
-    pub(crate) fn remove(&self, task: &Arc<Task>) {
-        self.shard(task.id)
-            .lock()
-            .unwrap()
-            .remove(&task.id.as_u64());
+    pub(crate) fn remove(&self, task: &TaskRef) {
+        let shard = task.header().id.as_u64() as usize % SHARDS;
+        let key = task.header().registry_key.load(Ordering::Relaxed);
+        let removed = self.shards[shard].lock().unwrap().try_remove(key);
+        drop(removed);
     }
 
     /// Drops the future of every task still registered. Called once the procs have stopped.
     pub(crate) fn shutdown(&self) {
         for shard in self.shards.iter() {
-            let tasks: Vec<_> = shard.lock().unwrap().drain().map(|(_, t)| t).collect();
+            let tasks: Vec<TaskRef> = shard.lock().unwrap().drain().collect();
             for t in tasks {
-                // SAFETY: the procs have stopped, so no thread holds the task in RUNNING.
-                let fut = t.future.with_mut(|f| unsafe { (*f).take() });
-                drop(fut);
-                t.state.store(DONE, Ordering::Release);
+                t.drop_future();
             }
-        }
-    }
-}
-
-/// Wraps a user future: catches its panics and hands its result to the join state.
-struct TaskFuture<F: Future> {
-    fut: F,
-    join: Option<Arc<JoinState<F::Output>>>,
-}
-
-impl<F: Future> Future for TaskFuture<F> {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        // SAFETY: `fut` is structurally pinned (never moved out while pinned); `join` is not.
-        let this = unsafe { self.get_unchecked_mut() };
-        let Some(join) = this.join.as_ref() else {
-            return Poll::Ready(());
-        };
-        // SAFETY: see above.
-        let fut = unsafe { Pin::new_unchecked(&mut this.fut) };
-        let outcome = match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
-            Ok(Poll::Pending) => return Poll::Pending,
-            Ok(Poll::Ready(v)) => Ok(v),
-            Err(payload) => Err(crate::sched::panic::join_error(join.id, payload)),
-        };
-        let join = this.join.take().expect("checked above");
-        join.complete(outcome);
-        Poll::Ready(())
-    }
-}
-
-impl<F: Future> Drop for TaskFuture<F> {
-    fn drop(&mut self) {
-        if let Some(join) = self.join.take() {
-            join.complete(Err(crate::JoinError::cancelled(join.id)));
         }
     }
 }
@@ -225,18 +284,19 @@ where
     F::Output: Send + 'static,
 {
     let id = ThreadId::next();
-    let join = JoinState::new(id);
-    let task = Arc::new(Task {
-        id,
-        state: AtomicU8::new(SCHEDULED),
-        shared: shared.clone(),
-        future: UnsafeCell::new(Some(Box::pin(TaskFuture {
-            fut,
-            join: Some(join.clone()),
-        }))),
+    let cell = Arc::new(TaskCell {
+        header: Header {
+            id,
+            state: AtomicU8::new(SCHEDULED),
+            shared: shared.clone(),
+            registry_key: AtomicUsize::new(usize::MAX),
+        },
+        future: PlainCell::new(Some(fut)),
+        join: JoinState::new_inline(id),
     });
     shared.count_live(1);
-    shared.tasks.insert(&task);
+    let task: TaskRef = cell.clone();
+    shared.tasks.insert(task.clone());
     worker::push_runnable(shared, Runnable::Task(task));
-    crate::JoinHandle::new(join)
+    crate::JoinHandle::new(cell)
 }
