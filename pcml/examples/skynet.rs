@@ -1,4 +1,6 @@
-//! Profiling aid: skynet (1,000,000 leaves, 10-ary) with async tasks and with fibers.
+//! Profiling aid: skynet (10-ary; leaves from argv, default 1,000,000) with async tasks and
+//! with fibers, on 1 and 2 procs; `tasks-once` runs the task version once on one proc (for
+//! callgrind).
 use std::future::Future;
 use std::pin::Pin;
 
@@ -31,22 +33,34 @@ fn fiber_node(num: u64, size: u64) -> u64 {
 }
 
 fn main() {
+    let leaves: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let expected = leaves * (leaves - 1) / 2;
+    if std::env::args().nth(2).as_deref() == Some("tasks-once") {
+        let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+        let sum = rt
+            .block_on(move || pcml::spawn_task(node(0, leaves)).join().unwrap())
+            .unwrap();
+        assert_eq!(sum, expected);
+        return;
+    }
     for procs in [1, 2] {
         for _ in 0..3 {
             let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
             let t = std::time::Instant::now();
             let sum = rt
-                .block_on(|| pcml::spawn_task(node(0, 1_000_000)).join().unwrap())
+                .block_on(move || pcml::spawn_task(node(0, leaves)).join().unwrap())
                 .unwrap();
             let tasks = t.elapsed();
-            assert_eq!(sum, 499_999_500_000);
+            assert_eq!(sum, expected);
             let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
             let t = std::time::Instant::now();
-            let sum = rt.block_on(|| fiber_node(0, 1_000_000)).unwrap();
-            assert_eq!(sum, 499_999_500_000);
+            let sum = rt.block_on(move || fiber_node(0, leaves)).unwrap();
+            assert_eq!(sum, expected);
             println!(
-                "procs {procs}: skynet 1M tasks {:?}, fibers {:?}",
-                tasks,
+                "procs {procs}: skynet {leaves} leaves: tasks {tasks:?}, fibers {:?}",
                 t.elapsed()
             );
         }
