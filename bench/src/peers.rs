@@ -125,6 +125,15 @@ impl Peers {
         }
     }
 
+    /// The peers whose scripts are in `dir`, all taken as built: for tests with stand-in
+    /// `run.sh` scripts.
+    pub fn with_scripts(dir: &Path) -> Peers {
+        Peers {
+            dir: dir.to_path_buf(),
+            ready: Peer::ALL.iter().map(|&p| (p, Ok(()))).collect(),
+        }
+    }
+
     /// Finds each peer's toolchain and build, building with `build.sh` where the build is
     /// missing or older than its source.
     pub fn prepare(progress: &Progress) -> Peers {

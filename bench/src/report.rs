@@ -39,7 +39,7 @@ pub struct Report {
 ///
 /// ```
 /// use pcml_bench::report::sig3;
-/// assert_eq!(sig3(1234.5), "1,235");
+/// assert_eq!(sig3(1234.6), "1,235");
 /// assert_eq!(sig3(12.345), "12.3");
 /// assert_eq!(sig3(0.012345), "0.0123");
 /// ```
@@ -243,6 +243,9 @@ fn bar_chart(path: &Path, title: &str, rows: &[&Row]) -> ChartResult {
         .collect();
     let n = stats.len();
     let xmax = stats.iter().map(|(_, s)| s.max).fold(0.0, f64::max) * 1.25;
+    if !xmax.is_finite() || n == 0 {
+        return Err(format!("no finite figure to chart (largest: {xmax})").into());
+    }
     let labels: Vec<String> = stats
         .iter()
         .map(|(r, _)| match r.procs {
@@ -318,6 +321,9 @@ fn procs_chart(
         .flat_map(|v| v.iter().map(|(_, y)| *y))
         .fold(0.0, f64::max)
         * 1.15;
+    if !ymax.is_finite() {
+        return Err(format!("no finite figure to chart (largest: {ymax})").into());
+    }
     let root = SVGBackend::new(path, (820, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)

@@ -39,11 +39,12 @@ pub enum Metric {
 }
 
 impl Metric {
-    /// The figure a sample gives in this metric's unit.
+    /// The figure a sample gives in this metric's unit (a sample of no operations counts as one).
     pub fn value(&self, s: &Sample) -> f64 {
+        let ops = s.ops.max(1) as f64;
         match self {
-            Metric::Rate { .. } => s.ops as f64 / s.seconds,
-            Metric::NsPerOp { .. } => s.seconds * 1e9 / s.ops as f64,
+            Metric::Rate { .. } => ops / s.seconds,
+            Metric::NsPerOp { .. } => s.seconds * 1e9 / ops,
             Metric::Seconds => s.seconds,
         }
     }

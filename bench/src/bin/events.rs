@@ -118,8 +118,14 @@ fn main() {
     println!("pcml events benchmark: median of 5 runs; one message = one rendezvous");
     report("ping-pong, 1 proc", median(|| ping_pong(1, n(1_000_000.0))));
     report("ping-pong, 2 procs", median(|| ping_pong(2, n(200_000.0))));
-    report("8 pairs, 1 proc", median(|| parallel_pairs(1, n(125_000.0))));
-    report("8 pairs, 2 procs", median(|| parallel_pairs(2, n(125_000.0))));
+    report(
+        "8 pairs, 1 proc",
+        median(|| parallel_pairs(1, n(125_000.0))),
+    );
+    report(
+        "8 pairs, 2 procs",
+        median(|| parallel_pairs(2, n(125_000.0))),
+    );
     for k in [1, 4, 16] {
         report(
             &format!("choose over {k:>2} chans, 1 proc"),

@@ -51,6 +51,9 @@ pub struct Config {
     pub peers: bool,
     /// Program or section names to run; empty for all.
     pub only: Vec<String>,
+    /// Tiny sizes (a thousandth of the quick ones), for the tests: checks answers, measures
+    /// nothing worth reading.
+    pub tiny: bool,
 }
 
 impl Default for Config {
@@ -61,6 +64,7 @@ impl Default for Config {
             procs: vec![1, 2],
             peers: true,
             only: Vec::new(),
+            tiny: false,
         }
     }
 }
@@ -79,7 +83,13 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// `quick` in the quick suite, `full` with `--full`.
     pub fn size(&self, quick: u64, full: u64) -> u64 {
-        if self.cfg.full { full } else { quick }
+        if self.cfg.tiny {
+            (quick / 1000).max(2)
+        } else if self.cfg.full {
+            full
+        } else {
+            quick
+        }
     }
 
     /// Whether pcml and the peers run on `procs` procs in this invocation.

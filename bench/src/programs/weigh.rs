@@ -83,8 +83,8 @@ pub fn task_batches(batch: u64, rounds: u64, runs: usize) -> Result<Vec<Sample>>
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
     let n = ctx.size(300_000, 1_000_000);
-    let batch = 1000;
-    let rounds = n / batch;
+    let batch = 1000.min(n);
+    let rounds = (n / batch).max(1);
     ctx.step("weigh: fibers spawn-and-sync");
     let s = fiber_spawn_join(1, Placement::Any, n, runs)?;
     sec.rows.push(

@@ -1,0 +1,72 @@
+//! The programs' answer checks at small sizes: every workload runs once and must check its own
+//! answer. Nothing here looks at a duration (STYLE.md: benchmarks measure, tests assert).
+
+use pcml_bench::programs::micro::{
+    Placement, bare_switch, fiber_spawn_join, fiber_yield, task_spawn_join,
+};
+use pcml_bench::programs::spawn::{os_threads, tokio_tasks};
+use pcml_bench::programs::weigh::{fiber_batches, task_batches};
+use pcml_bench::programs::{fig9, triangle};
+use pcml_bench::runner::Sample;
+
+fn one_sample(samples: Vec<Sample>, ops: u64) {
+    assert_eq!(samples.len(), 1);
+    assert_eq!(samples[0].ops, ops);
+    assert!(samples[0].seconds > 0.0);
+}
+
+#[test]
+fn bare_corosensei_switch_counts_its_round_trips() {
+    one_sample(bare_switch(1000, 1).unwrap(), 1000);
+}
+
+#[test]
+fn fiber_yield_takes_turns_on_one_and_two_procs() {
+    for procs in [1, 2] {
+        one_sample(fiber_yield(procs, 500, 1).unwrap(), 1000);
+    }
+}
+
+#[test]
+fn fiber_spawn_join_sums_its_children() {
+    one_sample(fiber_spawn_join(1, Placement::Any, 300, 1).unwrap(), 300);
+    one_sample(fiber_spawn_join(2, Placement::Any, 300, 1).unwrap(), 300);
+    one_sample(
+        fiber_spawn_join(2, Placement::OtherProc, 300, 1).unwrap(),
+        300,
+    );
+}
+
+#[test]
+fn task_spawn_join_sums_its_children() {
+    for procs in [1, 2] {
+        one_sample(task_spawn_join(procs, 300, 2).unwrap()[..1].to_vec(), 300);
+    }
+}
+
+#[test]
+fn os_threads_and_tokio_sum_their_children() {
+    one_sample(os_threads(20, 1).unwrap(), 20);
+    one_sample(tokio_tasks(0, 300, 1).unwrap(), 300);
+    one_sample(tokio_tasks(2, 300, 1).unwrap(), 300);
+}
+
+#[test]
+fn batches_of_fibers_and_tasks_sum_each_batch() {
+    one_sample(fiber_batches(50, 3, 1).unwrap(), 150);
+    one_sample(task_batches(50, 3, 1).unwrap(), 150);
+}
+
+#[test]
+fn figure9_primitives_count_their_operations() {
+    one_sample(fig9::proc_datum(1000, 1).unwrap(), 1000);
+    one_sample(fig9::spin_lock(1000, 1).unwrap(), 1000);
+    one_sample(fig9::failed_try_lock(1000, 1).unwrap(), 1000);
+}
+
+#[test]
+fn triangle_is_the_sum_below_n() {
+    assert_eq!(triangle(0), 0);
+    assert_eq!(triangle(1), 0);
+    assert_eq!(triangle(5), 10);
+}
