@@ -13,7 +13,8 @@
 //! - `cancel` takes back a losing send offer's message.
 //!
 //! The plain `send` and `recv` run the same phases on the channel directly, without boxing an
-//! event (the single-branch sync of `event::sync::sync_base`).
+//! event, with their event-state record inside their offer: one allocation when they block,
+//! none when they commit at once.
 //!
 //! # Dead offers
 //! An offer whose sync completed elsewhere stays queued until someone meets it (and drops it)
@@ -33,8 +34,10 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::event::rep::{BaseEvent, Blocked, Match, OwnWaiter, Waiter};
-use crate::event::{Event, sync::sync_base};
+use crate::event::Event;
+use crate::event::rep::{BaseEvent, Blocked, Match, OwnWaiter, SelfSynch, SyncRecord};
+use crate::event::sync;
+use crate::sched::worker;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
@@ -83,25 +86,55 @@ struct WaitQueue<T> {
 }
 
 /// One offer of one sync on this channel.
+///
+/// A plain `send`/`recv` (one base event, no choice) keeps its event-state record inside its
+/// offer (`own`), so blocking costs one allocation; an offer of an `Event` sync points to the
+/// sync's shared record instead (`shared`), and `own` is unused.
 struct Offer<T> {
-    waiter: Waiter,
+    /// The record of a direct send/recv; unused when `shared` is set.
+    own: SyncRecord,
+    /// The record of the `Event` sync this offer belongs to.
+    shared: Option<Arc<SyncRecord>>,
+    /// The offer's branch index within its sync.
+    branch: u32,
     /// A send offer's message, or a receive offer's delivered message; see the invariants.
     slot: UnsafeCell<Option<T>>,
 }
 
 // SAFETY: the slot is reached by one thread at a time (module invariants: its owner before
 // publication and after settlement, the winner of its sync in between), and the message is
-// `Send`.
+// `Send`; the records are made of atomics and a lock.
 unsafe impl<T: Send> Sync for Offer<T> {}
 // SAFETY: as above; all fields may move between threads when `T: Send`.
 unsafe impl<T: Send> Send for Offer<T> {}
 
 impl<T> Offer<T> {
-    fn new(waiter: Waiter, msg: Option<T>) -> Arc<Self> {
+    /// An offer of a direct send/recv, with its own record.
+    fn direct(msg: Option<T>) -> Arc<Self> {
         Arc::new(Offer {
-            waiter,
+            own: SyncRecord::new(),
+            shared: None,
+            branch: 0,
             slot: UnsafeCell::new(msg),
         })
+    }
+
+    /// An offer of branch `me` of an `Event` sync.
+    fn of(me: &OwnWaiter<'_>, msg: Option<T>) -> Arc<Self> {
+        Arc::new(Offer {
+            own: SyncRecord::new(),
+            shared: Some(me.rec.clone()),
+            branch: me.branch,
+            slot: UnsafeCell::new(msg),
+        })
+    }
+
+    /// The event-state record of the offer's sync.
+    fn record(&self) -> &SyncRecord {
+        match &self.shared {
+            Some(r) => r,
+            None => &self.own,
+        }
     }
 
     /// Takes the slot's content.
@@ -133,24 +166,24 @@ impl<T> WaitQueue<T> {
 
     fn push(&mut self, o: Arc<Offer<T>>) {
         if self.q.len() >= self.threshold {
-            self.q.retain(|o| !o.waiter.is_synched());
+            self.q.retain(|o| !o.record().is_synched());
             let n = self.q.len();
             self.threshold = (n + K1).max(n + n / 2);
         }
         self.q.push_back(o);
     }
 
-    /// Removes and returns the first live offer not of `me`'s sync (any live offer for `None`),
+    /// Removes and returns the first live offer not of sync `me` (any live offer for `None`),
     /// with its position; drops dead offers met on the way.
-    fn take_match(&mut self, me: Option<&OwnWaiter<'_>>) -> Option<(usize, Arc<Offer<T>>)> {
+    fn take_match(&mut self, me: Option<&SyncRecord>) -> Option<(usize, Arc<Offer<T>>)> {
         let mut i = 0;
         while i < self.q.len() {
             let o = &self.q[i];
-            if o.waiter.is_synched() {
+            if o.record().is_synched() {
                 self.q.remove(i);
                 continue;
             }
-            if me.is_some_and(|me| o.waiter.same_sync(me)) {
+            if me.is_some_and(|me| std::ptr::eq(o.record(), me)) {
                 i += 1;
                 continue;
             }
@@ -160,17 +193,13 @@ impl<T> WaitQueue<T> {
     }
 }
 
-/// What blocking a send did.
-enum SendBlock<T> {
-    Waiting(Arc<Offer<T>>),
-    Committed,
-    Synched(T),
-}
-
-/// What blocking a receive did.
-enum RecvBlock<T> {
-    Waiting(Arc<Offer<T>>),
-    Committed(T),
+/// What a blocking phase on the channel did.
+enum BlockOn<R> {
+    /// Our offer is enqueued.
+    Waiting,
+    /// We matched a partner: the result.
+    Committed(R),
+    /// Our sync was completed elsewhere meanwhile; our offer was not enqueued.
     Synched,
 }
 
@@ -198,7 +227,7 @@ impl<T: Send> ChanInner<T> {
                 self.update_counts(&qs);
                 return Err(msg);
             };
-            if let Some(commit) = o.waiter.synch_spinning() {
+            if let Some(commit) = o.record().synch_spinning_as(o.branch) {
                 self.update_counts(&qs);
                 drop(qs);
                 // SAFETY: we won the receiver's sync, so its slot is ours until we publish.
@@ -214,11 +243,11 @@ impl<T: Send> ChanInner<T> {
     fn do_recv(&self) -> Option<T> {
         let mut qs = self.queues.lock();
         loop {
-            let (_, o) = qs.sendq.take_match(None).or_else(|| {
+            let Some((_, o)) = qs.sendq.take_match(None) else {
                 self.update_counts(&qs);
-                None
-            })?;
-            if let Some(commit) = o.waiter.synch_spinning() {
+                return None;
+            };
+            if let Some(commit) = o.record().synch_spinning_as(o.branch) {
                 self.update_counts(&qs);
                 drop(qs);
                 // SAFETY: we won the sender's sync, so its slot is ours until we publish.
@@ -229,64 +258,64 @@ impl<T: Send> ChanInner<T> {
         }
     }
 
-    /// Blocking phase of a send (Figure 14).
-    fn block_send(&self, me: &OwnWaiter<'_>, msg: T) -> SendBlock<T> {
+    /// Blocking phase of a send (Figure 14): `offer` holds the message and our record.
+    fn block_send(&self, offer: &Arc<Offer<T>>) -> BlockOn<()> {
+        let me = offer.record();
         let mut qs = self.queues.lock();
         loop {
             let Some((i, o)) = qs.recvq.take_match(Some(me)) else {
-                let o = Offer::new(me.waiter(), Some(msg));
-                qs.sendq.push(o.clone());
+                qs.sendq.push(offer.clone());
                 self.update_counts(&qs);
-                return SendBlock::Waiting(o);
+                return BlockOn::Waiting;
             };
-            match me.try_match(&o.waiter) {
+            match me.try_match(o.record(), o.branch) {
                 Match::Won(commit) => {
                     self.update_counts(&qs);
                     drop(qs);
-                    // SAFETY: we won the receiver's sync: its slot is ours until we publish.
-                    unsafe { o.put(msg) };
+                    // SAFETY: our offer is unpublished, so its slot is ours; we won the
+                    // receiver's sync, so its slot is ours until we publish.
+                    unsafe { o.put(offer.take().expect("pcml: send offer without message")) };
                     commit.publish();
-                    return SendBlock::Committed;
+                    return BlockOn::Committed(());
                 }
-                // Dead partner, already out of the queue: look again.
+                // Dead receiver, already out of the queue: look again.
                 Match::PartnerGone => continue,
                 Match::SelfSynched => {}
             }
-            // Someone completed our sync through another offer: put the partner back where
+            // Someone completed our sync through another offer: put the receiver back where
             // it was (the paper's `undequeue`) and stop.
             qs.recvq.q.insert(i, o);
             self.update_counts(&qs);
-            return SendBlock::Synched(msg);
+            return BlockOn::Synched;
         }
     }
 
-    /// Blocking phase of a receive (Figure 14, mirrored).
-    fn block_recv(&self, me: &OwnWaiter<'_>) -> RecvBlock<T> {
+    /// Blocking phase of a receive (Figure 14, mirrored): `offer` has an empty slot.
+    fn block_recv(&self, offer: &Arc<Offer<T>>) -> BlockOn<T> {
+        let me = offer.record();
         let mut qs = self.queues.lock();
         loop {
             let Some((i, o)) = qs.sendq.take_match(Some(me)) else {
-                let o = Offer::new(me.waiter(), None);
-                qs.recvq.push(o.clone());
+                qs.recvq.push(offer.clone());
                 self.update_counts(&qs);
-                return RecvBlock::Waiting(o);
+                return BlockOn::Waiting;
             };
-            match me.try_match(&o.waiter) {
+            match me.try_match(o.record(), o.branch) {
                 Match::Won(commit) => {
                     self.update_counts(&qs);
                     drop(qs);
                     // SAFETY: we won the sender's sync: its slot is ours until we publish.
                     let msg = unsafe { o.take() }.expect("pcml: a send offer without a message");
                     commit.publish();
-                    return RecvBlock::Committed(msg);
+                    return BlockOn::Committed(msg);
                 }
+                // Dead sender, already out of the queue: look again.
                 Match::PartnerGone => continue,
                 Match::SelfSynched => {}
             }
-            // Someone completed our sync through another offer: put the partner back where
-            // it was (the paper's `undequeue`) and stop.
             qs.sendq.q.insert(i, o);
             self.update_counts(&qs);
-            return RecvBlock::Synched;
+            return BlockOn::Synched;
         }
     }
 }
@@ -319,15 +348,16 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
     }
 
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
-        let msg = self.msg.take().expect("pcml: send event reused");
-        match self.ch.block_send(me, msg) {
-            SendBlock::Waiting(o) => {
-                self.offer = Some(o);
+        let offer = Offer::of(me, self.msg.take());
+        match self.ch.block_send(&offer) {
+            BlockOn::Waiting => {
+                self.offer = Some(offer);
                 Blocked::Waiting
             }
-            SendBlock::Committed => Blocked::Committed(()),
-            SendBlock::Synched(msg) => {
-                self.msg = Some(msg);
+            BlockOn::Committed(()) => Blocked::Committed(()),
+            BlockOn::Synched => {
+                // SAFETY: the offer was never published.
+                self.msg = unsafe { offer.take() };
                 Blocked::Synched
             }
         }
@@ -365,21 +395,19 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     }
 
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
-        match self.ch.block_recv(me) {
-            RecvBlock::Waiting(o) => {
-                self.offer = Some(o);
+        let offer = Offer::of(me, None);
+        match self.ch.block_recv(&offer) {
+            BlockOn::Waiting => {
+                self.offer = Some(offer);
                 Blocked::Waiting
             }
-            RecvBlock::Committed(v) => Blocked::Committed(v),
-            RecvBlock::Synched => Blocked::Synched,
+            BlockOn::Committed(v) => Blocked::Committed(v),
+            BlockOn::Synched => Blocked::Synched,
         }
     }
 
     fn complete(&mut self) -> T {
-        let o = self
-            .offer
-            .take()
-            .expect("pcml: receive completed without an offer");
+        let o = self.offer.take().expect("pcml: receive completed without an offer");
         // SAFETY: the sender published after delivering, and we saw the publication.
         unsafe { o.take() }.expect("pcml: receive completed without a message")
     }
@@ -387,6 +415,31 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     fn cancel(&mut self) {
         // An empty slot: nothing to reclaim; the dead offer is swept.
         self.offer = None;
+    }
+}
+
+/// A blocked direct send/recv; cancels its offer if the thread unwinds while waiting (a fiber
+/// dropped at shutdown).
+struct DirectWait<'a, T> {
+    offer: &'a Offer<T>,
+    armed: bool,
+}
+
+impl<T> Drop for DirectWait<'_, T> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        match self.offer.own.synch_self() {
+            // Nobody can complete us now; reclaim a send's message.
+            SelfSynch::Won => {}
+            // A partner won us: wait until it is done with the slot.
+            SelfSynch::AlreadySynched => {
+                self.offer.own.wait_winner();
+            }
+        }
+        // SAFETY: the sync is settled and any partner is done with the slot.
+        drop(unsafe { self.offer.take() });
     }
 }
 
@@ -425,11 +478,36 @@ impl<T: Send + 'static> Chan<T> {
     /// });
     /// ```
     pub fn send(&self, msg: T) {
-        sync_base(SendEvt {
-            ch: self.inner.clone(),
-            msg: Some(msg),
-            offer: None,
-        })
+        let ch = &*self.inner;
+        // Polling and commit phases.
+        let msg = if ch.poll_send() {
+            match ch.do_send(msg) {
+                Ok(()) => {
+                    worker::consume_budget();
+                    return;
+                }
+                Err(msg) => msg,
+            }
+        } else {
+            msg
+        };
+        // Blocking phase, with the record inside the offer.
+        sync::assert_can_block("send");
+        let offer = Offer::direct(Some(msg));
+        match ch.block_send(&offer) {
+            BlockOn::Committed(()) => {
+                worker::consume_budget();
+                return;
+            }
+            BlockOn::Waiting => {}
+            BlockOn::Synched => unreachable!("pcml: a one-offer sync completed elsewhere"),
+        }
+        let mut wait = DirectWait {
+            offer: &offer,
+            armed: true,
+        };
+        sync::wait_for_winner(&offer.own, "send");
+        wait.armed = false;
     }
 
     /// Receives a message, blocking until a sender offers one.
@@ -446,10 +524,31 @@ impl<T: Send + 'static> Chan<T> {
     /// });
     /// ```
     pub fn recv(&self) -> T {
-        sync_base(RecvEvt {
-            ch: self.inner.clone(),
-            offer: None,
-        })
+        let ch = &*self.inner;
+        if ch.poll_recv()
+            && let Some(v) = ch.do_recv()
+        {
+            worker::consume_budget();
+            return v;
+        }
+        sync::assert_can_block("recv");
+        let offer = Offer::direct(None);
+        match ch.block_recv(&offer) {
+            BlockOn::Committed(v) => {
+                worker::consume_budget();
+                return v;
+            }
+            BlockOn::Waiting => {}
+            BlockOn::Synched => unreachable!("pcml: a one-offer sync completed elsewhere"),
+        }
+        let mut wait = DirectWait {
+            offer: &offer,
+            armed: true,
+        };
+        sync::wait_for_winner(&offer.own, "recv");
+        wait.armed = false;
+        // SAFETY: the sender published after delivering, and we saw the publication.
+        unsafe { offer.take() }.expect("pcml: receive completed without a message")
     }
 
     /// The event of sending `msg` (CML's `sendEvt`).
@@ -501,7 +600,7 @@ impl<T: Send + 'static> Chan<T> {
         } else {
             Err(msg)
         };
-        crate::sched::worker::consume_budget();
+        worker::consume_budget();
         r
     }
 
@@ -517,7 +616,7 @@ impl<T: Send + 'static> Chan<T> {
         } else {
             None
         };
-        crate::sched::worker::consume_budget();
+        worker::consume_budget();
         r
     }
 

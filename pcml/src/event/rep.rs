@@ -250,6 +250,75 @@ impl SyncRecord {
             b.unblock();
         }
     }
+
+    /// One attempt of Figure 8's CAS by a partner, on this record's offer `branch`.
+    pub(crate) fn try_synch_as(&self, branch: u32) -> TrySynch<'_> {
+        match self.try_synch() {
+            // It was waiting: ours now.
+            WAITING => TrySynch::Won(Commit {
+                rec: self,
+                branch,
+                published: false,
+            }),
+            // Its owner is trying another partner.
+            CLAIMED => TrySynch::Claimed,
+            // Someone else got it.
+            _ => TrySynch::Synched,
+        }
+    }
+
+    /// Figure 8 in full (see [`Waiter::synch_spinning`]).
+    pub(crate) fn synch_spinning_as(&self, branch: u32) -> Option<Commit<'_>> {
+        loop {
+            if self.is_synched() {
+                // Dead: no CAS needed.
+                return None;
+            }
+            match self.try_synch_as(branch) {
+                // Ours.
+                TrySynch::Won(c) => return Some(c),
+                // Spin on loads until its owner decides, then try again (section 8.4).
+                TrySynch::Claimed => {
+                    while self.is_claimed() {
+                        crate::loom::spin_loop();
+                    }
+                }
+                // Dead.
+                TrySynch::Synched => return None,
+            }
+        }
+    }
+
+    /// Figure 9, by the owner of `self`: claim our own state, then try to synchronize the
+    /// partner's offer `branch`; roll back and retry while the partner is `Claimed`.
+    pub(crate) fn try_match<'p>(&self, partner: &'p SyncRecord, branch: u32) -> Match<'p> {
+        loop {
+            if !self.try_claim() {
+                // Someone synchronized us since we published an earlier offer.
+                return Match::SelfSynched;
+            }
+            match partner.try_synch_as(branch) {
+                TrySynch::Won(c) => {
+                    // Both ours: finish our own Claimed -> Synched.
+                    self.finish_claim();
+                    return Match::Won(c);
+                }
+                TrySynch::Claimed => {
+                    // Its owner is trying someone (maybe us): back off to Waiting so it can
+                    // make progress, wait on loads, retry.
+                    self.roll_back();
+                    while partner.is_claimed() {
+                        crate::loom::spin_loop();
+                    }
+                }
+                TrySynch::Synched => {
+                    // Dead partner: roll back and look for another.
+                    self.roll_back();
+                    return Match::PartnerGone;
+                }
+            }
+        }
+    }
 }
 
 /// A partner's handle on one offer of one sync: what communication objects keep in their
@@ -278,42 +347,14 @@ impl Waiter {
     /// On [`TrySynch::Won`], deliver whatever the waiter expects into its offer, then call
     /// [`Commit::publish`] (dropping the `Commit` publishes too).
     pub fn try_synch(&self) -> TrySynch<'_> {
-        match self.rec.try_synch() {
-            // It was waiting: ours now.
-            WAITING => TrySynch::Won(Commit {
-                rec: &self.rec,
-                branch: self.branch,
-                published: false,
-            }),
-            // Its owner is trying another partner.
-            CLAIMED => TrySynch::Claimed,
-            // Someone else got it.
-            _ => TrySynch::Synched,
-        }
+        self.rec.try_synch_as(self.branch)
     }
 
     /// Figure 8 in full, for the commit phase (whose own state is private, so spinning cannot
     /// deadlock): spins on loads while the waiter is `Claimed` (section 8.4), then CASes.
     /// Returns `Some(commit)` if we won it, `None` if it is dead.
     pub fn synch_spinning(&self) -> Option<Commit<'_>> {
-        loop {
-            if self.rec.is_synched() {
-                // Dead: no CAS needed.
-                return None;
-            }
-            match self.try_synch() {
-                // Ours.
-                TrySynch::Won(c) => return Some(c),
-                // Spin on loads until its owner decides, then try again.
-                TrySynch::Claimed => {
-                    while self.rec.is_claimed() {
-                        crate::loom::spin_loop();
-                    }
-                }
-                // Dead.
-                TrySynch::Synched => return None,
-            }
-        }
+        self.rec.synch_spinning_as(self.branch)
     }
 
     /// Whether this waiter's sync is already complete (a dead entry, to be swept).
@@ -362,32 +403,7 @@ impl<'a> OwnWaiter<'a> {
             !partner.same_sync(self),
             "pcml: a sync matched its own offer"
         );
-        loop {
-            if !self.rec.try_claim() {
-                // Someone synchronized us since we published an earlier offer.
-                return Match::SelfSynched;
-            }
-            match partner.try_synch() {
-                TrySynch::Won(c) => {
-                    // Both ours: finish our own Claimed -> Synched.
-                    self.rec.finish_claim();
-                    return Match::Won(c);
-                }
-                TrySynch::Claimed => {
-                    // Its owner is trying someone (maybe us): back off to Waiting so it can
-                    // make progress, wait on loads, retry.
-                    self.rec.roll_back();
-                    while partner.rec.is_claimed() {
-                        crate::loom::spin_loop();
-                    }
-                }
-                TrySynch::Synched => {
-                    // Dead partner: roll back and look for another.
-                    self.rec.roll_back();
-                    return Match::PartnerGone;
-                }
-            }
-        }
+        self.rec.try_match(&partner.rec, partner.branch)
     }
 
     /// Completes our own sync on this base event with no partner (the event became enabled

@@ -30,7 +30,7 @@ use crate::sched::worker;
 
 use super::branch::{BlockOutcome, Branch};
 use super::nack::Nack;
-use super::rep::{BaseEvent, Blocked, OwnWaiter, SelfSynch, SyncRecord};
+use super::rep::{OwnWaiter, SelfSynch, SyncRecord};
 use super::{Event, Kind};
 
 /// A flattened event: its branches (leaves) and the nacks of its `with_nack`s, each with the
@@ -147,7 +147,7 @@ fn fair_start(n: usize) -> usize {
 
 /// Panics if the caller is a pcml async task, which cannot block: before anything of the
 /// sync is published, so the panic leaves no offer behind.
-fn assert_can_block(what: &str) {
+pub(crate) fn assert_can_block(what: &str) {
     if matches!(worker::current(), Some(worker::Current::Task { .. })) {
         panic!(
             "pcml: {what} would block inside a pcml async task, which cannot block its proc; use `.await` instead"
@@ -261,13 +261,7 @@ pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
         worker::consume_budget();
         return pending.finish(i);
     }
-    let rec = pending.rec.clone();
-    blocker::block_current("sync", |b| {
-        if let Err(b) = rec.install_blocker(b) {
-            // Published before we could install: do not wait.
-            b.unblock();
-        }
-    });
+    wait_for_winner(&pending.rec, "sync");
     let w = pending
         .rec
         .winner()
@@ -403,60 +397,13 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
     }
 }
 
-/// Synchronizes on one base event with no wrappers, nacks or boxing: the direct path of
-/// `Chan::send` and `Chan::recv`, running the same three phases as [`sync`].
-pub(crate) fn sync_base<E: BaseEvent>(mut e: E) -> E::Output {
-    if e.poll()
-        && let Some(v) = e.try_do()
-    {
-        worker::consume_budget();
-        return v;
-    }
-    assert_can_block("sync");
-    let rec = Arc::new(SyncRecord::new());
-    let me = OwnWaiter {
-        rec: &rec,
-        branch: 0,
-    };
-    match e.block(&me) {
-        Blocked::Committed(v) => {
-            worker::consume_budget();
-            return v;
-        }
-        // Published (or already completed by a partner through that offer): wait.
-        Blocked::Waiting | Blocked::Synched => {}
-    }
-    let mut pending = PendingBase {
-        e: Some(e),
-        rec: &rec,
-    };
-    blocker::block_current("sync", |b| {
+/// Blocks the caller until `rec`'s winner is published (by a partner, which wakes us).
+pub(crate) fn wait_for_winner(rec: &SyncRecord, what: &str) {
+    blocker::block_current(what, |b| {
         if let Err(b) = rec.install_blocker(b) {
+            // Published before we could install: do not wait.
             b.unblock();
         }
     });
     debug_assert!(rec.winner().is_some(), "pcml: a sync woke with no winner");
-    let mut e = pending.e.take().expect("pcml: base event taken");
-    e.complete()
-}
-
-/// Cancels a blocked [`sync_base`] if its thread unwinds while waiting.
-struct PendingBase<'a, E: BaseEvent> {
-    e: Option<E>,
-    rec: &'a SyncRecord,
-}
-
-impl<E: BaseEvent> Drop for PendingBase<'_, E> {
-    fn drop(&mut self) {
-        let Some(mut e) = self.e.take() else { return };
-        match self.rec.synch_self() {
-            // Nobody can complete us now.
-            SelfSynch::Won => e.cancel(),
-            // A partner won us: wait for its delivery and drop it.
-            SelfSynch::AlreadySynched => {
-                self.rec.wait_winner();
-                drop(e.complete());
-            }
-        }
-    }
 }

@@ -20,7 +20,7 @@ impl Drop for Tracked {
 
 #[test]
 fn dropped_future_races_a_committing_sender() {
-    loom::model(|| {
+    super::model(|| {
         let ch: Chan<Tracked> = Chan::new();
         let drops = Arc::new(AtomicUsize::new(0));
         let mut fut = Box::pin(ch.recv_evt().into_future());

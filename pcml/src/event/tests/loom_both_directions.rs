@@ -6,7 +6,7 @@ use crate::event::select;
 
 #[test]
 fn a_choice_over_one_channel_both_ways() {
-    loom::model(|| {
+    super::model(|| {
         let ch = Chan::new();
         let c2 = ch.clone();
         let t = loom::thread::spawn(move || {

@@ -7,7 +7,7 @@ use crate::event::select;
 
 #[test]
 fn two_symmetric_choices_pair_up() {
-    loom::model(|| {
+    super::model(|| {
         let ch = Chan::new();
         let c2 = ch.clone();
         let t = loom::thread::spawn(move || {

@@ -17,7 +17,7 @@ fn chooser(a: Chan<u8>, b: Chan<u8>, slot: Arc<Mutex<Option<Event<()>>>>) -> (ch
 }
 
 fn run(send_on_a: bool) {
-    loom::model(move || {
+    super::model(move || {
         let (a, b) = (Chan::new(), Chan::new());
         let slot = Arc::new(Mutex::new(None));
         let (a1, b1, s1) = (a.clone(), b.clone(), slot.clone());

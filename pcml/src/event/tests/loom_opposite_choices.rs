@@ -7,7 +7,7 @@ use crate::event::select;
 
 #[test]
 fn opposite_choices_with_a_racing_sender() {
-    loom::model(|| {
+    super::model(|| {
         let (a, b) = (Chan::new(), Chan::new());
         let (a1, b1) = (a.clone(), b.clone());
         let (a2, b2) = (a.clone(), b.clone());
