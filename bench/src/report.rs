@@ -198,7 +198,9 @@ pub fn header_markdown(r: &Report) -> String {
          | cores | {cores} |\n| CPU | {cpu} |\n| kernel | {kernel} |\n| rustc | {rustc} |\n\
          | Go | {go} |\n| Erlang | {erl} |\n| SML/NJ (CML) | {sml} |\n\n\
          Rates are per second (higher is better); ns per operation and seconds per run are \
-         lower-is-better. Every ratio compares figures of this run.\n",
+         lower-is-better. Every ratio compares figures of this run. A pcml configuration whose \
+         run would exceed the budget (0.5 s quick, 5 s full) runs fewer operations: \
+         \"runs x ops\" gives the count used.\n",
         date = m.date,
         commit = m.commit,
         mode = if c.full { "the papers'" } else { "quick" },
@@ -265,6 +267,7 @@ fn bar_chart(path: &Path, title: &str, rows: &[&Row]) -> ChartResult {
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .y_labels(n)
         .x_desc(unit_cell(metric))
         .x_label_formatter(&|v| fmt_value(metric, *v))
         .y_label_formatter(&|v| match v {

@@ -183,7 +183,8 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     );
     for &p in &ctx.cfg.procs {
         ctx.step(&format!("micro: fiber yield on {p} procs"));
-        let s = fiber_yield(p, switches / 2, runs)?;
+        let n = ctx.fit(switches / 2, |k| fiber_yield(p, k, 1))?;
+        let s = fiber_yield(p, n, runs)?;
         sec.rows.push(
             Row::measured("yield", "pcml fibers", Some(p), ns("yield"), &s)
                 .with_note("two fibers on proc 0 yield to each other"),
@@ -191,7 +192,8 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     }
     for &p in &ctx.cfg.procs {
         ctx.step(&format!("micro: fiber spawn+join on {p} procs"));
-        let s = fiber_spawn_join(p, Placement::Any, spawns, runs)?;
+        let n = ctx.fit(spawns, |k| fiber_spawn_join(p, Placement::Any, k, 1))?;
+        let s = fiber_spawn_join(p, Placement::Any, n, runs)?;
         sec.rows.push(
             Row::measured("spawn+join", "pcml fibers", Some(p), ns("thread"), &s)
                 .with_note("`spawn` then `join`, one at a time"),
@@ -199,7 +201,8 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     }
     for &p in &ctx.cfg.procs {
         ctx.step(&format!("micro: task spawn+join on {p} procs"));
-        let s = task_spawn_join(p, spawns, runs)?;
+        let n = ctx.fit(spawns, |k| task_spawn_join(p, k, 1))?;
+        let s = task_spawn_join(p, n, runs)?;
         sec.rows.push(
             Row::measured("spawn+join", "pcml tasks", Some(p), ns("thread"), &s)
                 .with_note("`spawn_task(..).await` inside a task"),

@@ -17,7 +17,7 @@
 use pcml::Runtime;
 
 use crate::peers::{Peer, PeerArgs, Peers};
-use crate::runner::{Error, Metric, Progress, Result};
+use crate::runner::{Error, Metric, Progress, Result, Sample};
 use crate::table::{Row, Section};
 
 pub mod abisort;
@@ -90,6 +90,22 @@ impl Ctx<'_> {
         } else {
             quick
         }
+    }
+
+    /// The operation count for one run: `n`, or fewer when a probe run of `probe(n / 50)`
+    /// shows that `n` would take longer than the run budget (0.5 s quick, 5 s full), so that
+    /// a slow configuration (a cross-proc hand-off that parks and wakes a proc per message)
+    /// cannot stall the suite. The count used is printed in the row's "runs x ops".
+    pub fn fit(&self, n: u64, probe: impl FnOnce(u64) -> Result<Vec<Sample>>) -> Result<u64> {
+        let small = (n / 50).max(2);
+        let samples = probe(small)?;
+        let Some(s) = samples.first() else {
+            return Ok(n);
+        };
+        let per_op = s.seconds / s.ops.max(1) as f64;
+        let budget = if self.cfg.full { 5.0 } else { 0.5 };
+        let fitted = (budget / per_op.max(1e-12)) as u64;
+        Ok(fitted.clamp(small.min(n), n))
     }
 
     /// Whether pcml and the peers run on `procs` procs in this invocation.

@@ -1,34 +1,158 @@
-//! Seed 003's ping-pong (section 10.1): two threads bounce messages over synchronous channels;
-//! in the 2-proc variant each thread runs on its own proc. One message is one operation (a
-//! round trip is two). pcml's rows wait on channels; the peers are measured now.
+//! Seed 003's ping-pong (section 10.1): two threads bounce messages over two synchronous
+//! channels; in the 2-proc variant each thread runs on its own proc (pcml fibers: `spawn_on`
+//! 0 and 1). One message is one operation (a round trip is two); figures are messages per
+//! second. pcml runs it with fibers (blocking `send`/`recv`) and with async tasks
+//! (`send_evt(..).await`, `recv_evt().await`; tasks are not pinned, the scheduler places them).
+//!
+//! The answer: the pinger sums the replies, each the ping plus one.
 
-use super::{Ctx, NEEDS_CHAN, pending_pcml};
-use crate::runner::{Metric, Result};
-use crate::table::Section;
+use pcml::chan::Chan;
+
+use super::{Ctx, in_pcml, triangle};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
+use crate::table::{Goal, Row, Section};
 
 const RATE: Metric = Metric::Rate { unit: "msgs/s" };
 
-/// Measures the peers; pcml is pending.
+/// The pinger's and ponger's procs for a runtime of `procs`: 0 and the last.
+fn placement() -> (usize, usize) {
+    (0, pcml::procs() - 1)
+}
+
+/// One ping-pong of `rounds` round trips between two fibers; returns the pinger's sum.
+pub fn fiber_pair(rounds: u64, ping_on: usize, pong_on: usize) -> pcml::JoinHandle<u64> {
+    let (ping, pong) = (Chan::new(), Chan::new());
+    let (ping2, pong2) = (ping.clone(), pong.clone());
+    pcml::spawn_on(pong_on, move || {
+        for _ in 0..rounds {
+            let v: u64 = ping2.recv();
+            pong2.send(v + 1);
+        }
+    });
+    pcml::spawn_on(ping_on, move || {
+        let mut sum = 0u64;
+        for i in 0..rounds {
+            ping.send(i);
+            sum += pong.recv();
+        }
+        sum
+    })
+}
+
+/// One ping-pong of `rounds` round trips between two async tasks; returns the pinger's sum.
+pub fn task_pair(rounds: u64) -> pcml::JoinHandle<u64> {
+    let (ping, pong) = (Chan::new(), Chan::new());
+    let (ping2, pong2) = (ping.clone(), pong.clone());
+    pcml::spawn_task(async move {
+        for _ in 0..rounds {
+            let v: u64 = ping2.recv_evt().await;
+            pong2.send_evt(v + 1).await;
+        }
+    });
+    pcml::spawn_task(async move {
+        let mut sum = 0u64;
+        for i in 0..rounds {
+            ping.send_evt(i).await;
+            sum += pong.recv_evt().await;
+        }
+        sum
+    })
+}
+
+fn check_pair(h: pcml::JoinHandle<u64>, rounds: u64) -> Result<()> {
+    let sum = h.join().map_err(|e| Error::Failed(e.to_string()))?;
+    check_eq("sum of replies", triangle(rounds) + rounds, sum)
+}
+
+/// Fibers: `msgs` messages per run on a runtime of `procs` procs.
+pub fn fibers(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / 2).max(1);
+    in_pcml(procs, move || {
+        let (a, b) = placement();
+        check_pair(fiber_pair(rounds / 10 + 1, a, b), rounds / 10 + 1)?;
+        repeat(runs, || {
+            timed(2 * rounds, || check_pair(fiber_pair(rounds, a, b), rounds))
+        })
+    })
+}
+
+/// Async tasks: `msgs` messages per run on a runtime of `procs` procs.
+pub fn tasks(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / 2).max(1);
+    in_pcml(procs, move || {
+        check_pair(task_pair(rounds / 10 + 1), rounds / 10 + 1)?;
+        repeat(runs, || {
+            timed(2 * rounds, || check_pair(task_pair(rounds), rounds))
+        })
+    })
+}
+
+/// Measures pcml and the peers.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
+    let runs = ctx.cfg.runs;
     let n = ctx.size(500_000, 2_000_000);
-    pending_pcml(sec, "ping-pong", RATE, NEEDS_CHAN);
+    let prog = "ping-pong";
+    for &p in &ctx.cfg.procs {
+        ctx.step(&format!("ping-pong: pcml fibers on {p} procs"));
+        let n = ctx.fit(n, |k| fibers(p, k, 1))?;
+        let s = fibers(p, n, runs)?;
+        let note = if p == 1 {
+            "both fibers on proc 0"
+        } else {
+            "pinger on proc 0, ponger on the last proc"
+        };
+        sec.rows
+            .push(Row::measured(prog, "pcml fibers", Some(p), RATE, &s).with_note(note));
+    }
+    for &p in &ctx.cfg.procs {
+        ctx.step(&format!("ping-pong: pcml tasks on {p} procs"));
+        let n = ctx.fit(n, |k| tasks(p, k, 1))?;
+        let s = tasks(p, n, runs)?;
+        sec.rows.push(
+            Row::measured(prog, "pcml tasks", Some(p), RATE, &s)
+                .with_note("`send_evt(..).await`; the scheduler places the tasks"),
+        );
+    }
     ctx.peer_rows(
         sec,
-        "ping-pong",
+        prog,
         "pingpong",
         n,
         None,
         Some("msgs"),
         RATE,
         true,
-        ctx.cfg.runs,
+        runs,
     )?;
+    let ours = (prog, "pcml fibers", Some(1));
+    sec.add_ratio(
+        "ping-pong: pcml fibers 1P / CML",
+        ours,
+        (prog, "CML (SML/NJ)", Some(1)),
+        Some(Goal::AtLeast(2.0)),
+    );
+    for &p in &ctx.cfg.procs {
+        sec.add_ratio(
+            &format!("ping-pong: pcml fibers 1P / Go GOMAXPROCS={p}"),
+            ours,
+            (prog, "Go", Some(p)),
+            Some(Goal::AtLeast(5.0)),
+        );
+    }
+    if ctx.has_procs(2) {
+        sec.add_ratio(
+            "ping-pong: pcml fibers 2P / 1P (paper: Manticore 0.39)",
+            (prog, "pcml fibers", Some(2)),
+            ours,
+            None,
+        );
+    }
     sec.notes.push(format!(
         "ping-pong: {n} messages per run ({} round trips).",
         n / 2
     ));
-    sec.publish("ping-pong", "CML", "1,608,000 msgs/s (1.00)");
-    sec.publish("ping-pong", "Manticore 1P", "697,800 msgs/s (0.43)");
-    sec.publish("ping-pong", "Manticore 2P", "271,400 msgs/s (0.17)");
+    sec.publish(prog, "CML", "1,608,000 msgs/s (1.00)");
+    sec.publish(prog, "Manticore 1P", "697,800 msgs/s (0.43)");
+    sec.publish(prog, "Manticore 2P", "271,400 msgs/s (0.17)");
     Ok(())
 }

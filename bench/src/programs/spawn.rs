@@ -92,13 +92,15 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
                 "parent on proc 0, children `spawn_on` proc 1",
             )
         };
+        let n = ctx.fit(n, |k| fiber_spawn_join(p, placement, k, 1))?;
         let s = fiber_spawn_join(p, placement, n, runs)?;
         sec.rows
             .push(Row::measured("spawn", "pcml fibers", Some(p), RATE, &s).with_note(note));
     }
     for &p in &ctx.cfg.procs {
         ctx.step(&format!("spawn: pcml tasks on {p} procs"));
-        let s = task_spawn_join(p, n1, runs)?;
+        let n = ctx.fit(n1, |k| task_spawn_join(p, k, 1))?;
+        let s = task_spawn_join(p, n, runs)?;
         sec.rows.push(
             Row::measured("spawn", "pcml tasks", Some(p), RATE, &s)
                 .with_note("`spawn_task(..).await` in a task; the scheduler places children"),
@@ -188,7 +190,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         );
     }
     sec.notes.push(format!(
-        "spawn: {n1} threads per run (fibers 1P, tasks, tokio), {n2} (fibers 2P), {} (OS \
+        "spawn: up to {n1} threads per run (fibers 1P, tasks, tokio), {n2} (fibers 2P), {} (OS \
          threads); CML, Go and Erlang: {} per run, in their own processes.",
         ctx.size(5_000, 20_000),
         ctx.size(1_000_000, 2_000_000)
