@@ -70,3 +70,34 @@ fn triangle_is_the_sum_below_n() {
     assert_eq!(triangle(1), 0);
     assert_eq!(triangle(5), 10);
 }
+
+#[test]
+fn ping_pong_sums_the_replies() {
+    use pcml_bench::programs::{parpingpong, pingpong};
+    for procs in [1, 2] {
+        one_sample(pingpong::fibers(procs, 200, 1).unwrap(), 200);
+        one_sample(pingpong::tasks(procs, 200, 1).unwrap(), 200);
+        one_sample(parpingpong::fibers(procs, 320, 1).unwrap(), 320);
+    }
+}
+
+#[test]
+fn primes_sieve_finds_the_nth_prime() {
+    use pcml_bench::programs::primes::{Kind, first_primes, measure};
+    assert_eq!(first_primes(2000).last(), Some(&17389));
+    for procs in [1, 2] {
+        for kind in [Kind::Fibers, Kind::Tasks] {
+            one_sample(measure(procs, 50, kind, 1).unwrap(), 50);
+        }
+    }
+}
+
+#[test]
+fn skynet_sums_its_leaves() {
+    use pcml_bench::programs::skynet::{Kind, measure};
+    for procs in [1, 2] {
+        one_sample(measure(procs, 729, 3, Kind::Fibers, 1).unwrap(), 729);
+        one_sample(measure(procs, 1000, 10, Kind::Tasks, 1).unwrap(), 1000);
+    }
+    assert!(measure(1, 10, 1, Kind::Tasks, 1).is_err());
+}

@@ -62,7 +62,7 @@ pub fn bare_switch(n: u64, runs: usize) -> Result<Vec<Sample>> {
 }
 
 /// Two fibers on the caller's proc yield to each other `n` times each; `ops` counts yields
-/// (2n). Checks that at least 90% of the yields let the other fiber run.
+/// (2n). Checks that at least 90% of the yields (or all but 4) let the other fiber run.
 fn yield_pair(n: u64) -> Result<()> {
     let home = pcml::current_proc().ok_or_else(|| Error::Failed("not on a proc".into()))?;
     let turns = Arc::new(AtomicU64::new(0));
@@ -86,7 +86,7 @@ fn yield_pair(n: u64) -> Result<()> {
     check_eq("yields done", 2 * n, turns.load(Ordering::Relaxed))?;
     // Nearly every yield should let the other fiber run: not the first ones (the second fiber
     // may not have reached the run queue yet) nor the last of the fiber that ends last.
-    if (ia + ib) * 10 < 2 * n * 9 {
+    if (ia + ib) * 10 < 2 * n * 9 && ia + ib + 4 < 2 * n {
         return Err(Error::WrongAnswer(format!(
             "fiber yield: only {} of {} yields let the other fiber run",
             ia + ib,

@@ -28,7 +28,7 @@ pub fn first_primes(n: usize) -> Vec<u64> {
         if primes
             .iter()
             .take_while(|&&p| p * p <= x)
-            .all(|&p| x % p != 0)
+            .all(|&p| !x.is_multiple_of(p))
         {
             primes.push(x);
         }
@@ -85,7 +85,7 @@ fn sieve(n: usize, kind: Kind) -> Vec<u64> {
                 pcml::spawn_on((k + 1) % procs, move || {
                     loop {
                         let x = input.recv();
-                        if x % prime != 0 {
+                        if !x.is_multiple_of(prime) {
                             output.send(x);
                         }
                     }
@@ -95,7 +95,7 @@ fn sieve(n: usize, kind: Kind) -> Vec<u64> {
                 pcml::spawn_task(async move {
                     loop {
                         let x = input.recv_evt().await;
-                        if x % prime != 0 {
+                        if !x.is_multiple_of(prime) {
                             output.send_evt(x).await;
                         }
                     }

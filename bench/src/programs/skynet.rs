@@ -1,19 +1,150 @@
-//! Seed 000's skynet (chapter 4): a tree of threads, each leaf sends its number to its parent
-//! and each node the sum of its children's; the answer is LEAVES(LEAVES-1)/2. Run as the
-//! paper's 3-ary tree of depth 6 (729 leaves) and the common 10-ary tree (1,000,000 leaves
-//! with `--full`). Figures are seconds per run. pcml's rows wait on channels (and later on
-//! actors); the peers are measured now.
+//! Seed 000's skynet (chapter 4): a tree of threads, BRANCH children per node; each leaf sends
+//! its number to its parent over a channel and each node the sum of its children's; the answer
+//! is LEAVES(LEAVES-1)/2. Run as the paper's 3-ary tree of depth 6 (729 leaves, 1,093 threads)
+//! and the common 10-ary tree (100,000 leaves quick, 1,000,000 with `--full`). A node splits
+//! its leaves into BRANCH near-equal slices, as the peers do. Figures are seconds per run.
+//!
+//! pcml runs it with async tasks (`spawn_task`, `send_evt(..).await`) on every size, and with
+//! fibers where the tree's live fibers fit under the fiber cap (see the crate docs of pcml:
+//! each started, unfinished fiber holds a stack): up to [`FIBER_LEAVES_MAX`] leaves.
+//! Actors are not in pcml yet; channels stand in for mailboxes.
 
-use super::{Ctx, NEEDS_CHAN, pending_pcml};
-use crate::runner::{Metric, Result};
-use crate::table::Section;
+use std::future::Future;
+use std::pin::Pin;
 
-/// Measures the peers; pcml is pending.
+use pcml::chan::Chan;
+
+use super::{Ctx, in_pcml};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
+use crate::table::{Goal, Row, Section};
+
+/// The largest tree run with fibers (more would approach the fiber cap).
+pub const FIBER_LEAVES_MAX: u64 = 10_000;
+
+/// The slices of `leaves` leaves starting at `first`, for `branch` children (empty ones left
+/// out).
+fn slices(first: u64, leaves: u64, branch: u64) -> impl Iterator<Item = (u64, u64)> {
+    (0..branch).filter_map(move |i| {
+        let lo = first + leaves * i / branch;
+        let hi = first + leaves * (i + 1) / branch;
+        (hi > lo).then_some((lo, hi - lo))
+    })
+}
+
+fn fiber_node(first: u64, leaves: u64, branch: u64, out: Chan<u64>) {
+    if leaves == 1 {
+        out.send(first);
+        return;
+    }
+    let ch = Chan::new();
+    let mut kids = 0;
+    for (lo, n) in slices(first, leaves, branch) {
+        let c = ch.clone();
+        pcml::spawn(move || fiber_node(lo, n, branch, c));
+        kids += 1;
+    }
+    let sum: u64 = (0..kids).map(|_| ch.recv()).sum();
+    out.send(sum);
+}
+
+fn task_node(
+    first: u64,
+    leaves: u64,
+    branch: u64,
+    out: Chan<u64>,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        if leaves == 1 {
+            out.send_evt(first).await;
+            return;
+        }
+        let ch = Chan::new();
+        let mut kids = 0;
+        for (lo, n) in slices(first, leaves, branch) {
+            pcml::spawn_task(task_node(lo, n, branch, ch.clone()));
+            kids += 1;
+        }
+        let mut sum = 0u64;
+        for _ in 0..kids {
+            sum += ch.recv_evt().await;
+        }
+        out.send_evt(sum).await;
+    })
+}
+
+/// Which threads build the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Fibers, blocking `send`/`recv`.
+    Fibers,
+    /// Async tasks.
+    Tasks,
+}
+
+fn tree(leaves: u64, branch: u64, kind: Kind) -> Result<()> {
+    let root = Chan::new();
+    let out = root.clone();
+    match kind {
+        Kind::Fibers => {
+            pcml::spawn(move || fiber_node(0, leaves, branch, out));
+        }
+        Kind::Tasks => {
+            pcml::spawn_task(task_node(0, leaves, branch, out));
+        }
+    }
+    check_eq("sum of the leaves", leaves * (leaves - 1) / 2, root.recv())
+}
+
+/// Skynet of `leaves` leaves and `branch` children per node, on `procs` procs.
+pub fn measure(
+    procs: usize,
+    leaves: u64,
+    branch: u64,
+    kind: Kind,
+    runs: usize,
+) -> Result<Vec<Sample>> {
+    if leaves < 1 || branch < 2 {
+        return Err(Error::Failed(format!(
+            "skynet needs leaves >= 1 and branch >= 2 (got {leaves}, {branch})"
+        )));
+    }
+    in_pcml(procs, move || {
+        tree(leaves, branch, kind)?;
+        repeat(runs, || timed(leaves, || tree(leaves, branch, kind)))
+    })
+}
+
+/// Measures pcml and the peers.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
+    let runs = ctx.cfg.runs;
     let big = ctx.size(100_000, 1_000_000);
+    let secs = Metric::Seconds;
     for (leaves, branch) in [(729, 3), (big, 10)] {
         let prog = format!("skynet {leaves}/{branch}");
-        pending_pcml(sec, &prog, Metric::Seconds, NEEDS_CHAN);
+        for &p in &ctx.cfg.procs {
+            if leaves <= FIBER_LEAVES_MAX {
+                ctx.step(&format!("{prog}: pcml fibers on {p} procs"));
+                let s = measure(p, leaves, branch, Kind::Fibers, runs)?;
+                sec.rows
+                    .push(Row::measured(&prog, "pcml fibers", Some(p), secs, &s));
+            } else {
+                sec.rows.push(Row::skipped(
+                    &prog,
+                    "pcml fibers",
+                    Some(p),
+                    secs,
+                    &format!(
+                        "more than {FIBER_LEAVES_MAX} leaves would near the fiber cap; tasks below"
+                    ),
+                ));
+            }
+        }
+        for &p in &ctx.cfg.procs {
+            ctx.step(&format!("{prog}: pcml tasks on {p} procs"));
+            let s = measure(p, leaves, branch, Kind::Tasks, runs)?;
+            sec.rows
+                .push(Row::measured(&prog, "pcml tasks", Some(p), secs, &s));
+        }
         ctx.peer_rows(
             sec,
             &prog,
@@ -21,13 +152,29 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             leaves,
             Some(branch),
             None,
-            Metric::Seconds,
+            secs,
             true,
-            ctx.cfg.runs,
+            runs,
         )?;
+        let best = *ctx.cfg.procs.iter().max().unwrap_or(&1);
+        let ours = (prog.as_str(), "pcml tasks", Some(best));
+        sec.add_ratio(
+            &format!("{prog}: Go time / pcml tasks {best}P time (speed-up)"),
+            (prog.as_str(), "Go", Some(best)),
+            ours,
+            Some(Goal::AtLeast(3.0)),
+        );
+        sec.add_ratio(
+            &format!("{prog}: Erlang time / pcml tasks {best}P time (speed-up)"),
+            (prog.as_str(), "Erlang", Some(best)),
+            ours,
+            Some(Goal::AtLeast(10.0)),
+        );
     }
     sec.notes.push(format!(
-        "skynet LEAVES/BRANCH: 729 leaves of a 3-ary tree (the paper's), {big} of a 10-ary tree."
+        "skynet LEAVES/BRANCH: 729 leaves of a 3-ary tree (the paper's), {big} of a 10-ary \
+         tree; pcml's threads report to their parents over channels (actors are not in pcml \
+         yet)."
     ));
     sec.publish("skynet 729/3", "MLKit actors", "177.3 ms");
     sec.publish("skynet 729/3", "Erlang", "2.7 ms");

@@ -6,14 +6,16 @@
 //! Spawn-and-sync: each iteration spawns a thread that ends at once, and the parent waits for
 //! it. Measured warm (a warm-up round first, so the stack pool holds stacks), on one proc, one
 //! at a time and in batches of 1000 (a thousand live at once, so the pool must hold that many).
-//! Ping-pong (Figure 5.9) waits on channels.
+//! Ping-pong (Figure 5.9): two threads bounce messages over two channels, fibers blocking in
+//! `send`/`recv`, tasks awaiting the same channels' events.
 //!
-//! One operation is one thread spawned and joined; figures are ns per thread.
+//! One operation is one thread spawned and joined, or one message; figures are ns per
+//! operation.
 
 use std::hint::black_box;
 
 use super::micro::{Placement, fiber_spawn_join, task_spawn_join};
-use super::{Ctx, NEEDS_CHAN, in_pcml, pending_pcml, triangle};
+use super::{Ctx, in_pcml, pingpong, triangle};
 use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
 use crate::table::{Row, Section};
 
@@ -79,7 +81,7 @@ pub fn task_batches(batch: u64, rounds: u64, runs: usize) -> Result<Vec<Sample>>
     })
 }
 
-/// Runs spawn-and-sync for fibers and tasks; ping-pong is pending.
+/// Runs spawn-and-sync and ping-pong for fibers and tasks.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
     let n = ctx.size(300_000, 1_000_000);
@@ -109,11 +111,19 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         Row::measured("spawn-and-sync x1000", "pcml tasks", Some(1), NS, &s)
             .with_note("1000 spawned, then all awaited"),
     );
-    pending_pcml(
-        sec,
-        "ping-pong",
-        Metric::NsPerOp { op: "message" },
-        NEEDS_CHAN,
+    let msg = Metric::NsPerOp { op: "message" };
+    ctx.step("weigh: fibers ping-pong");
+    let m = ctx.size(500_000, 2_000_000);
+    let s = pingpong::fibers(1, m, runs)?;
+    sec.rows.push(
+        Row::measured("ping-pong", "pcml fibers", Some(1), msg, &s)
+            .with_note("blocking send/recv on two channels"),
+    );
+    ctx.step("weigh: tasks ping-pong");
+    let s = pingpong::tasks(1, m, runs)?;
+    sec.rows.push(
+        Row::measured("ping-pong", "pcml tasks", Some(1), msg, &s)
+            .with_note("`send_evt(..).await`, `recv_evt().await`"),
     );
     sec.add_ratio(
         "fiber / task time per spawn-and-sync (paper: CPS, i.e. heap frames, fastest)",
@@ -127,8 +137,15 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         ("spawn-and-sync x1000", "pcml tasks", Some(1)),
         None,
     );
+    sec.add_ratio(
+        "fiber / task time per message, ping-pong (paper: contiguous stacks fastest)",
+        ("ping-pong", "pcml fibers", Some(1)),
+        ("ping-pong", "pcml tasks", Some(1)),
+        None,
+    );
     sec.notes.push(format!(
-        "{n} threads per run, warm (a warm-up round first), one proc."
+        "{n} threads per run, warm (a warm-up round first), one proc; ping-pong: {m} \
+         messages per run."
     ));
     sec.publish(
         "spawn-and-sync",
