@@ -108,3 +108,35 @@ impl Parker {
         }
     }
 }
+
+#[cfg(all(test, not(pcml_loom)))]
+mod tests {
+    use super::Parker;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn a_token_left_before_park_is_consumed() {
+        let p = Parker::new();
+        p.unpark();
+        p.park(None);
+        // The token is gone: a timed park now times out.
+        p.park(Some(Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn unpark_from_another_thread_wakes_the_sleeper() {
+        let p = Arc::new(Parker::new());
+        let flag = Arc::new(AtomicBool::new(false));
+        let (q, f) = (p.clone(), flag.clone());
+        let t = std::thread::spawn(move || {
+            f.store(true, Ordering::Release);
+            q.unpark();
+        });
+        while !flag.load(Ordering::Acquire) {
+            p.park(None);
+        }
+        t.join().unwrap();
+    }
+}

@@ -202,3 +202,38 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for SpinLockGuard<'_, T> {
         (**self).fmt(f)
     }
 }
+
+#[cfg(all(test, not(pcml_loom)))]
+mod tests {
+    use super::SpinLock;
+    use std::sync::Arc;
+
+    #[test]
+    fn threads_count_exactly_under_the_lock() {
+        let lock = Arc::new(SpinLock::new(0u32));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let lock = lock.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        *lock.lock() += 1;
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*lock.lock(), 800);
+    }
+
+    #[test]
+    fn try_lock_fails_while_held_and_succeeds_after() {
+        let lock = SpinLock::new(String::from("a"));
+        let mut g = lock.lock();
+        g.push('b');
+        assert!(lock.try_lock().is_none());
+        drop(g);
+        assert_eq!(&*lock.try_lock().unwrap(), "ab");
+    }
+}

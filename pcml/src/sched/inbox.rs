@@ -57,3 +57,41 @@ impl<T> Inbox<T> {
         self.len.store(0, Ordering::Relaxed);
     }
 }
+
+#[cfg(all(test, not(pcml_loom)))]
+mod tests {
+    use super::Inbox;
+    use std::sync::Arc;
+
+    #[test]
+    fn every_push_from_every_thread_is_drained_once() {
+        let inbox = Arc::new(Inbox::new());
+        let threads: Vec<_> = (0..3u32)
+            .map(|t| {
+                let inbox = inbox.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        inbox.push(t * 100 + i);
+                    }
+                })
+            })
+            .collect();
+        let mut got = Vec::new();
+        while got.len() < 150 {
+            let mut batch = Vec::new();
+            inbox.drain_into(&mut batch);
+            got.extend(batch);
+            std::thread::yield_now();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        inbox.drain_into(&mut got);
+        got.sort();
+        let want: Vec<u32> = (0..3)
+            .flat_map(|t| (0..50).map(move |i| t * 100 + i))
+            .collect();
+        assert_eq!(got, want);
+        assert!(inbox.is_empty());
+    }
+}

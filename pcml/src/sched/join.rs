@@ -467,3 +467,33 @@ impl<T> fmt::Debug for JoinHandle<T> {
         }
     }
 }
+
+#[cfg(all(test, not(pcml_loom)))]
+mod tests {
+    use super::{JoinHandle, JoinState, ThreadId};
+
+    /// A completer on one OS thread and a joiner on another, racing: the joiner always gets the
+    /// value (it parks as an OS-thread waiter when it comes first).
+    #[test]
+    fn join_and_complete_race_from_os_threads() {
+        for i in 0..50u32 {
+            let state = JoinState::new(ThreadId::next());
+            let handle = JoinHandle::new(state.clone());
+            let t = std::thread::spawn(move || state.complete(Ok(i)));
+            assert_eq!(handle.join().unwrap(), i);
+            t.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn dropping_the_handle_before_or_after_completion_is_clean() {
+        let state = JoinState::<u8>::new(ThreadId::next());
+        drop(JoinHandle::new(state.clone()));
+        state.complete(Ok(1));
+        let state = JoinState::<u8>::new(ThreadId::next());
+        let h = JoinHandle::new(state.clone());
+        state.complete(Ok(2));
+        assert!(h.is_finished());
+        drop(h);
+    }
+}
