@@ -45,3 +45,8 @@ pub use sched::{
     YieldAsync, current, exit, run, spawn, spawn_blocking, spawn_on, spawn_task, try_current,
     try_spawn, try_spawn_on, yield_async, yield_now,
 };
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
