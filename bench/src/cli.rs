@@ -149,9 +149,38 @@ pub fn run_programs(
     (sections, failures)
 }
 
+/// The hidden `--probe-skynet KIND LEAVES BRANCH` mode: one skynet tree in this fresh
+/// process, printing `PEAK_BYTES n` (the peak resident set it added).
+fn probe_skynet(args: &[String]) -> i32 {
+    use crate::programs::skynet::{Kind, probe_memory};
+    let kind = match args.first().map(String::as_str) {
+        Some("fibers") => Kind::Fibers,
+        Some("tasks") => Kind::Tasks,
+        _ => return 2,
+    };
+    let num = |i: usize| args.get(i).and_then(|v| v.parse::<u64>().ok());
+    let (Some(leaves), Some(branch)) = (num(1), num(2)) else {
+        return 2;
+    };
+    match probe_memory(kind, leaves, branch) {
+        Ok(bytes) => {
+            println!("PEAK_BYTES {bytes}");
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
 /// The binary's main; returns the exit status.
 pub fn main() -> i32 {
-    let args = match parse(std::env::args().skip(1)) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().is_some_and(|a| a == "--probe-skynet") {
+        return probe_skynet(&argv[1..]);
+    }
+    let args = match parse(argv) {
         Ok(a) => a,
         Err(e) if e.is_empty() => {
             println!("{USAGE}");

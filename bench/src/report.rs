@@ -83,6 +83,10 @@ pub fn fmt_value(metric: Metric, v: f64) -> String {
         Metric::NsPerOp { .. } => sig3(v),
         Metric::Seconds if v < 1.0 => format!("{} ms", sig3(v * 1e3)),
         Metric::Seconds => format!("{} s", sig3(v)),
+        Metric::BytesPerOp { .. } if v >= 1024.0 * 1024.0 => {
+            format!("{} MiB", sig3(v / (1024.0 * 1024.0)))
+        }
+        Metric::BytesPerOp { .. } => sig3(v),
     }
 }
 

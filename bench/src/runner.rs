@@ -36,6 +36,13 @@ pub enum Metric {
     },
     /// Seconds per run (for programs whose work is fixed, such as primes). Lower is better.
     Seconds,
+    /// Bytes of peak memory per thread (`op` names the thread kind). Lower is better. Rows of
+    /// this metric are built from byte counts ([`Row::from_values`](crate::table::Row)), not
+    /// from timed samples.
+    BytesPerOp {
+        /// One operation, e.g. `"thread"`.
+        op: &'static str,
+    },
 }
 
 impl Metric {
@@ -46,6 +53,7 @@ impl Metric {
             Metric::Rate { .. } => ops / s.seconds,
             Metric::NsPerOp { .. } => s.seconds * 1e9 / ops,
             Metric::Seconds => s.seconds,
+            Metric::BytesPerOp { .. } => f64::NAN,
         }
     }
 
@@ -60,6 +68,7 @@ impl Metric {
             Metric::Rate { unit } => (*unit).to_string(),
             Metric::NsPerOp { op } => format!("ns per {op}"),
             Metric::Seconds => "s".to_string(),
+            Metric::BytesPerOp { op } => format!("bytes per {op}"),
         }
     }
 }
@@ -154,6 +163,27 @@ pub fn timed(ops: u64, work: impl FnOnce() -> Result<()>) -> Result<Sample> {
         seconds: start.elapsed().as_secs_f64().max(1e-9),
         ops,
     })
+}
+
+/// The process's resident set now and its peak since the last [`reset_peak_rss`], in bytes
+/// (`VmRSS`, `VmHWM` of `/proc/self/status`); `None` where not available.
+pub fn rss() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Resets the process's peak resident set to its current size (Linux: writing 5 to
+/// `/proc/self/clear_refs`); returns whether it could.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// Runs `one` `runs` times and collects its samples, stopping at the first error.

@@ -67,6 +67,29 @@ impl Row {
         }
     }
 
+    /// A measured row from figures already in the metric's unit (memory rows).
+    pub fn from_values(
+        program: &str,
+        system: &str,
+        procs: Option<usize>,
+        ops: u64,
+        metric: Metric,
+        values: &[f64],
+    ) -> Row {
+        Row {
+            program: program.to_string(),
+            system: system.to_string(),
+            procs,
+            ops,
+            metric,
+            outcome: match Stats::of(values) {
+                Some(s) => Outcome::Measured(s),
+                None => Outcome::Skipped("no figures".to_string()),
+            },
+            note: String::new(),
+        }
+    }
+
     /// A row that was not run, with the reason.
     pub fn skipped(
         program: &str,

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use pcml::chan::Chan;
 
 use super::{Ctx, in_pcml};
-use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, reset_peak_rss, rss, timed};
 use crate::table::{Goal, Row, Section};
 
 /// The largest tree run with fibers (more would approach the fiber cap).
@@ -114,6 +114,81 @@ pub fn measure(
     })
 }
 
+/// The threads of a tree of `leaves` leaves, `branch` children per node (leaves included).
+///
+/// ```
+/// assert_eq!(pcml_bench::programs::skynet::nodes(729, 3), 1093);
+/// assert_eq!(pcml_bench::programs::skynet::nodes(1_000_000, 10), 1_111_111);
+/// ```
+pub fn nodes(leaves: u64, branch: u64) -> u64 {
+    if leaves <= 1 {
+        return 1;
+    }
+    1 + slices(0, leaves, branch)
+        .map(|(_, n)| nodes(n, branch))
+        .sum::<u64>()
+}
+
+/// The memory probe, run in a fresh process (`pcml-bench --probe-skynet KIND LEAVES BRANCH`):
+/// builds one tree on one proc and returns the peak resident set it added, in bytes.
+pub fn probe_memory(kind: Kind, leaves: u64, branch: u64) -> Result<u64> {
+    in_pcml(1, move || {
+        let (base, _) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
+        if !reset_peak_rss() {
+            return Err(Error::Failed("cannot reset the peak RSS".into()));
+        }
+        tree(leaves, branch, kind)?;
+        let (_, peak) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
+        Ok(peak.saturating_sub(base))
+    })
+}
+
+/// Runs the memory probe in a child process of the `pcml-bench` binary, `runs` times; the
+/// figures are bytes per thread. `Ok(Err(why))` when no probe can run (not the binary).
+pub fn memory_per_thread(
+    kind: Kind,
+    leaves: u64,
+    branch: u64,
+    runs: usize,
+) -> Result<std::result::Result<Vec<f64>, String>> {
+    let exe = match std::env::current_exe() {
+        Ok(e) if e.file_stem().is_some_and(|n| n == "pcml-bench") => e,
+        _ => return Ok(Err("memory is probed only by the pcml-bench binary".into())),
+    };
+    let kind_arg = match kind {
+        Kind::Fibers => "fibers",
+        Kind::Tasks => "tasks",
+    };
+    let threads = nodes(leaves, branch) as f64;
+    let mut values = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--probe-skynet",
+                kind_arg,
+                &leaves.to_string(),
+                &branch.to_string(),
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Error::Failed(format!("memory probe: {e}")))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(bytes) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("PEAK_BYTES "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+        else {
+            let err = String::from_utf8_lossy(&out.stderr);
+            if err.contains("wrong answer") {
+                return Err(Error::WrongAnswer(format!("skynet memory probe: {err}")));
+            }
+            return Ok(Err(format!("memory probe failed: {}", err.trim())));
+        };
+        values.push(bytes / threads);
+    }
+    Ok(Ok(values))
+}
+
 /// Measures pcml and the peers.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
@@ -170,6 +245,23 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             ours,
             Some(Goal::AtLeast(10.0)),
         );
+    }
+    let mem = Metric::BytesPerOp { op: "thread" };
+    let prog = format!("skynet {big}/10 memory");
+    for kind in [Kind::Tasks, Kind::Fibers] {
+        let (system, leaves) = match kind {
+            Kind::Tasks => ("pcml tasks", big),
+            Kind::Fibers => ("pcml fibers", big.min(FIBER_LEAVES_MAX)),
+        };
+        ctx.step(&format!("{prog}: {system} peak memory"));
+        let row = match memory_per_thread(kind, leaves, 10, runs.min(3))? {
+            Ok(values) => Row::from_values(&prog, system, Some(1), nodes(leaves, 10), mem, &values)
+                .with_note(&format!(
+                    "peak RSS added by one tree of {leaves} leaves, per thread, fresh process"
+                )),
+            Err(why) => Row::skipped(&prog, system, Some(1), mem, &why),
+        };
+        sec.rows.push(row);
     }
     sec.notes.push(format!(
         "skynet LEAVES/BRANCH: 729 leaves of a 3-ary tree (the paper's), {big} of a 10-ary \
