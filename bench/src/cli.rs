@@ -149,20 +149,16 @@ pub fn run_programs(
     (sections, failures)
 }
 
-/// The hidden `--probe-skynet KIND LEAVES BRANCH` mode: one skynet tree in this fresh
-/// process, printing `PEAK_BYTES n` (the peak resident set it added).
-fn probe_skynet(args: &[String]) -> i32 {
-    use crate::programs::skynet::{Kind, probe_memory};
-    let kind = match args.first().map(String::as_str) {
-        Some("fibers") => Kind::Fibers,
-        Some("tasks") => Kind::Tasks,
-        _ => return 2,
-    };
+/// The hidden `--probe PROGRAM KIND A B` mode: one program in this fresh process, printing
+/// `PEAK_BYTES n` (the peak resident set it added); see [`programs::probe`].
+fn probe(args: &[String]) -> i32 {
     let num = |i: usize| args.get(i).and_then(|v| v.parse::<u64>().ok());
-    let (Some(leaves), Some(branch)) = (num(1), num(2)) else {
+    let (Some(program), Some(kind), Some(a), Some(b)) = (args.first(), args.get(1), num(2), num(3))
+    else {
+        eprintln!("usage: pcml-bench --probe PROGRAM KIND A B");
         return 2;
     };
-    match probe_memory(kind, leaves, branch) {
+    match programs::probe(program, kind, a, b) {
         Ok(bytes) => {
             println!("PEAK_BYTES {bytes}");
             0
@@ -177,8 +173,8 @@ fn probe_skynet(args: &[String]) -> i32 {
 /// The binary's main; returns the exit status.
 pub fn main() -> i32 {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.first().is_some_and(|a| a == "--probe-skynet") {
-        return probe_skynet(&argv[1..]);
+    if argv.first().is_some_and(|a| a == "--probe") {
+        return probe(&argv[1..]);
     }
     let args = match parse(argv) {
         Ok(a) => a,

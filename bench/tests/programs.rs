@@ -101,3 +101,29 @@ fn skynet_sums_its_leaves() {
     }
     assert!(measure(1, 10, 1, Kind::Tasks, 1).is_err());
 }
+
+#[test]
+fn seed001_programs_check_their_answers_in_both_styles() {
+    use pcml_bench::programs::kpn::{self, Style, hamming};
+    use pcml_bench::programs::{sieve, sorter};
+    assert_eq!(hamming(1691).last(), Some(&2_125_764_000));
+    for style in [Style::Direct, Style::Indirect] {
+        one_sample(kpn::measure(200, style, 1).unwrap(), 200);
+        one_sample(sieve::measure(50, style, 1).unwrap(), 50);
+        one_sample(sorter::measure(20, style, false, 1).unwrap(), 190);
+        one_sample(sorter::measure(20, style, true, 1).unwrap(), 190);
+    }
+    assert_eq!(sorter::comparators(100).len(), 4950);
+}
+
+#[test]
+fn memory_probes_run_in_process() {
+    use pcml_bench::programs::probe;
+    for kind in ["fibers", "tasks"] {
+        probe("sorter", kind, 20, 0).unwrap();
+        probe("sorter-d", kind, 20, 0).unwrap();
+        probe("skynet", kind, 100, 10).unwrap();
+    }
+    assert!(probe("nope", "tasks", 1, 1).is_err());
+    assert!(probe("sorter", "threads", 10, 0).is_err());
+}

@@ -17,7 +17,7 @@
 use pcml::Runtime;
 
 use crate::peers::{Peer, PeerArgs, Peers};
-use crate::runner::{Error, Metric, Progress, Result, Sample};
+use crate::runner::{Error, Metric, Progress, Result, Sample, reset_peak_rss, rss};
 use crate::table::{Row, Section};
 
 pub mod abisort;
@@ -300,4 +300,111 @@ pub fn pending_pcml(sec: &mut Section, program: &str, metric: Metric, why: &str)
 /// `sum of 0..n`, the answer of the spawn loops.
 pub fn triangle(n: u64) -> u64 {
     n * n.saturating_sub(1) / 2
+}
+
+/// Runs `work` in a fresh one-proc runtime and returns the peak resident set it added, in
+/// bytes (for the memory probes, each in a fresh process).
+pub fn peak_added<F>(work: F) -> Result<u64>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
+    in_pcml(1, move || {
+        let (base, _) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
+        if !reset_peak_rss() {
+            return Err(Error::Failed("cannot reset the peak RSS".into()));
+        }
+        work()?;
+        let (_, peak) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
+        Ok(peak.saturating_sub(base))
+    })
+}
+
+/// The hidden probe mode of the binary: `pcml-bench --probe PROGRAM KIND A B` runs one
+/// program once in this fresh process and returns the peak memory it added, in bytes.
+/// PROGRAM: `skynet` (A leaves, B branch), `sorter` or `sorter-d` (A numbers); KIND:
+/// `fibers` or `tasks`.
+pub fn probe(program: &str, kind: &str, a: u64, b: u64) -> Result<u64> {
+    let fibers = match kind {
+        "fibers" => true,
+        "tasks" => false,
+        _ => return Err(Error::Failed(format!("probe: unknown kind {kind}"))),
+    };
+    let style = if fibers {
+        kpn::Style::Direct
+    } else {
+        kpn::Style::Indirect
+    };
+    match program {
+        "skynet" => {
+            let kind = if fibers {
+                skynet::Kind::Fibers
+            } else {
+                skynet::Kind::Tasks
+            };
+            skynet::probe_memory(kind, a, b)
+        }
+        "sorter" => sorter::probe_memory(a as usize, style, false),
+        "sorter-d" => sorter::probe_memory(a as usize, style, true),
+        _ => Err(Error::Failed(format!("probe: unknown program {program}"))),
+    }
+}
+
+/// A memory row: runs `pcml-bench --probe PROGRAM KIND A B` in a fresh process `runs` times
+/// and reports the peak memory added per thread (`threads` threads). Skipped, with the reason,
+/// when not run from the `pcml-bench` binary (the tests).
+pub fn memory_row(
+    row_program: &str,
+    system: &str,
+    probe: (&str, &str, u64, u64),
+    threads: u64,
+    metric: Metric,
+    runs: usize,
+) -> Result<Row> {
+    let (program, kind, a, b) = probe;
+    let exe = match std::env::current_exe() {
+        Ok(e) if e.file_stem().is_some_and(|n| n == "pcml-bench") => e,
+        _ => {
+            return Ok(Row::skipped(
+                row_program,
+                system,
+                Some(1),
+                metric,
+                "memory is probed only by the pcml-bench binary",
+            ));
+        }
+    };
+    let mut values = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let out = std::process::Command::new(&exe)
+            .args(["--probe", program, kind, &a.to_string(), &b.to_string()])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Error::Failed(format!("memory probe: {e}")))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(bytes) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("PEAK_BYTES "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+        else {
+            let err = String::from_utf8_lossy(&out.stderr);
+            if err.contains("wrong answer") {
+                return Err(Error::WrongAnswer(format!(
+                    "{program} memory probe: {}",
+                    err.trim()
+                )));
+            }
+            return Ok(Row::skipped(
+                row_program,
+                system,
+                Some(1),
+                metric,
+                &format!("memory probe failed: {}", err.trim()),
+            ));
+        };
+        values.push(bytes / threads.max(1) as f64);
+    }
+    Ok(
+        Row::from_values(row_program, system, Some(1), threads, metric, &values)
+            .with_note("peak RSS added, per thread, fresh process"),
+    )
 }

@@ -14,8 +14,8 @@ use std::pin::Pin;
 
 use pcml::chan::Chan;
 
-use super::{Ctx, in_pcml};
-use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, reset_peak_rss, rss, timed};
+use super::{Ctx, in_pcml, memory_row};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
 use crate::table::{Goal, Row, Section};
 
 /// The largest tree run with fibers (more would approach the fiber cap).
@@ -129,64 +129,10 @@ pub fn nodes(leaves: u64, branch: u64) -> u64 {
         .sum::<u64>()
 }
 
-/// The memory probe, run in a fresh process (`pcml-bench --probe-skynet KIND LEAVES BRANCH`):
-/// builds one tree on one proc and returns the peak resident set it added, in bytes.
+/// The memory probe, run in a fresh process: builds one tree on one proc and returns the
+/// peak resident set it added, in bytes.
 pub fn probe_memory(kind: Kind, leaves: u64, branch: u64) -> Result<u64> {
-    in_pcml(1, move || {
-        let (base, _) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
-        if !reset_peak_rss() {
-            return Err(Error::Failed("cannot reset the peak RSS".into()));
-        }
-        tree(leaves, branch, kind)?;
-        let (_, peak) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
-        Ok(peak.saturating_sub(base))
-    })
-}
-
-/// Runs the memory probe in a child process of the `pcml-bench` binary, `runs` times; the
-/// figures are bytes per thread. `Ok(Err(why))` when no probe can run (not the binary).
-pub fn memory_per_thread(
-    kind: Kind,
-    leaves: u64,
-    branch: u64,
-    runs: usize,
-) -> Result<std::result::Result<Vec<f64>, String>> {
-    let exe = match std::env::current_exe() {
-        Ok(e) if e.file_stem().is_some_and(|n| n == "pcml-bench") => e,
-        _ => return Ok(Err("memory is probed only by the pcml-bench binary".into())),
-    };
-    let kind_arg = match kind {
-        Kind::Fibers => "fibers",
-        Kind::Tasks => "tasks",
-    };
-    let threads = nodes(leaves, branch) as f64;
-    let mut values = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let out = std::process::Command::new(&exe)
-            .args([
-                "--probe-skynet",
-                kind_arg,
-                &leaves.to_string(),
-                &branch.to_string(),
-            ])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| Error::Failed(format!("memory probe: {e}")))?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let Some(bytes) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("PEAK_BYTES "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-        else {
-            let err = String::from_utf8_lossy(&out.stderr);
-            if err.contains("wrong answer") {
-                return Err(Error::WrongAnswer(format!("skynet memory probe: {err}")));
-            }
-            return Ok(Err(format!("memory probe failed: {}", err.trim())));
-        };
-        values.push(bytes / threads);
-    }
-    Ok(Ok(values))
+    super::peak_added(move || tree(leaves, branch, kind))
 }
 
 /// Measures pcml and the peers.
@@ -254,13 +200,18 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             Kind::Fibers => ("pcml fibers", big.min(FIBER_LEAVES_MAX)),
         };
         ctx.step(&format!("{prog}: {system} peak memory"));
-        let row = match memory_per_thread(kind, leaves, 10, runs.min(3))? {
-            Ok(values) => Row::from_values(&prog, system, Some(1), nodes(leaves, 10), mem, &values)
-                .with_note(&format!(
-                    "peak RSS added by one tree of {leaves} leaves, per thread, fresh process"
-                )),
-            Err(why) => Row::skipped(&prog, system, Some(1), mem, &why),
+        let kind_arg = match kind {
+            Kind::Fibers => "fibers",
+            Kind::Tasks => "tasks",
         };
+        let row = memory_row(
+            &prog,
+            system,
+            ("skynet", kind_arg, leaves, 10),
+            nodes(leaves, 10),
+            mem,
+            runs.min(3),
+        )?;
         sec.rows.push(row);
     }
     sec.notes.push(format!(
