@@ -206,7 +206,16 @@ pub fn main() -> i32 {
     let start = Instant::now();
     let progress = Progress::new(false);
     progress.step("reading the machine");
-    let machine = Machine::detect();
+    let mut machine = Machine::detect();
+    progress.step("measuring the parallelism available");
+    machine.calibrate();
+    if machine.cores > 1 && machine.parallelism < 0.75 * machine.cores as f64 {
+        progress.finish(&format!(
+            "warning: {} busy threads got {:.2} cores' worth of work on {} cores: other \
+             processes are using the machine, and multi-proc figures will show it",
+            machine.cores, machine.parallelism, machine.cores
+        ));
+    }
     let peers = if args.cfg.peers {
         Peers::prepare(&progress)
     } else {

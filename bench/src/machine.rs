@@ -2,10 +2,10 @@
 //! commit of pcml, so that a figure can be read against where it came from.
 
 use std::process::{Command, Stdio};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// What the report's header says about the machine and the tools.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
     /// Cores the process may use (`available_parallelism`).
     pub cores: usize,
@@ -25,6 +25,38 @@ pub struct Machine {
     pub commit: String,
     /// When the run started, UTC, `YYYY-MM-DD HH:MM`.
     pub date: String,
+    /// `/proc/loadavg`'s 1-minute load when the run started (other work on the machine).
+    pub load: Option<f64>,
+    /// How many cores' worth of work `cores` busy OS threads got done at the start, against
+    /// one thread alone (about `cores` on an idle machine; near 1 when other processes hold
+    /// the other cores, and then multi-proc figures measure oversubscription).
+    pub parallelism: f64,
+}
+
+/// Runs `threads` busy OS threads of the same fixed work and returns how many threads' worth
+/// of work was done per unit of the time one thread alone takes.
+///
+/// ```
+/// assert!(pcml_bench::machine::parallelism(1) > 0.5);
+/// ```
+pub fn parallelism(threads: usize) -> f64 {
+    fn work() -> u64 {
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        x
+    }
+    let start = Instant::now();
+    work();
+    let one = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let hs: Vec<_> = (0..threads).map(|_| std::thread::spawn(work)).collect();
+    for h in hs {
+        let _ = h.join();
+    }
+    let many = start.elapsed().as_secs_f64();
+    threads as f64 * one / many.max(1e-9)
 }
 
 /// Runs `cmd args` and returns its first non-empty output line (stdout, else stderr).
@@ -80,7 +112,13 @@ pub fn utc(secs: u64) -> String {
 }
 
 impl Machine {
-    /// Reads the machine and asks each tool its version (a missing tool says so).
+    /// Measures [`Machine::parallelism`] (about 0.1 s of busy threads).
+    pub fn calibrate(&mut self) {
+        self.parallelism = parallelism(self.cores);
+    }
+
+    /// Reads the machine and asks each tool its version (a missing tool says so); see
+    /// [`Machine::calibrate`] for the parallelism figure.
     pub fn detect() -> Machine {
         let absent = || "not installed".to_string();
         let now = SystemTime::now()
@@ -118,6 +156,10 @@ impl Machine {
             )
             .unwrap_or_else(|| "unknown".to_string()),
             date: utc(now),
+            load: std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok())),
+            parallelism: 0.0,
         }
     }
 }

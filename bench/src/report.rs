@@ -200,7 +200,9 @@ pub fn header_markdown(r: &Report) -> String {
          min - max), procs {procs:?}, peers {peers}; took {secs:.0} s.\n\n\
          | machine | |\n| --- | --- |\n\
          | cores | {cores} |\n| CPU | {cpu} |\n| kernel | {kernel} |\n| rustc | {rustc} |\n\
-         | Go | {go} |\n| Erlang | {erl} |\n| SML/NJ (CML) | {sml} |\n\n\
+         | Go | {go} |\n| Erlang | {erl} |\n| SML/NJ (CML) | {sml} |\n\
+         | load average at start | {load} |\n\
+         | parallelism at start | {par:.2} of {cores} cores{par_note} |\n\n\
          Rates are per second (higher is better); ns per operation and seconds per run are \
          lower-is-better. Every ratio compares figures of this run. A pcml configuration whose \
          run would exceed the budget (0.5 s quick, 5 s full) runs fewer operations: \
@@ -219,6 +221,13 @@ pub fn header_markdown(r: &Report) -> String {
         go = m.go,
         erl = m.erlang,
         sml = m.sml,
+        load = m.load.map_or("unknown".to_string(), |l| format!("{l:.2}")),
+        par = m.parallelism,
+        par_note = if m.cores > 1 && m.parallelism < 0.75 * m.cores as f64 {
+            " (**the machine is busy: multi-proc figures here measure oversubscription**)"
+        } else {
+            ""
+        },
     )
 }
 

@@ -1,7 +1,7 @@
 //! Seed 000's bitonic mergesort (chapter 4): 128 numbers, cutoff 2, by actors; time and memory, against Erlang.
 //!
-//! Not yet measured: pcml's row is pending until pcml::chan lands. This module is its slot: the
-//! program, its answer check and (where one exists) its peer go here.
+//! Not yet measured: pcml's row is pending until actors (mailboxes with selective receive)
+//! land. This module is its slot: the program, its answer check and its Erlang peer go here.
 
 use super::{Ctx, pending_pcml};
 use crate::runner::{Metric, Result};
@@ -13,7 +13,7 @@ pub fn run(_ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         sec,
         "bitonic",
         Metric::Seconds,
-        "not yet measured: needs pcml::chan",
+        "not yet measured: needs actors (mailboxes)",
     );
     sec.publish("bitonic", "MLKit actors", "353.6 ms");
     sec.publish("bitonic", "Erlang", "1.6 ms");
