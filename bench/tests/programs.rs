@@ -127,3 +127,12 @@ fn memory_probes_run_in_process() {
     assert!(probe("nope", "tasks", 1, 1).is_err());
     assert!(probe("sorter", "threads", 10, 0).is_err());
 }
+
+#[test]
+fn figure10_programs_match_their_sequential_answers() {
+    use pcml_bench::programs::{allpairs, matrix};
+    for procs in [1, 2] {
+        one_sample(matrix::measure(procs, 20, 1).unwrap(), 20);
+        one_sample(allpairs::measure(procs, 12, 1).unwrap(), 144);
+    }
+}

@@ -27,7 +27,7 @@ pub fn graph(n: usize) -> Vec<u32> {
             let r = (x >> 33) as u32;
             if k / n == k % n {
                 0
-            } else if r % 3 == 0 {
+            } else if r.is_multiple_of(3) {
                 1 + r % 100
             } else {
                 INF

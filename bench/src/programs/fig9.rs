@@ -112,13 +112,13 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         prog,
         "lock and unlock mutex",
         ns("lock+unlock"),
-        "pending: events/mutex not yet in pcml",
+        "pending: pcml has no mutex yet",
     ));
     sec.rows.push(Row::pending(
         prog,
         "unsuccessfully try to lock mutex",
         ns("try_lock"),
-        "pending: events/mutex not yet in pcml",
+        "pending: pcml has no mutex yet",
     ));
     ctx.step("fig9: fork null thread and wait");
     let s = fiber_spawn_join(1, Placement::Any, threads, runs)?;

@@ -286,9 +286,6 @@ where
         .map_err(|e| Error::Failed(format!("pcml runtime: {e}")))?
 }
 
-/// The reason every pending pcml row gives while channels are being written.
-pub const NEEDS_CHAN: &str = "not yet measured: needs pcml::chan";
-
 /// Adds pending pcml rows for `program` (fibers and tasks, the two thread kinds).
 pub fn pending_pcml(sec: &mut Section, program: &str, metric: Metric, why: &str) {
     sec.rows
