@@ -130,9 +130,12 @@ fn memory_probes_run_in_process() {
 
 #[test]
 fn figure10_programs_match_their_sequential_answers() {
-    use pcml_bench::programs::{allpairs, matrix};
+    use pcml_bench::programs::{abisort, allpairs, matrix, mst};
     for procs in [1, 2] {
         one_sample(matrix::measure(procs, 20, 1).unwrap(), 20);
         one_sample(allpairs::measure(procs, 12, 1).unwrap(), 144);
+        one_sample(mst::measure(procs, 40, 1).unwrap(), 40);
+        one_sample(abisort::measure(procs, 1024, 1).unwrap(), 1024);
     }
+    assert!(abisort::measure(1, 1000, 1).is_err());
 }

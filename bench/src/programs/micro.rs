@@ -264,6 +264,12 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         "Sizes: {switches} round trips or yields per run, {spawns} threads per run for pcml; \
          figures are ns per operation (lower is better), rates in parentheses."
     ));
+    sec.notes.push(
+        "pcml's `join` of a fiber that has not started yet runs it on the joiner's stack \
+         (work-first join), so one-at-a-time spawn+join on one proc mostly measures that path; \
+         CML's spawn makes and schedules a real thread."
+            .to_string(),
+    );
     sec.publish(
         "spawn+join",
         "goal",

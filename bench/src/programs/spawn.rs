@@ -195,6 +195,12 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         ctx.size(5_000, 20_000),
         ctx.size(1_000_000, 2_000_000)
     ));
+    sec.notes.push(
+        "spawn: pcml fibers 1P join an unstarted child by running it on the parent's stack \
+         (work-first join); 2P children are placed on the other proc, so they really start \
+         there and their end wakes the parent across procs."
+            .to_string(),
+    );
     sec.publish("spawn", "CML", "2,628,000 threads/s (ratio 1.00)");
     sec.publish("spawn", "Manticore 1P", "1,235,000 threads/s (0.47)");
     sec.publish("spawn", "Manticore 2P", "330,300 threads/s (0.13)");
