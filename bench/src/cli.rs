@@ -110,9 +110,8 @@ pub fn default_out() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join("target")
+            let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
+            bench.parent().unwrap_or(bench).join("target")
         })
         .join("pcml-report")
 }
