@@ -253,7 +253,7 @@ fn swap_channel_pairs_threads() {
                 .collect::<Vec<_>>()
         })
         .unwrap();
-    let mut partner = vec![u32::MAX; 40];
+    let mut partner = [u32::MAX; 40];
     for (i, j) in got {
         assert_ne!(i, j, "swapped with itself");
         partner[i as usize] = j;

@@ -37,11 +37,11 @@ use std::fmt;
 use crate::event::Event;
 use crate::event::rep::{BaseEvent, Blocked, Match, OwnWaiter, SelfSynch, SyncRecord};
 use crate::event::sync;
-use crate::sched::worker;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::mp::SpinLock;
+use crate::sched::worker;
 
 /// Dead-offer sweep: the threshold's additive term.
 const K1: usize = 10;
@@ -407,7 +407,10 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     }
 
     fn complete(&mut self) -> T {
-        let o = self.offer.take().expect("pcml: receive completed without an offer");
+        let o = self
+            .offer
+            .take()
+            .expect("pcml: receive completed without an offer");
         // SAFETY: the sender published after delivering, and we saw the publication.
         unsafe { o.take() }.expect("pcml: receive completed without a message")
     }

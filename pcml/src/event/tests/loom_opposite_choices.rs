@@ -6,7 +6,7 @@ use crate::chan::Chan;
 use crate::event::select;
 
 #[test]
-fn opposite_choices_with_a_racing_sender() {
+fn three_threads_opposite_choices_with_a_racing_sender() {
     super::model(|| {
         let (a, b) = (Chan::new(), Chan::new());
         let (a1, b1) = (a.clone(), b.clone());
@@ -18,5 +18,18 @@ fn opposite_choices_with_a_racing_sender() {
         let mut got = [t1.join().unwrap(), t2.join().unwrap()];
         got.sort();
         assert_eq!(got, [1, 2]);
+    });
+}
+
+#[test]
+fn two_choices_in_opposite_orders() {
+    // A receiver chooses (a, b); a sender chooses (b, a): exactly one message passes, and the
+    // receiver gets the one the sender says it sent.
+    super::model(|| {
+        let (a, b) = (Chan::new(), Chan::new());
+        let (a1, b1) = (a.clone(), b.clone());
+        let t = loom::thread::spawn(move || select([a1.recv_evt(), b1.recv_evt()]));
+        let sent = select([b.send_evt(2u8).wrap(|()| 2), a.send_evt(1u8).wrap(|()| 1)]);
+        assert_eq!(t.join().unwrap(), sent);
     });
 }
