@@ -5,9 +5,8 @@
 //! published figures to its section, and checks its own answer: a wrong answer is an
 //! [`Error::WrongAnswer`](crate::runner::Error) that fails the run.
 //!
-//! Programs that need a layer pcml does not have yet (channels, events, actors) are listed with
-//! a pending row that says what they wait on; their peers are measured already, so the report
-//! shows the target.
+//! Programs that need a layer pcml does not have yet (actors, a mutex) are listed with a
+//! pending row that says what they wait on, so the report shows plainly what is not measured.
 //!
 //! # Invariants
 //! - Every pcml measurement runs in a runtime built with the procs its row names.
