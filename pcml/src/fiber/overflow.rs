@@ -17,26 +17,20 @@ use std::ptr;
 use std::sync::Once;
 
 thread_local! {
-    /// The start of the guard page of the fiber running on this thread (0: none).
-    static GUARD: Cell<usize> = const { Cell::new(0) };
-    /// The fiber stack size of this worker's runtime.
-    static STACK_SIZE: Cell<usize> = const { Cell::new(0) };
+    /// Set on a worker thread: where its running fiber's guard page starts (the worker's
+    /// `Context::guard`, 0 when no fiber runs), and its runtime's fiber stack size.
+    static WORKER: Cell<(*const Cell<usize>, usize)> = const { Cell::new((std::ptr::null(), 0)) };
 }
 
 static INSTALL: Once = Once::new();
 static mut OLD_SEGV: MaybeUninit<libc::sigaction> = MaybeUninit::uninit();
 static mut OLD_BUS: MaybeUninit<libc::sigaction> = MaybeUninit::uninit();
 
-/// Records the start of the guard page of the fiber about to run on this thread (0: none).
-#[inline]
-pub(crate) fn set_guard(start: usize) {
-    GUARD.with(|g| g.set(start));
-}
-
-/// Installs the process-wide handler (once) and an alternate signal stack on this thread, a
-/// worker whose fibers have stacks of `stack_size` bytes.
-pub(crate) fn install_for_this_thread(stack_size: usize) {
-    STACK_SIZE.with(|s| s.set(stack_size));
+/// Installs the process-wide handler (once) and an alternate signal stack on this worker
+/// thread. `guard` is the worker's record of its running fiber's guard page; it must outlive
+/// every fiber run on this thread (the worker clears the registration with `uninstall`).
+pub(crate) fn install_for_this_thread(guard: &Cell<usize>, stack_size: usize) {
+    WORKER.with(|w| w.set((guard as *const Cell<usize>, stack_size)));
     INSTALL.call_once(|| {
         // SAFETY: plain libc calls with valid pointers; OLD_* are written once here, before
         // any handler that reads them can run (the handler is installed by these very calls).
@@ -58,6 +52,11 @@ pub(crate) fn install_for_this_thread(stack_size: usize) {
         }
     });
     ensure_altstack();
+}
+
+/// Forgets this thread's worker registration (before its `Context` goes away).
+pub(crate) fn uninstall_for_this_thread() {
+    WORKER.with(|w| w.set((std::ptr::null(), 0)));
 }
 
 /// Gives this thread an alternate signal stack if it has none (std's threads usually have one).
@@ -87,8 +86,16 @@ fn ensure_altstack() {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let lo = GUARD.try_with(|g| g.get()).unwrap_or(0);
-    let size = STACK_SIZE.try_with(|s| s.get()).unwrap_or(0);
+    let (guard, size) = WORKER
+        .try_with(|w| w.get())
+        .unwrap_or((std::ptr::null(), 0));
+    // SAFETY: a registered pointer is the worker's live `Context::guard` (see
+    // `install_for_this_thread`); only this thread writes it, and it is interrupted here.
+    let lo = if guard.is_null() {
+        0
+    } else {
+        unsafe { (*guard).get() }
+    };
     let hi = lo.saturating_add(crate::fiber::stack::page_size());
     if lo != 0 && lo <= addr && addr < hi {
         let mut buf = [0u8; 512];

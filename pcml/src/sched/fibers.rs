@@ -39,6 +39,17 @@ pub(crate) struct FiberSlot {
     pub(crate) guard: (usize, usize),
 }
 
+impl FiberSlot {
+    /// A raw pointer to the coroutine, for the worker to resume it in place.
+    ///
+    /// The pointer must not be used while the coroutine is already running, nor after the
+    /// slot is removed.
+    #[inline]
+    pub(crate) fn coroutine(&self) -> *mut Coroutine {
+        self.co.get()
+    }
+}
+
 pub(crate) struct FiberTable {
     slots: UnsafeCell<Slab<FiberSlot>>,
 }
@@ -56,17 +67,6 @@ impl FiberTable {
         // SAFETY: the table is only changed by `insert`/`remove`, which the worker calls when
         // no reference from `get` is alive (module invariants).
         unsafe { (*self.slots.get()).get(key) }
-    }
-
-    /// A raw pointer to fiber `key`'s coroutine, for the worker to resume in place.
-    ///
-    /// # Safety
-    /// `key` must exist; the pointer must not be used after `remove(key)` nor while the
-    /// coroutine is already running.
-    #[inline]
-    pub(crate) unsafe fn coroutine(&self, key: usize) -> *mut Coroutine {
-        // SAFETY: as in `get`; the caller guarantees `key` exists.
-        unsafe { (&(*self.slots.get()))[key].co.get() }
     }
 
     /// Adds a fiber.

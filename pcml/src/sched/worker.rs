@@ -279,6 +279,8 @@ pub(crate) struct Context {
     current: Cell<Current>,
     /// The running fiber's yielder; restored by the fiber itself after each suspension.
     yielder: Cell<*const Yielder>,
+    /// The start of the running fiber's guard page (0: none), for the overflow handler.
+    pub(crate) guard: Cell<usize>,
     /// Set while the worker drops its fibers at shutdown.
     shutting_down: Cell<bool>,
 }
@@ -548,41 +550,62 @@ impl Context {
         *self.inbox_buf.borrow_mut() = buf;
     }
 
-    /// The next thing to run, or `None` if this proc found no work anywhere.
+    /// Takes one turn: runs the next thing, or returns `false` if this proc found no work.
     ///
     /// Ready fibers and new work (placed fibers, the local deque) take turns, so neither
-    /// starves the other; every 61st turn the injector goes first.
+    /// starves the other; after a yield new work goes first, so the yielder is behind
+    /// everything runnable; every 61st turn the injector goes first.
     #[inline]
-    fn next_work(&self) -> Option<Work> {
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
+    fn turn(&self) -> bool {
         let countdown = self.injector_turn.get();
         if countdown == 0 {
             self.injector_turn.set(INJECTOR_EVERY);
-            if let Some(w) = self.steal_injector() {
-                return Some(w);
+            if let Some(r) = self.steal_injector() {
+                self.run_new(r);
+                return true;
             }
         } else {
             self.injector_turn.set(countdown - 1);
         }
-        // After a yield, new work goes first: the yielder is then behind everything runnable.
-        if !self.prefer_new.replace(false) && tick % 2 == 0 {
-            if let Some(slot) = self.ready.borrow_mut().pop_front() {
-                return Some(Work::Resume(slot));
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        let ready_first = !self.prefer_new.replace(false) && tick % 2 == 0;
+        if ready_first || !self.has_new_work() {
+            // The hot path of ping-pong and yield loops: no `Work` value, no new-work probe.
+            let next = self.ready.borrow_mut().pop_front();
+            if let Some(slot) = next {
+                self.resume_fiber(slot);
+                return true;
             }
-            self.new_work()
-        } else {
-            self.new_work()
-                .or_else(|| self.ready.borrow_mut().pop_front().map(Work::Resume))
         }
-        .or_else(|| self.steal_injector())
-        .or_else(|| self.steal_others())
+        if let Some(r) = self.new_work() {
+            self.run_new(r);
+            return true;
+        }
+        let next = self.ready.borrow_mut().pop_front();
+        if let Some(slot) = next {
+            self.resume_fiber(slot);
+            return true;
+        }
+        match self.steal_injector().or_else(|| self.steal_others()) {
+            Some(r) => {
+                self.run_new(r);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether placed fibers or the local deque hold anything (cheap loads only).
+    #[inline]
+    fn has_new_work(&self) -> bool {
+        !self.local.is_empty() || !self.placed.borrow().is_empty()
     }
 
     /// A placed fiber or the local deque's next item, skipping fibers that their joiners
     /// already ran inline.
     #[inline]
-    fn new_work(&self) -> Option<Work> {
+    fn new_work(&self) -> Option<Runnable> {
         loop {
             let next = match self.placed.borrow_mut().pop_front() {
                 Some(r) => Some(r),
@@ -591,28 +614,28 @@ impl Context {
             };
             match next {
                 Some(Runnable::Fiber(f)) if f.body.is_claimed() => drop(f),
-                other => return other.map(Work::Run),
+                other => return other,
             }
         }
     }
 
-    fn steal_injector(&self) -> Option<Work> {
+    fn steal_injector(&self) -> Option<Runnable> {
         loop {
             match self.shared.injector.steal_batch_and_pop(&self.local) {
-                Steal::Success(r) => return Some(Work::Run(r)),
+                Steal::Success(r) => return Some(r),
                 Steal::Empty => return None,
                 Steal::Retry => {}
             }
         }
     }
 
-    fn steal_others(&self) -> Option<Work> {
+    fn steal_others(&self) -> Option<Runnable> {
         let n = self.shared.procs.len();
         for k in 1..n {
             let victim = &self.shared.procs[(self.index + k) % n];
             loop {
                 match victim.stealer.steal_batch_and_pop(&self.local) {
-                    Steal::Success(r) => return Some(Work::Run(r)),
+                    Steal::Success(r) => return Some(r),
                     Steal::Empty => break,
                     Steal::Retry => {}
                 }
@@ -633,11 +656,10 @@ impl Context {
             || sh.is_shutdown()
     }
 
-    fn run_work(&self, w: Work) {
-        match w {
-            Work::Resume(slot) => self.resume_fiber(slot),
-            Work::Run(Runnable::Fiber(f)) => self.start_fiber(f),
-            Work::Run(Runnable::Task(t)) => self.run_task(t),
+    fn run_new(&self, r: Runnable) {
+        match r {
+            Runnable::Fiber(f) => self.start_fiber(f),
+            Runnable::Task(t) => self.run_task(t),
         }
     }
 
@@ -716,11 +738,12 @@ impl Context {
             id: e.id,
             main: e.main,
         });
-        overflow::set_guard(e.guard.0);
-        // SAFETY: the slot exists and its fiber is not running (we just checked its state); the
-        // table does not change while the fiber runs (fibers.rs invariants).
-        let result = unsafe { (*self.fibers.coroutine(slot)).resume(()) };
-        overflow::set_guard(0);
+        self.guard.set(e.guard.0);
+        // SAFETY: the slot exists and its fiber is not running (we just set its state from a
+        // state other than Running); the table does not change while the fiber runs
+        // (fibers.rs invariants).
+        let result = unsafe { (*e.coroutine()).resume(()) };
+        self.guard.set(0);
         self.current.set(Current::Scheduler);
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
@@ -848,14 +871,8 @@ impl Context {
     }
 }
 
-enum Work {
-    Resume(usize),
-    Run(Runnable),
-}
-
 /// The body of proc `index`'s OS thread.
 pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnable>) {
-    overflow::install_for_this_thread(shared.stack_size);
     let ctx = Context {
         stacks: RefCell::new(StackPool::new(shared.stack_size)),
         shared,
@@ -873,20 +890,22 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         current: Cell::new(Current::Scheduler),
         yielder: Cell::new(ptr::null()),
         shutting_down: Cell::new(false),
+        guard: Cell::new(0),
     };
     CONTEXT.with(|c| c.set(&ctx));
+    overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
     struct Clear;
     impl Drop for Clear {
         fn drop(&mut self) {
+            overflow::uninstall_for_this_thread();
             CONTEXT.with(|c| c.set(ptr::null()));
         }
     }
     let _clear = Clear;
     while !ctx.shared.is_shutdown() {
         ctx.drain_inbox();
-        match ctx.next_work() {
-            Some(w) => ctx.run_work(w),
-            None => ctx.idle(),
+        if !ctx.turn() {
+            ctx.idle();
         }
     }
     ctx.shutdown();
