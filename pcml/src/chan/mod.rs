@@ -109,14 +109,33 @@ unsafe impl<T: Send> Sync for Offer<T> {}
 unsafe impl<T: Send> Send for Offer<T> {}
 
 impl<T> Offer<T> {
-    /// An offer of a direct send/recv, with its own record.
-    fn direct(msg: Option<T>) -> Arc<Self> {
+    /// An offer of a direct send/recv, with its own record: the calling thread's cached one
+    /// if it has one of this type, else a new one.
+    fn direct(msg: Option<T>) -> Arc<Self>
+    where
+        T: Send + 'static,
+    {
+        if let Some(mut o) = cache::take::<Offer<T>>() {
+            if let Some(m) = Arc::get_mut(&mut o) {
+                m.own = SyncRecord::new();
+                m.slot = UnsafeCell::new(msg);
+                return o;
+            }
+        }
         Arc::new(Offer {
             own: SyncRecord::new(),
             shared: None,
             branch: 0,
             slot: UnsafeCell::new(msg),
         })
+    }
+
+    /// Gives a finished direct offer back to the thread's cache (if nobody else holds it).
+    fn recycle(o: Arc<Self>)
+    where
+        T: Send + 'static,
+    {
+        cache::put(o);
     }
 
     /// An offer of branch `me` of an `Event` sync.
@@ -187,9 +206,78 @@ impl<T> WaitQueue<T> {
                 i += 1;
                 continue;
             }
-            return self.q.remove(i).map(|o| (i, o));
+            let o = if i == 0 {
+                self.q.pop_front()
+            } else {
+                self.q.remove(i)
+            };
+            return o.map(|o| (i, o));
         }
         None
+    }
+}
+
+/// A per-thread cache of one finished direct offer, so a thread that blocks in `send`/`recv`
+/// over and over reuses one allocation (fibers never migrate, so a fiber's offers come back to
+/// its own proc's cache). Off under loom, whose models must not keep state across runs.
+mod cache {
+    use std::any::TypeId;
+    use std::cell::Cell;
+
+    use crate::loom::sync::Arc;
+
+    /// An `Arc<X>` with its type erased.
+    struct Cached {
+        ty: TypeId,
+        ptr: *const (),
+        drop_fn: unsafe fn(*const ()),
+    }
+
+    impl Drop for Cached {
+        fn drop(&mut self) {
+            // SAFETY: `ptr` came from `Arc::into_raw` of the type `drop_fn` was made for.
+            unsafe { (self.drop_fn)(self.ptr) }
+        }
+    }
+
+    /// # Safety
+    /// `p` comes from `Arc::<X>::into_raw` and is not used again.
+    unsafe fn drop_arc<X>(p: *const ()) {
+        // SAFETY: per the contract.
+        drop(unsafe { Arc::from_raw(p.cast::<X>()) });
+    }
+
+    thread_local! {
+        static SLOT: Cell<Option<Cached>> = const { Cell::new(None) };
+    }
+
+    /// The cached `Arc<X>`, if the cache holds one of that type.
+    pub(super) fn take<X: 'static>() -> Option<Arc<X>> {
+        if cfg!(pcml_loom) {
+            return None;
+        }
+        let c = SLOT.try_with(|s| s.take()).ok()??;
+        if c.ty != TypeId::of::<X>() {
+            // Another type: keep it.
+            let _ = SLOT.try_with(|s| s.set(Some(c)));
+            return None;
+        }
+        let c = std::mem::ManuallyDrop::new(c);
+        // SAFETY: `ty` says `ptr` came from `Arc::<X>::into_raw`; `c` is not dropped.
+        Some(unsafe { Arc::from_raw(c.ptr.cast::<X>()) })
+    }
+
+    /// Caches `a` if this thread holds the only reference.
+    pub(super) fn put<X: Send + Sync + 'static>(mut a: Arc<X>) {
+        if cfg!(pcml_loom) || Arc::get_mut(&mut a).is_none() {
+            return;
+        }
+        let c = Cached {
+            ty: TypeId::of::<X>(),
+            ptr: Arc::into_raw(a).cast::<()>(),
+            drop_fn: drop_arc::<X>,
+        };
+        let _ = SLOT.try_with(|s| s.set(Some(c)));
     }
 }
 
@@ -499,6 +587,7 @@ impl<T: Send + 'static> Chan<T> {
         let offer = Offer::direct(Some(msg));
         match ch.block_send(&offer) {
             BlockOn::Committed(()) => {
+                Offer::recycle(offer);
                 worker::consume_budget();
                 return;
             }
@@ -511,6 +600,8 @@ impl<T: Send + 'static> Chan<T> {
         };
         sync::wait_for_winner(&offer.own, "send");
         wait.armed = false;
+        drop(wait);
+        Offer::recycle(offer);
     }
 
     /// Receives a message, blocking until a sender offers one.
@@ -538,6 +629,7 @@ impl<T: Send + 'static> Chan<T> {
         let offer = Offer::direct(None);
         match ch.block_recv(&offer) {
             BlockOn::Committed(v) => {
+                Offer::recycle(offer);
                 worker::consume_budget();
                 return v;
             }
@@ -550,8 +642,11 @@ impl<T: Send + 'static> Chan<T> {
         };
         sync::wait_for_winner(&offer.own, "recv");
         wait.armed = false;
+        drop(wait);
         // SAFETY: the sender published after delivering, and we saw the publication.
-        unsafe { offer.take() }.expect("pcml: receive completed without a message")
+        let v = unsafe { offer.take() }.expect("pcml: receive completed without a message");
+        Offer::recycle(offer);
+        v
     }
 
     /// The event of sending `msg` (CML's `sendEvt`).
