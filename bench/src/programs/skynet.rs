@@ -212,6 +212,13 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             mem,
             runs.min(3),
         )?;
+        let row = if matches!(row.outcome, crate::table::Outcome::Measured(_)) {
+            row.with_note(&format!(
+                "peak RSS added by one tree of {leaves} leaves, per thread, fresh process"
+            ))
+        } else {
+            row
+        };
         sec.rows.push(row);
     }
     sec.notes.push(format!(
