@@ -137,6 +137,16 @@ impl Peers {
     /// Finds each peer's toolchain and build, building with `build.sh` where the build is
     /// missing or older than its source.
     pub fn prepare(progress: &Progress) -> Peers {
+        Self::find(progress, true)
+    }
+
+    /// The peers already built and up to date, building none (for the tests, which must stay
+    /// fast); the others are marked not built.
+    pub fn built_only() -> Peers {
+        Self::find(&Progress::new(true), false)
+    }
+
+    fn find(progress: &Progress, build: bool) -> Peers {
         let dir = peers_dir();
         let mut ready = HashMap::new();
         for peer in Peer::ALL {
@@ -147,6 +157,8 @@ impl Peers {
                 ))
             } else if Self::is_built(&dir, peer) {
                 Ok(())
+            } else if !build {
+                Err("not built (bench/peers/build.sh)".to_string())
             } else {
                 progress.step(&format!("building peer {}", peer.script_name()));
                 Self::build(&dir, peer)
