@@ -556,3 +556,104 @@ pub trait BaseEvent: Send + 'static {
     /// are then swept by their object).
     fn cancel(&mut self) {}
 }
+
+#[cfg(all(test, not(pcml_loom)))]
+mod unit {
+    //! The transitions of Figure 7, one thread at a time.
+
+    use super::*;
+
+    fn waiter(rec: &Arc<SyncRecord>, branch: u32) -> Waiter {
+        Waiter {
+            rec: rec.clone(),
+            branch,
+        }
+    }
+
+    #[test]
+    fn partner_wins_a_waiting_record_once() {
+        let rec = Arc::new(SyncRecord::new());
+        let w = waiter(&rec, 3);
+        match w.try_synch() {
+            TrySynch::Won(c) => c.publish(),
+            _ => panic!("a fresh record is Waiting"),
+        }
+        assert!(rec.is_synched());
+        assert_eq!(rec.winner(), Some(3));
+        assert!(matches!(w.try_synch(), TrySynch::Synched));
+        assert!(w.synch_spinning().is_none());
+        assert_eq!(rec.synch_self(), SelfSynch::AlreadySynched);
+    }
+
+    #[test]
+    fn dropping_a_commit_publishes() {
+        let rec = Arc::new(SyncRecord::new());
+        let w = waiter(&rec, 1);
+        drop(w.synch_spinning());
+        assert_eq!(rec.winner(), Some(1));
+    }
+
+    #[test]
+    fn match_claims_then_wins_both() {
+        let (mine, theirs) = (Arc::new(SyncRecord::new()), Arc::new(SyncRecord::new()));
+        let me = OwnWaiter {
+            rec: &mine,
+            branch: 0,
+        };
+        let partner = waiter(&theirs, 2);
+        match me.try_match(&partner) {
+            Match::Won(c) => c.publish(),
+            _ => panic!("both were Waiting"),
+        }
+        assert!(mine.is_synched() && theirs.is_synched());
+        assert_eq!(theirs.winner(), Some(2));
+    }
+
+    #[test]
+    fn match_rolls_back_on_a_dead_partner() {
+        let (mine, theirs) = (Arc::new(SyncRecord::new()), Arc::new(SyncRecord::new()));
+        assert_eq!(theirs.synch_self(), SelfSynch::Won);
+        let me = OwnWaiter {
+            rec: &mine,
+            branch: 0,
+        };
+        assert!(matches!(
+            me.try_match(&waiter(&theirs, 0)),
+            Match::PartnerGone
+        ));
+        // Rolled back to Waiting: still available to others.
+        assert!(!mine.is_synched());
+        assert!(matches!(waiter(&mine, 0).try_synch(), TrySynch::Won(_)));
+    }
+
+    #[test]
+    fn match_reports_self_synched() {
+        let (mine, theirs) = (Arc::new(SyncRecord::new()), Arc::new(SyncRecord::new()));
+        drop(waiter(&mine, 1).synch_spinning());
+        let me = OwnWaiter {
+            rec: &mine,
+            branch: 0,
+        };
+        assert!(matches!(
+            me.try_match(&waiter(&theirs, 0)),
+            Match::SelfSynched
+        ));
+        // The partner was not touched.
+        assert!(!theirs.is_synched());
+    }
+
+    #[test]
+    fn blocker_installs_only_before_publication() {
+        let rec = Arc::new(SyncRecord::new());
+        assert!(
+            rec.install_blocker(Blocker::from_waker(std::task::Waker::noop().clone()))
+                .is_ok()
+        );
+        drop(waiter(&rec, 0).synch_spinning());
+        assert!(
+            rec.install_blocker(Blocker::from_waker(std::task::Waker::noop().clone()))
+                .is_err()
+        );
+        assert!(!rec.update_waker(std::task::Waker::noop()));
+    }
+}

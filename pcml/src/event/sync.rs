@@ -100,6 +100,7 @@ pub(crate) fn flatten<T: Send + 'static>(ev: Event<T>, out: &mut Prepared<T>) {
         Kind::Never => {}
         Kind::Base(b) => out.branches.push(Some(b)),
         Kind::Choose(evs) => {
+            out.branches.reserve(evs.len());
             for e in evs {
                 flatten(e, out);
             }
