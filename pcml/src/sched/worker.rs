@@ -47,8 +47,11 @@ use crate::task::{TaskRef, TaskRegistry, TaskRun};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
 
-/// How long an idle proc spins looking for work before it parks.
-const SPIN: Duration = Duration::from_micros(50);
+/// How long an idle proc looks for work before it parks: longer than a futex wake-up here
+/// (about 45 us), so two procs passing work back and forth keep each other awake.
+const SPIN: Duration = Duration::from_micros(200);
+/// For this long the idle proc spins on the core; after it, it yields the core between looks.
+const SPIN_HOT: Duration = Duration::from_micros(5);
 /// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
 const INJECTOR_EVERY: u32 = 61;
 /// Syncs that complete without blocking before a fiber yields anyway.
@@ -797,8 +800,15 @@ impl Context {
                     crate::loom::spin_loop();
                 }
             }
-            if start.elapsed() >= SPIN {
+            let spun = start.elapsed();
+            if spun >= SPIN {
                 break;
+            }
+            if spun >= SPIN_HOT {
+                // Give the core away between looks: if the machine has more runnable threads
+                // than cores (another proc of ours among them), spinning would keep the thread
+                // that has our work off the core.
+                std::thread::yield_now();
             }
         }
         sh.num_searching.fetch_sub(1, Ordering::SeqCst);
