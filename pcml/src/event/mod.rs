@@ -3,7 +3,7 @@
 //!
 //! An [`Event<T>`] describes a synchronous operation that yields a `T`: a base event of a
 //! communication object (a channel's [`send_evt`](crate::chan::Chan::send_evt) or
-//! [`recv_evt`](crate::chan::Chan::recv_evt), [`always`], [`never`], or your own
+//! [`recv_evt`](crate::chan::Chan::recv_evt), [`always`], [`never()`], or your own
 //! [`BaseEvent`]), combined with [`choose`], [`Event::wrap`], [`guard`] and [`with_nack`].
 //! Nothing happens until the event is synchronized: [`Event::sync`] (or [`sync`], or
 //! [`select`] for a choice) blocks the calling fiber or OS thread until one branch happens;
@@ -72,7 +72,7 @@ pub use self::sync::SyncFuture;
 /// A first-class synchronous operation yielding a `T`.
 ///
 /// Build events with the communication objects ([`Chan`](crate::chan::Chan)), [`always`],
-/// [`never`], [`choose`], [`guard`], [`with_nack`] and [`Event::wrap`]; run one with
+/// [`never()`], [`choose`], [`guard`], [`with_nack`] and [`Event::wrap`]; run one with
 /// [`Event::sync`], `.await`, or [`Event::poll`]. An event is consumed by its sync (see the
 /// module docs).
 ///
@@ -289,7 +289,7 @@ pub fn never<T>() -> Event<T> {
 }
 
 /// The choice of several events (CML's `choose`): when synchronized, exactly one of them
-/// happens. Nestable; an empty choice is [`never`]. Fair: no branch is preferred.
+/// happens. Nestable; an empty choice is [`never()`]. Fair: no branch is preferred.
 ///
 /// ```
 /// use pcml::event::{always, choose};
