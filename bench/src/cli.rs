@@ -17,7 +17,7 @@ use crate::table::Section;
 
 const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--out DIR]
 
-  --full        the papers' sizes (default: quick sizes, about two minutes on 2 cores)
+  --full        the papers' sizes (default: quick sizes, one to two minutes on 2 cores)
   --only NAME   run only these programs or sections (repeatable, or comma-separated)
   --procs LIST  proc counts for pcml, Go and Erlang (default 1,2)
   --no-peers    do not run the CML, Go and Erlang peers
@@ -229,6 +229,7 @@ pub fn main() -> i32 {
     };
     progress.finish(&format!("done in {:.0} s", report.elapsed));
     println!("{}", report::header_markdown(&report));
+    println!("{}", report::goals_markdown(&report.sections));
     for s in &report.sections {
         println!("{}", report::section_markdown(s));
     }

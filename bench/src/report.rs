@@ -231,6 +231,42 @@ pub fn header_markdown(r: &Report) -> String {
     )
 }
 
+/// Every ratio that tracks a goal, from all sections, in one table: met, not met, or not
+/// measured.
+pub fn goals_markdown(sections: &[Section]) -> String {
+    let mut md = String::from(
+        "## Goals (ratios measured in this run)\n\n| section | ratio | value | goal | |\n| --- | --- | ---: | --- | --- |\n",
+    );
+    let mut any = false;
+    for sec in sections {
+        for q in sec.ratios.iter().filter(|q| q.goal.is_some()) {
+            any = true;
+            let goal = match q.goal {
+                Some(Goal::AtLeast(g)) => format!(">= {}x", sig3(g)),
+                Some(Goal::AtMost(g)) => format!("<= {}x", sig3(g)),
+                None => String::new(),
+            };
+            let (value, status) = match (&q.value, q.goal) {
+                (Ok(v), Some(g)) => (
+                    format!("{}x", sig3(*v)),
+                    if g.met(*v) { "met" } else { "**not met**" }.to_string(),
+                ),
+                (Ok(v), None) => (format!("{}x", sig3(*v)), String::new()),
+                (Err(why), _) => ("-".to_string(), format!("n/a: {why}")),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {value} | {goal} | {status} |",
+                sec.id, q.label
+            );
+        }
+    }
+    if !any {
+        md.push_str("| - | no goal ratio in the selected programs | | | |\n");
+    }
+    md
+}
+
 /// A file-name-safe form of `s`.
 pub fn slug(s: &str) -> String {
     let mut out = String::new();
@@ -455,6 +491,8 @@ pub fn write(report: &Report, dir: &Path) -> std::io::Result<(PathBuf, Vec<Strin
         }
     }
     let mut md = header_markdown(report);
+    md.push('\n');
+    md.push_str(&goals_markdown(&report.sections));
     let mut problems = Vec::new();
     for sec in &report.sections {
         md.push('\n');
