@@ -262,3 +262,20 @@ fn tokio_select_drops_the_loser() {
     // The dropped receive is dead: a try_send finds no live receiver.
     assert_eq!(ch.try_send(1), Err(1));
 }
+
+#[test]
+fn events_and_their_futures_are_send() {
+    fn send<T: Send + 'static>(_: &T) {}
+    let ev = Chan::<Box<u8>>::new().recv_evt();
+    send(&ev);
+    send(&ev.into_future());
+    let r = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let ch = Chan::<u32>::new();
+    let rx = ch.clone();
+    let h = r.spawn(async move { rx.recv_evt().await });
+    ch.send(11);
+    assert_eq!(r.block_on(h).unwrap(), 11);
+}
