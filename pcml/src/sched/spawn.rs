@@ -383,10 +383,16 @@ where
 ///     }
 /// });
 /// ```
+#[inline]
 pub fn yield_now() {
     if worker::yield_fiber() {
         return;
     }
+    yield_misuse()
+}
+
+#[cold]
+fn yield_misuse() -> ! {
     match worker::current() {
         Some(Current::Task { .. }) => panic!(
             "pcml::yield_now called in an async task, which cannot suspend its proc; use `pcml::yield_async().await`"

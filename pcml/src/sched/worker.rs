@@ -293,7 +293,7 @@ thread_local! {
 }
 
 /// The current proc's context, if this OS thread is a worker.
-#[inline]
+#[inline(always)]
 pub(crate) fn context() -> Option<&'static Context> {
     let p = CONTEXT.with(|c| c.get());
     // SAFETY: CONTEXT is set by `run_worker` to a Context on its own stack and cleared before
@@ -414,6 +414,7 @@ pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc:
 /// Suspends the running fiber to the back of its proc's ready queue.
 ///
 /// Returns `false` (doing nothing) if the caller is not a fiber.
+#[inline(always)]
 pub(crate) fn yield_fiber() -> bool {
     match context() {
         Some(ctx) if matches!(ctx.current.get(), Current::Fiber { .. }) => {
@@ -480,6 +481,7 @@ pub(crate) fn reserve_stack(shared: &Shared) -> Result<(), NoStack> {
 
 impl Context {
     /// Suspends the running fiber, telling the worker why.
+    #[inline(always)]
     fn suspend(&self, why: Suspend) {
         let y = self.yielder.get();
         debug_assert!(!y.is_null());
@@ -729,6 +731,7 @@ impl Context {
         sh.stack_waiting.fetch_add(1, Ordering::SeqCst);
     }
 
+    #[inline(always)]
     fn resume_fiber(&self, slot: usize) {
         let e = self
             .fibers
