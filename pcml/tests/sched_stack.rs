@@ -103,7 +103,8 @@ fn max_fibers_limits_started_fibers_and_try_spawn_says_so() {
 
 #[test]
 fn spawned_fibers_beyond_the_limit_wait_for_a_stack_and_all_finish() {
-    let rt = Runtime::builder().procs(2).max_fibers(4).build().unwrap();
+    // One proc, so no fiber starts while main spawns (spawning itself fails at the limit).
+    let rt = Runtime::builder().procs(1).max_fibers(4).build().unwrap();
     let n = rt
         .block_on(|| {
             // Spawned before any starts: they queue for stacks instead of failing.
