@@ -81,8 +81,9 @@ pub(crate) struct NewFiber {
 
 impl Drop for NewFiber {
     fn drop(&mut self) {
-        // Dropped before anyone ran it (shutdown): its joiner learns it was cancelled.
-        if self.body.claim() {
+        // Dropped before anyone ran it (shutdown): its joiner learns it was cancelled. The
+        // load first spares the common case (already run) an atomic read-modify-write.
+        if !self.body.is_claimed() && self.body.claim() {
             self.body.cancel();
         }
     }
