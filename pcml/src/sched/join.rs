@@ -39,10 +39,27 @@ pub struct ThreadId(NonZeroU64);
 
 impl ThreadId {
     pub(crate) fn next() -> Self {
+        use std::cell::Cell;
         use std::sync::atomic::AtomicU64;
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        // Relaxed: only uniqueness matters.
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        /// Ids are handed to each OS thread in blocks, so spawning touches no shared counter.
+        const BLOCK: u64 = 1024;
+        static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
+        thread_local! {
+            /// The next id of this thread's block, and the end of the block.
+            static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+        }
+        let n = RANGE.with(|r| {
+            let (next, end) = r.get();
+            let (next, end) = if next < end {
+                (next, end)
+            } else {
+                // Relaxed: only uniqueness matters.
+                let start = NEXT_BLOCK.fetch_add(BLOCK, std::sync::atomic::Ordering::Relaxed);
+                (start, start + BLOCK)
+            };
+            r.set((next + 1, end));
+            next
+        });
         ThreadId(NonZeroU64::new(n).expect("thread ids exhausted"))
     }
 

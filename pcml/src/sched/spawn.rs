@@ -168,10 +168,14 @@ where
 }
 
 /// The runtime of the calling thread: a proc's, or a blocking-pool thread's.
-fn current_shared() -> Option<Arc<Shared>> {
-    worker::context()
-        .map(|c| c.shared.clone())
-        .or_else(blocking::current_shared)
+///
+/// Calls `f` with it: on a proc by reference (no reference count traffic on the spawn path),
+/// on a blocking-pool thread through a clone.
+fn with_current_shared<R>(f: impl FnOnce(Option<&Arc<Shared>>) -> R) -> R {
+    match worker::context() {
+        Some(ctx) => f(Some(&ctx.shared)),
+        None => f(blocking::current_shared().as_ref()),
+    }
 }
 
 /// `FiberCell::proc` for a fiber that may run on any proc.
@@ -234,12 +238,14 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let shared = current_shared().ok_or(SpawnError::NoRuntime)?;
-    check_capacity(&shared)?;
-    let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
-    shared.count_live(1);
-    worker::push_runnable(&shared, Runnable::Fiber(fiber));
-    Ok(handle)
+    with_current_shared(|shared| {
+        let shared = shared.ok_or(SpawnError::NoRuntime)?;
+        check_capacity(shared)?;
+        let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
+        shared.count_live(1);
+        worker::push_runnable(shared, Runnable::Fiber(fiber));
+        Ok(handle)
+    })
 }
 
 /// Spawns a fiber running `f`.
@@ -280,16 +286,18 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let shared = current_shared().ok_or(SpawnError::NoRuntime)?;
-    let procs = shared.procs.len();
-    if proc >= procs {
-        return Err(SpawnError::NoSuchProc { proc, procs });
-    }
-    check_capacity(&shared)?;
-    let (fiber, handle) = new_fiber(f, shared.id, proc);
-    shared.count_live(1);
-    shared.send_to(proc, InboxMsg::Start(fiber));
-    Ok(handle)
+    with_current_shared(|shared| {
+        let shared = shared.ok_or(SpawnError::NoRuntime)?;
+        let procs = shared.procs.len();
+        if proc >= procs {
+            return Err(SpawnError::NoSuchProc { proc, procs });
+        }
+        check_capacity(shared)?;
+        let (fiber, handle) = new_fiber(f, shared.id, proc);
+        shared.count_live(1);
+        shared.send_to(proc, InboxMsg::Start(fiber));
+        Ok(handle)
+    })
 }
 
 /// Spawns a fiber that starts and stays on proc `proc`.
@@ -325,12 +333,14 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let shared = current_shared().unwrap_or_else(|| {
-        panic!(
-            "pcml::spawn_task called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
-        )
-    });
-    crate::task::spawn_on_runtime(&shared, fut)
+    with_current_shared(|shared| {
+        let shared = shared.unwrap_or_else(|| {
+            panic!(
+                "pcml::spawn_task called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
+            )
+        });
+        crate::task::spawn_on_runtime(shared, fut)
+    })
 }
 
 /// Runs `f` on a side pool of OS threads, so a blocking system call or a long computation does
@@ -350,7 +360,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let shared = current_shared().unwrap_or_else(|| {
+    let shared = with_current_shared(|s| s.cloned()).unwrap_or_else(|| {
         panic!(
             "pcml::spawn_blocking called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
         )
