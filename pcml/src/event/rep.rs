@@ -28,8 +28,9 @@
 //!   the value into the offer's slot, then stores the branch index into `winner` (Release) and
 //!   unblocks the waiter, which reads the slot after an Acquire load of `winner` (the C#
 //!   implementation's `DoFn(ref t)` in section 9.2).
-//! - The blocker is installed *after* the offers are published, under a small lock, so a sync
-//!   that commits during its blocking phase never has to suspend (see `install_blocker`).
+//! - The blocker is installed *after* the offers are published, through a one-word hand-off
+//!   (`hand`: empty, blocker installed, or winner published), so a sync that commits during
+//!   its blocking phase never has to suspend, and a wake-up costs one atomic swap.
 //!
 //! # Invariants
 //! - `state` goes `Waiting -> Claimed` and `Claimed -> Waiting | Synched` only by the owner of
@@ -45,29 +46,34 @@
 
 use std::fmt;
 
+use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicU8, AtomicU32, Ordering};
-use crate::mp::SpinLock;
 use crate::sched::blocker::Blocker;
 
 const WAITING: u8 = 0;
 const CLAIMED: u8 = 1;
 const SYNCHED: u8 = 2;
 
-/// `winner` before the winning branch is published.
-const NO_WINNER: u32 = u32::MAX;
+/// `hand`: no blocker, no winner yet.
+const EMPTY: u32 = 0;
+/// `hand`: the owner's blocker is in `blocker`, no winner yet.
+const INSTALLED: u32 = 1;
+/// `hand`: `PUBLISHED + branch` once the winning branch is published.
+const PUBLISHED: u32 = 2;
 
 /// The event-state variable of one synchronization (the paper's `event_state`), plus the
 /// hand-off of its result.
 pub(crate) struct SyncRecord {
     /// `WAITING`, `CLAIMED` or `SYNCHED`; see the module invariants for who writes what.
     state: AtomicU8,
-    /// The index of the branch that won, written once (Release) by the thread that moved the
-    /// record to `Synched`, after it delivered the value; read (Acquire) by the owner.
-    winner: AtomicU32,
-    /// How to wake the owner. Written by the owner (`install_blocker`, and again by an async
-    /// re-poll with a new waker), taken by the publisher; both under this lock.
-    blocker: SpinLock<Option<Blocker>>,
+    /// The hand-off of the result: `EMPTY`, `INSTALLED` (set by the owner once `blocker` is
+    /// written), or `PUBLISHED + winner` (swapped in once, by the thread that moved the record
+    /// to `Synched`, after it delivered the value; read with Acquire by the owner).
+    hand: AtomicU32,
+    /// How to wake the owner. Written by the owner while `hand` is `EMPTY` (nobody else
+    /// touches it then); taken by the publisher only if its swap found `INSTALLED`.
+    blocker: UnsafeCell<Option<Blocker>>,
 }
 
 impl fmt::Debug for SyncRecord {
@@ -79,7 +85,7 @@ impl fmt::Debug for SyncRecord {
         };
         f.debug_struct("SyncRecord")
             .field("state", &state)
-            .field("winner", &self.winner.load(Ordering::Relaxed))
+            .field("hand", &self.hand.load(Ordering::Relaxed))
             .finish()
     }
 }
@@ -118,13 +124,26 @@ pub enum SelfSynch {
     AlreadySynched,
 }
 
+// SAFETY: `blocker` is reached by one thread at a time, as the `hand` protocol says (the owner
+// while not INSTALLED, the publisher after swapping out INSTALLED); a `Blocker` may be sent
+// between threads.
+unsafe impl Sync for SyncRecord {}
+// SAFETY: as above.
+unsafe impl Send for SyncRecord {}
+
+/// The unsafe impls above rely on a `Blocker` being `Send`.
+const _: fn() = || {
+    fn send<X: Send>() {}
+    send::<Blocker>();
+};
+
 impl SyncRecord {
     /// A fresh record in state `Waiting`.
     pub(crate) fn new() -> Self {
         Self {
             state: AtomicU8::new(WAITING),
-            winner: AtomicU32::new(NO_WINNER),
-            blocker: SpinLock::new(None),
+            hand: AtomicU32::new(EMPTY),
+            blocker: UnsafeCell::new(None),
         }
     }
 
@@ -189,18 +208,19 @@ impl SyncRecord {
 
     /// The winning branch, once published.
     pub(crate) fn winner(&self) -> Option<usize> {
-        // Acquire: pairs with the Release store in `publish`, so the winner's delivered value
-        // is visible to us.
-        match self.winner.load(Ordering::Acquire) {
-            NO_WINNER => None,
-            w => Some(w as usize),
+        // Acquire: pairs with the AcqRel swap in `publish` (and the Release swap in
+        // `set_own_winner`), so the winner's delivered value is visible to us.
+        match self.hand.load(Ordering::Acquire) {
+            EMPTY | INSTALLED => None,
+            w => Some((w - PUBLISHED) as usize),
         }
     }
 
     /// Records the winner when the owner completed its own sync (no hand-off needed).
     pub(crate) fn set_own_winner(&self, branch: usize) {
         // Release: pairs with `winner`'s Acquire (only the owner reads it, but keep the pair).
-        self.winner.store(branch as u32, Ordering::Release);
+        let prev = self.hand.swap(PUBLISHED + branch as u32, Ordering::AcqRel);
+        debug_assert_ne!(prev, INSTALLED, "pcml: own winner set while waiting");
     }
 
     /// Spins until the thread that synchronized this record publishes the winner. Used only
@@ -216,41 +236,61 @@ impl SyncRecord {
     }
 
     /// Installs how to wake the owner. Fails (giving the blocker back) if the winner is
-    /// already published, in which case the owner must not wait.
+    /// already published, in which case the owner must not wait. Owner only, at most once
+    /// per wait (`update_waker` replaces it).
     pub(crate) fn install_blocker(&self, b: Blocker) -> Result<(), Blocker> {
-        let mut slot = self.blocker.lock();
-        // The lock orders this load against `publish`: if the publisher took the lock before
-        // us, its `winner` store (made before it locked) is visible here; if after us, it
-        // finds our blocker.
-        if self.winner().is_some() {
-            return Err(b);
+        // SAFETY: `hand` is not INSTALLED (we have not installed), so no publisher touches
+        // the cell: it is ours.
+        self.blocker.with_mut(|p| unsafe { *p = Some(b) });
+        // Release: pairs with the AcqRel swap in `publish`, which then reads the cell.
+        // Acquire on failure: pairs with that swap, so the winner's value is visible.
+        match self
+            .hand
+            .compare_exchange(EMPTY, INSTALLED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            // A publisher will find it.
+            Ok(_) => Ok(()),
+            // Already published: take it back and do not wait.
+            Err(_) => {
+                // SAFETY: the publisher saw no blocker, so it never touches the cell.
+                let b = self.blocker.with_mut(|p| unsafe { (*p).take() });
+                Err(b.expect("pcml: blocker vanished"))
+            }
         }
-        *slot = Some(b);
-        Ok(())
     }
 
-    /// Replaces an async owner's waker if it changed; false if the winner is published.
+    /// Replaces an async owner's installed waker; false if the winner is published.
     pub(crate) fn update_waker(&self, waker: &std::task::Waker) -> bool {
-        let mut slot = self.blocker.lock();
-        if self.winner().is_some() {
+        // Take the cell back: INSTALLED -> EMPTY. Acquire: pairs with our own Release install
+        // (and, on failure, with the publisher's swap).
+        if self
+            .hand
+            .compare_exchange(INSTALLED, EMPTY, Ordering::Acquire, Ordering::Acquire)
+            .is_err()
+        {
+            // Published.
             return false;
         }
-        *slot = Some(Blocker::from_waker(waker.clone()));
-        true
+        self.install_blocker(Blocker::from_waker(waker.clone()))
+            .is_ok()
     }
 
     /// Publishes `branch` as the winner and wakes the owner. Called once, by the thread that
     /// moved the record to `Synched`, after delivering the value.
     fn publish(&self, branch: u32) {
-        // Release: pairs with the Acquire load in `winner`: the delivered value is visible to
-        // the owner when it sees the winner.
-        self.winner.store(branch, Ordering::Release);
-        let blocker = self.blocker.lock().take();
-        if let Some(b) = blocker {
-            b.unblock();
+        // AcqRel: Release pairs with the Acquire load in `winner` (the delivered value is
+        // visible to the owner when it sees the winner); Acquire pairs with the owner's
+        // Release install, so the blocker in the cell is visible to us.
+        let prev = self.hand.swap(PUBLISHED + branch, Ordering::AcqRel);
+        if prev == INSTALLED {
+            // SAFETY: the owner installed and can no longer touch the cell (its install
+            // succeeded and `update_waker` would fail now): it is ours.
+            let b = self.blocker.with_mut(|p| unsafe { (*p).take() });
+            if let Some(b) = b {
+                b.unblock();
+            }
         }
     }
-
     /// One attempt of Figure 8's CAS by a partner, on this record's offer `branch`.
     pub(crate) fn try_synch_as(&self, branch: u32) -> TrySynch<'_> {
         match self.try_synch() {
