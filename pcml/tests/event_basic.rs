@@ -279,3 +279,22 @@ fn events_and_their_futures_are_send() {
     ch.send(11);
     assert_eq!(r.block_on(h).unwrap(), 11);
 }
+
+#[test]
+fn poll_commits_only_what_is_enabled_now() {
+    let ch = Chan::<u8>::new();
+    // Nothing enabled: nothing published, nothing left behind.
+    assert_eq!(select_poll(&ch), None);
+    assert_eq!(ch.queue_lens(), (0, 0));
+    let tx = ch.clone();
+    let t = std::thread::spawn(move || tx.send(4));
+    while ch.queue_lens().0 == 0 {
+        std::thread::yield_now();
+    }
+    assert_eq!(select_poll(&ch), Some(4));
+    t.join().unwrap();
+}
+
+fn select_poll(ch: &Chan<u8>) -> Option<u8> {
+    choose([ch.recv_evt(), never()]).poll()
+}
