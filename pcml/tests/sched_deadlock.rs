@@ -61,29 +61,23 @@ fn a_pending_blocking_job_is_not_a_deadlock() {
 
 #[test]
 fn deadlock_detection_can_be_turned_off_for_outside_wakers() {
-    let (tx, rx) = std::sync::mpsc::channel::<pcml::JoinHandle<u32>>();
+    // Main blocks on a channel that only an OS thread pcml cannot see will send on: with
+    // detection off, the runtime waits for it instead of reporting a deadlock.
+    let ch = pcml::chan::Chan::<u32>::new();
+    let outside_ch = ch.clone();
     let outside = std::thread::spawn(move || {
-        // An OS thread pcml cannot see joins a fiber: nothing in the runtime is pending.
-        let h = rx.recv().unwrap();
-        h.join().unwrap()
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        outside_ch.send(11);
     });
     let v = Runtime::builder()
         .procs(1)
         .detect_deadlock(false)
         .build()
         .unwrap()
-        .block_on(move || {
-            let gate = Arc::new(Mutex::new(false));
-            let g = gate.clone();
-            tx.send(pcml::spawn(|| 11)).unwrap();
-            let h = pcml::spawn(move || *g.lock().unwrap());
-            h.join().unwrap();
-            drop(gate);
-            1
-        })
+        .block_on(move || ch.recv())
         .unwrap();
-    assert_eq!(v, 1);
-    assert_eq!(outside.join().unwrap(), 11);
+    assert_eq!(v, 11);
+    outside.join().unwrap();
 }
 
 /// Records the proc its destructor runs on.
