@@ -399,6 +399,10 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
 }
 
 /// Blocks the caller until `rec`'s winner is published (by a partner, which wakes us).
+///
+/// Inlined into its callers: a call whose return spans the fiber switch costs a branch
+/// misprediction on the way back.
+#[inline(always)]
 pub(crate) fn wait_for_winner(rec: &SyncRecord, what: &str) {
     blocker::block_current(what, |b| {
         if let Err(b) = rec.install_blocker(b) {

@@ -110,6 +110,7 @@ impl fmt::Debug for Blocker {
 ///
 /// # Panics
 /// Inside a pcml async task, which cannot block.
+#[inline(always)]
 pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
     match worker::block_fiber(prepare) {
         Ok(()) => {}

@@ -328,6 +328,7 @@ pub(crate) enum NotAFiber<P> {
 
 /// Blocks the running fiber: `prepare` gets its blocker, then the fiber suspends until the
 /// blocker is unblocked.
+#[inline(always)]
 pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFiber<P>> {
     let Some(ctx) = context() else {
         return Err(NotAFiber::OsThread(prepare));
