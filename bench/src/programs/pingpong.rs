@@ -4,6 +4,9 @@
 //! second. pcml runs it with fibers (blocking `send`/`recv`) and with async tasks
 //! (`send_evt(..).await`, `recv_evt().await`; tasks are not pinned, the scheduler places them).
 //!
+//! The Rust peer is crossbeam-channel on two OS threads with rendezvous channels
+//! (`bounded(0)`), the synchronous channel of the paper.
+//!
 //! The answer: the pinger sums the replies, each the ping plus one.
 
 use pcml::chan::Chan;
@@ -87,6 +90,32 @@ pub fn tasks(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
     })
 }
 
+/// crossbeam-channel on two OS threads: `msgs` messages per run over rendezvous channels.
+pub fn crossbeam_threads(msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / 2).max(1);
+    let pair = move |rounds: u64| -> Result<()> {
+        let (ping_tx, ping_rx) = crossbeam_channel::bounded::<u64>(0);
+        let (pong_tx, pong_rx) = crossbeam_channel::bounded::<u64>(0);
+        let ponger = std::thread::spawn(move || {
+            for _ in 0..rounds {
+                let v = ping_rx.recv().expect("pinger alive");
+                pong_tx.send(v + 1).expect("pinger alive");
+            }
+        });
+        let mut sum = 0u64;
+        for i in 0..rounds {
+            ping_tx.send(i).map_err(|e| Error::Failed(e.to_string()))?;
+            sum += pong_rx.recv().map_err(|e| Error::Failed(e.to_string()))?;
+        }
+        ponger
+            .join()
+            .map_err(|_| Error::Failed("crossbeam ponger panicked".into()))?;
+        check_eq("sum of replies", triangle(rounds) + rounds, sum)
+    };
+    pair(rounds / 10 + 1)?;
+    repeat(runs, || timed(2 * rounds, || pair(rounds)))
+}
+
 /// Measures pcml and the peers.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
@@ -113,6 +142,13 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
                 .with_note("`send_evt(..).await`; the scheduler places the tasks"),
         );
     }
+    ctx.step("ping-pong: crossbeam-channel on OS threads");
+    let cb = ctx.size(50_000, 200_000);
+    let s = crossbeam_threads(cb, runs)?;
+    sec.rows.push(
+        Row::measured(prog, "crossbeam-channel (OS threads)", None, RATE, &s)
+            .with_note("two OS threads, `bounded(0)` rendezvous channels"),
+    );
     ctx.peer_rows(
         sec,
         prog,
