@@ -6,7 +6,7 @@
 //! and it migrates freely between procs: it is stealable whenever it is scheduled. Its waker
 //! reschedules it on the waking proc's deque (or the runtime's injector from outside).
 //!
-//! A task is one allocation, a [`TaskCell`]: its state word, the future itself and its join
+//! A task is one allocation, a `TaskCell`: its state word, the future itself and its join
 //! state. The run queue, the wakers and the join handle all point at that one cell (the design
 //! of tokio's task cell and of Go's `g`), so spawning a task costs one allocation beyond what
 //! the future itself allocates.
