@@ -36,6 +36,7 @@ pub(crate) mod loom;
 pub mod mp;
 pub mod sched;
 pub mod task;
+pub mod time;
 
 pub use chan::Chan;
 pub use event::{Event, always, choose, guard, never, select, sync, with_nack};

@@ -24,6 +24,7 @@ pub(crate) mod join;
 pub(crate) mod panic;
 pub(crate) mod runtime;
 pub(crate) mod spawn;
+pub(crate) mod timer;
 pub(crate) mod worker;
 
 #[cfg(all(test, pcml_loom))]

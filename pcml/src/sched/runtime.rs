@@ -299,6 +299,7 @@ impl Builder {
             tasks: TaskRegistry::new(),
             blocking: BlockingPool::new(),
             wake_sources: AtomicUsize::new(0),
+            timers_cancelled: AtomicUsize::new(0),
             main: MainSlot::new(),
         });
         let mut threads = Vec::with_capacity(procs);

@@ -12,8 +12,9 @@
 //! alternates between `ready` and `local` so that neither starves the other (a fiber spinning
 //! on `yield_now` goes to the back of `ready`, so everything else runnable runs first), and
 //! looks at the injector first every 61st turn (as Go does) so outside work is not starved by
-//! local work. With nothing to do the proc steals, spins briefly (a futex wake-up costs about
-//! 45 us on this machine against 200 ns for a cache-line round trip), then parks.
+//! local work. Due timers (`timer`) fire between threads. With nothing to do the proc steals,
+//! spins briefly (a futex wake-up costs about 45 us on this machine against 200 ns for a
+//! cache-line round trip), then parks until its next timer, or until woken.
 //!
 //! # Invariants
 //! - A started fiber is in exactly one of: running (its coroutine taken out of its slot), its
@@ -43,6 +44,7 @@ use crate::sched::blocking::BlockingPool;
 use crate::sched::fibers::{FiberState, FiberTable};
 use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
+use crate::sched::timer::{TimerCell, TimerHeap};
 use crate::task::{TaskRef, TaskRegistry, TaskRun};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
@@ -56,6 +58,8 @@ const SPIN: Duration = Duration::from_micros(100);
 /// idle machine here (ping-pong across 2 procs: 0.76 M against 3.4 M msgs/s), so the hot phase
 /// covers ordinary hand-off latencies.
 const SPIN_HOT: Duration = Duration::from_micros(50);
+/// Every this many turns a proc with armed timers fires the due ones.
+const TIMER_EVERY: u32 = 32;
 /// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
 const INJECTOR_EVERY: u32 = 61;
 /// Syncs that complete without blocking before a fiber yields anyway.
@@ -122,8 +126,10 @@ pub(crate) struct Shared {
     pub(crate) tasks: TaskRegistry,
     /// The side pool of `spawn_blocking`.
     pub(crate) blocking: BlockingPool,
-    /// Sources other than pcml threads that may wake a thread (timers, I/O, ...).
+    /// Sources other than pcml threads that may wake a thread (pending timers, I/O, ...).
     pub(crate) wake_sources: AtomicUsize,
+    /// Timers cancelled and not yet dropped from their proc's heap (drives compaction).
+    pub(crate) timers_cancelled: AtomicUsize,
     /// How `block_on` learns that main ended or that the runtime deadlocked.
     pub(crate) main: MainSlot,
 }
@@ -279,6 +285,10 @@ pub(crate) struct Context {
     tick: Cell<u32>,
     /// Turns left before the injector is looked at first.
     injector_turn: Cell<u32>,
+    /// This proc's timers.
+    timers: RefCell<TimerHeap>,
+    /// Turns left before due timers are looked at again.
+    timer_turn: Cell<u32>,
     /// Set when a fiber yields: the next pick takes new work before ready fibers.
     prefer_new: Cell<bool>,
     next_token: Cell<u64>,
@@ -416,6 +426,16 @@ pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc:
     true
 }
 
+/// Arms a timer on the current proc, waking `waiter` at `deadline`. `None` off the procs.
+pub(crate) fn arm_timer(
+    deadline: Instant,
+    waiter: Option<Blocker>,
+) -> Option<(Arc<TimerCell>, Arc<Shared>)> {
+    let ctx = context()?;
+    let cell = ctx.timers.borrow_mut().arm(&ctx.shared, deadline, waiter);
+    Some((cell, ctx.shared.clone()))
+}
+
 /// Suspends the running fiber to the back of its proc's ready queue.
 ///
 /// Returns `false` (doing nothing) if the caller is not a fiber.
@@ -520,6 +540,17 @@ impl Context {
         }
     }
 
+    /// Fires the timers that are due; returns whether any fired (or were dropped).
+    fn fire_due_timers(&self) -> bool {
+        if self.timers.borrow().is_empty() {
+            return false;
+        }
+        let now = Instant::now();
+        // Borrow only to pop: firing wakes threads, which may arm timers on this proc.
+        let fired = self.timers.borrow_mut().fire_due(&self.shared, now);
+        fired > 0
+    }
+
     /// Drops fibers at the front of the local deque that were already run inline by their
     /// joiners, so a loop of spawns and joins does not grow the deque. Stops at the first
     /// live item, which it keeps, first in line, in `placed`.
@@ -567,6 +598,13 @@ impl Context {
     /// everything runnable; every 61st turn the injector goes first.
     #[inline]
     fn turn(&self) -> bool {
+        let t = self.timer_turn.get();
+        if t == 0 {
+            self.timer_turn.set(TIMER_EVERY);
+            self.fire_due_timers();
+        } else {
+            self.timer_turn.set(t - 1);
+        }
         let countdown = self.injector_turn.get();
         if countdown == 0 {
             self.injector_turn.set(INJECTOR_EVERY);
@@ -808,6 +846,10 @@ impl Context {
                     crate::loom::spin_loop();
                 }
             }
+            if self.fire_due_timers() {
+                found = true;
+                break;
+            }
             let spun = start.elapsed();
             if spun >= SPIN {
                 break;
@@ -833,7 +875,17 @@ impl Context {
             if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
                 self.check_deadlock();
             }
-            me.parker.park(None);
+            // Sleep exactly until the next timer, if any.
+            let next = self.timers.borrow().next_deadline();
+            match next {
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if deadline > now {
+                        me.parker.park(Some(deadline - now));
+                    }
+                }
+                None => me.parker.park(None),
+            }
         }
         sh.num_sleeping.fetch_sub(1, Ordering::SeqCst);
         me.sleeping.store(false, Ordering::SeqCst);
@@ -903,6 +955,8 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         tick: Cell::new(0),
         injector_turn: Cell::new(INJECTOR_EVERY),
         prefer_new: Cell::new(false),
+        timers: RefCell::new(TimerHeap::new()),
+        timer_turn: Cell::new(TIMER_EVERY),
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),
         current: Cell::new(Current::Scheduler),

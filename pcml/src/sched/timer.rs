@@ -1,0 +1,185 @@
+//! Per-proc timers, driven by the scheduler (the time layer of seed 004, section 5).
+//!
+//! A timer lives on the proc that armed it, in a deadline heap that only that proc touches.
+//! The worker fires due timers between threads, and an idle proc parks exactly until its
+//! earliest deadline. A timer that is cancelled (its sleeper gave up, or a future was dropped)
+//! is marked at once from any thread; the heap drops marked entries when it pops them, and
+//! compacts itself when marked entries outnumber live ones, so a loop that arms and cancels
+//! timers keeps memory bounded.
+//!
+//! Pending timers count as wake sources for deadlock detection: a thread that sleeps is not
+//! deadlocked.
+//!
+//! # Invariants
+//! - `TimerCell::state` goes `PENDING -> FIRED` (the owning proc, at the deadline) or
+//!   `PENDING -> CANCELLED` (anyone), once; whoever makes that transition decrements the
+//!   runtime's `wake_sources`, which the arming incremented.
+//! - The heap is touched only by its proc's worker thread.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Instant;
+
+use crate::mp::SpinLock;
+use crate::sched::blocker::Blocker;
+use crate::sched::worker::Shared;
+
+const PENDING: u8 = 0;
+const FIRED: u8 = 1;
+const CANCELLED: u8 = 2;
+
+/// One armed timer, shared by its heap entry and whoever waits on it.
+pub(crate) struct TimerCell {
+    /// See the module invariants.
+    state: AtomicU8,
+    /// Who to wake when it fires; replaced by an async poller whose waker changed.
+    waiter: SpinLock<Option<Blocker>>,
+}
+
+impl TimerCell {
+    /// Whether the timer has fired.
+    pub(crate) fn has_fired(&self) -> bool {
+        // Acquire: pairs with the Release CAS in `fire`.
+        self.state.load(Ordering::Acquire) == FIRED
+    }
+
+    /// Replaces the blocker to wake at the deadline.
+    pub(crate) fn set_waiter(&self, b: Blocker) {
+        *self.waiter.lock() = Some(b);
+    }
+
+    /// Cancels the timer if it has not fired; returns whether this call cancelled it.
+    pub(crate) fn cancel(&self, shared: &Shared) -> bool {
+        // AcqRel: orders the cancellation with the owner's firing CAS (one of them wins).
+        let won = self
+            .state
+            .compare_exchange(PENDING, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if won {
+            self.waiter.lock().take();
+            shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+            shared.timers_cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        won
+    }
+
+    fn fire(&self, shared: &Shared) {
+        // Release: publishes the firing to `has_fired`'s Acquire load in the woken thread.
+        if self
+            .state
+            .compare_exchange(PENDING, FIRED, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            let waiter = self.waiter.lock().take();
+            if let Some(w) = waiter {
+                w.unblock();
+            }
+            // SeqCst: deadlock detection reads this after the wake-up is visible.
+            shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+        }
+        // Else cancelled meanwhile: nothing to do.
+    }
+}
+
+/// A proc's deadline heap.
+pub(crate) struct TimerHeap {
+    heap: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
+}
+
+struct Entry {
+    deadline: Instant,
+    seq: u64,
+    cell: Arc<TimerCell>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.deadline, self.seq) == (other.deadline, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.deadline, self.seq).cmp(&(other.deadline, other.seq))
+    }
+}
+
+impl TimerHeap {
+    pub(crate) fn new() -> Self {
+        Self {
+            heap: BinaryHeap::new(),
+            seq: 0,
+        }
+    }
+
+    /// Arms a timer for `deadline` that wakes `waiter` (if any).
+    pub(crate) fn arm(
+        &mut self,
+        shared: &Shared,
+        deadline: Instant,
+        waiter: Option<Blocker>,
+    ) -> Arc<TimerCell> {
+        let cell = Arc::new(TimerCell {
+            state: AtomicU8::new(PENDING),
+            waiter: SpinLock::new(waiter),
+        });
+        // SeqCst: a pending timer is a wake source from now on (deadlock detection).
+        shared.wake_sources.fetch_add(1, Ordering::SeqCst);
+        // A thread that arms and cancels in a loop may not return to the worker for a long
+        // time: compact here too, not only when timers fire.
+        self.compact(shared);
+        self.seq += 1;
+        self.heap.push(Reverse(Entry {
+            deadline,
+            seq: self.seq,
+            cell: cell.clone(),
+        }));
+        cell
+    }
+
+    /// The earliest deadline still in the heap (possibly of a cancelled timer).
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse(e)| e.deadline)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// Fires every timer due at `now`; returns how many entries it removed.
+    pub(crate) fn fire_due(&mut self, shared: &Shared, now: Instant) -> usize {
+        let mut n = 0;
+        while let Some(Reverse(e)) = self.heap.peek() {
+            if e.deadline > now {
+                break;
+            }
+            let Reverse(e) = self.heap.pop().expect("peeked");
+            e.cell.fire(shared);
+            n += 1;
+        }
+        self.compact(shared);
+        n
+    }
+
+    /// Drops cancelled entries when they make up most of the heap.
+    fn compact(&mut self, shared: &Shared) {
+        let cancelled = shared.timers_cancelled.load(Ordering::Relaxed);
+        if cancelled > 64 && cancelled * 2 > self.heap.len() {
+            shared.timers_cancelled.store(0, Ordering::Relaxed);
+            let live: Vec<_> = self
+                .heap
+                .drain()
+                .filter(|Reverse(e)| e.cell.state.load(Ordering::Acquire) == PENDING)
+                .collect();
+            self.heap = live.into_iter().collect();
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Cancelled timers are dropped from their proc's heap and stop counting as wake sources.
+//!
+//! Its own test binary: it measures the process's resident memory, which tests running beside
+//! it in one process would disturb.
+
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use pcml::{Runtime, RuntimeError};
+
+/// Arms a timer far in the future and drops it, many times: cancelled timers are dropped from
+/// the heap (memory stays bounded) and stop counting as wake sources (a deadlock afterwards
+/// is still detected).
+#[test]
+fn cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive() {
+    fn rss_kib() -> Option<u64> {
+        let s = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+    let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
+        let before = rss_kib();
+        pcml::spawn_task(async {
+            let mut cx = Context::from_waker(Waker::noop());
+            for _ in 0..1_000_000 {
+                let mut s = std::pin::pin!(pcml::time::sleep_async(Duration::from_secs(3600)));
+                assert_eq!(s.as_mut().poll(&mut cx), Poll::Pending);
+                // Dropped here: its timer is cancelled.
+            }
+        })
+        .join()
+        .unwrap();
+        if let (Some(b), Some(a)) = (before, rss_kib()) {
+            // A million leaked timer entries would be tens of megabytes.
+            assert!(a < b + 20 * 1024, "RSS grew from {b} KiB to {a} KiB");
+        }
+        // Nothing can wake main now: the cancelled timers must not count.
+        pcml::spawn_task(std::future::pending::<()>())
+            .join()
+            .unwrap();
+    });
+    assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
+}
