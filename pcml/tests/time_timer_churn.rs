@@ -41,3 +41,43 @@ fn cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive() {
     });
     assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
 }
+
+/// The loop: a choice between a busy channel and a timeout that never fires. The
+/// losing timers are cancelled and dropped, so memory stays bounded.
+#[test]
+fn a_million_choices_won_by_the_channel_keep_memory_bounded() {
+    fn rss_kib() -> Option<u64> {
+        let s = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+    let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
+        const N: u32 = 1_000_000;
+        let ch = pcml::Chan::<u32>::new();
+        let c = ch.clone();
+        let sender = pcml::spawn(move || {
+            for i in 0..N {
+                c.send(i);
+            }
+        });
+        let before = rss_kib();
+        let mut sum = 0u64;
+        for _ in 0..N {
+            let got = pcml::select([
+                ch.recv_evt().wrap(Some),
+                pcml::time::timeout_evt(Duration::from_secs(1)).wrap(|()| None),
+            ]);
+            sum += u64::from(got.expect("the channel always wins"));
+        }
+        sender.join().unwrap();
+        assert_eq!(sum, u64::from(N) * u64::from(N - 1) / 2);
+        if let (Some(b), Some(a)) = (before, rss_kib()) {
+            assert!(a < b + 20 * 1024, "RSS grew from {b} KiB to {a} KiB");
+        }
+        // No timer is left pending: nothing can wake main, so this is a deadlock.
+        pcml::spawn_task(std::future::pending::<()>())
+            .join()
+            .unwrap();
+    });
+    assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
+}

@@ -22,6 +22,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
+use std::sync::{Condvar, Mutex, OnceLock};
+
 use crate::mp::SpinLock;
 use crate::sched::blocker::Blocker;
 use crate::sched::worker::Shared;
@@ -30,12 +32,22 @@ const PENDING: u8 = 0;
 const FIRED: u8 = 1;
 const CANCELLED: u8 = 2;
 
+/// What a timer does when it fires.
+pub(crate) enum OnFire {
+    /// Wake a blocked thread.
+    Wake(Blocker),
+    /// Run a short action (an event's commit); it must not block.
+    Call(Box<dyn FnOnce() + Send>),
+}
+
 /// One armed timer, shared by its heap entry and whoever waits on it.
 pub(crate) struct TimerCell {
     /// See the module invariants.
     state: AtomicU8,
-    /// Who to wake when it fires; replaced by an async poller whose waker changed.
-    waiter: SpinLock<Option<Blocker>>,
+    /// What to do when it fires; replaced by an async poller whose waker changed.
+    waiter: SpinLock<Option<OnFire>>,
+    /// The runtime whose `wake_sources` counts this timer (none for the fallback thread).
+    shared: Option<Arc<Shared>>,
 }
 
 impl TimerCell {
@@ -47,11 +59,11 @@ impl TimerCell {
 
     /// Replaces the blocker to wake at the deadline.
     pub(crate) fn set_waiter(&self, b: Blocker) {
-        *self.waiter.lock() = Some(b);
+        *self.waiter.lock() = Some(OnFire::Wake(b));
     }
 
     /// Cancels the timer if it has not fired; returns whether this call cancelled it.
-    pub(crate) fn cancel(&self, shared: &Shared) -> bool {
+    pub(crate) fn cancel(&self) -> bool {
         // AcqRel: orders the cancellation with the owner's firing CAS (one of them wins).
         let won = self
             .state
@@ -59,13 +71,15 @@ impl TimerCell {
             .is_ok();
         if won {
             self.waiter.lock().take();
-            shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
-            shared.timers_cancelled.fetch_add(1, Ordering::Relaxed);
+            if let Some(shared) = &self.shared {
+                shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+                shared.timers_cancelled.fetch_add(1, Ordering::Relaxed);
+            }
         }
         won
     }
 
-    fn fire(&self, shared: &Shared) {
+    fn fire(&self) {
         // Release: publishes the firing to `has_fired`'s Acquire load in the woken thread.
         if self
             .state
@@ -73,13 +87,21 @@ impl TimerCell {
             .is_ok()
         {
             let waiter = self.waiter.lock().take();
-            if let Some(w) = waiter {
-                w.unblock();
+            match waiter {
+                Some(OnFire::Wake(w)) => w.unblock(),
+                Some(OnFire::Call(f)) => f(),
+                None => {}
             }
-            // SeqCst: deadlock detection reads this after the wake-up is visible.
-            shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+            if let Some(shared) = &self.shared {
+                // SeqCst: deadlock detection reads this after the wake-up is visible.
+                shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+            }
         }
         // Else cancelled meanwhile: nothing to do.
+    }
+
+    fn is_pending(&self) -> bool {
+        self.state.load(Ordering::Acquire) == PENDING
     }
 }
 
@@ -120,19 +142,20 @@ impl TimerHeap {
         }
     }
 
-    /// Arms a timer for `deadline` that wakes `waiter` (if any).
+    /// Arms a timer of `shared` for `deadline` that does `on_fire` (if any).
     pub(crate) fn arm(
         &mut self,
-        shared: &Shared,
+        shared: &Arc<Shared>,
         deadline: Instant,
-        waiter: Option<Blocker>,
+        on_fire: Option<OnFire>,
     ) -> Arc<TimerCell> {
-        let cell = Arc::new(TimerCell {
-            state: AtomicU8::new(PENDING),
-            waiter: SpinLock::new(waiter),
-        });
         // SeqCst: a pending timer is a wake source from now on (deadlock detection).
         shared.wake_sources.fetch_add(1, Ordering::SeqCst);
+        let cell = Arc::new(TimerCell {
+            state: AtomicU8::new(PENDING),
+            waiter: SpinLock::new(on_fire),
+            shared: Some(shared.clone()),
+        });
         // A thread that arms and cancels in a loop may not return to the worker for a long
         // time: compact here too, not only when timers fire.
         self.compact(shared);
@@ -154,19 +177,19 @@ impl TimerHeap {
         self.heap.is_empty()
     }
 
-    /// Fires every timer due at `now`; returns how many entries it removed.
-    pub(crate) fn fire_due(&mut self, shared: &Shared, now: Instant) -> usize {
-        let mut n = 0;
+    /// Takes every timer due at `now` off the heap, for the caller to fire (with no borrow of
+    /// the heap held, since firing may arm new timers).
+    pub(crate) fn take_due(&mut self, shared: &Shared, now: Instant) -> Vec<Arc<TimerCell>> {
+        let mut due = Vec::new();
         while let Some(Reverse(e)) = self.heap.peek() {
             if e.deadline > now {
                 break;
             }
             let Reverse(e) = self.heap.pop().expect("peeked");
-            e.cell.fire(shared);
-            n += 1;
+            due.push(e.cell);
         }
         self.compact(shared);
-        n
+        due
     }
 
     /// Drops cancelled entries when they make up most of the heap.
@@ -177,9 +200,87 @@ impl TimerHeap {
             let live: Vec<_> = self
                 .heap
                 .drain()
-                .filter(|Reverse(e)| e.cell.state.load(Ordering::Acquire) == PENDING)
+                .filter(|Reverse(e)| e.cell.is_pending())
                 .collect();
             self.heap = live.into_iter().collect();
         }
+    }
+}
+
+/// Fires timers taken off a heap.
+pub(crate) fn fire_all(cells: Vec<Arc<TimerCell>>) {
+    for c in cells {
+        c.fire();
+    }
+}
+
+/// Timers for threads that are not on a proc (plain OS threads, other executors): one
+/// process-wide thread, started on first use, fires them.
+struct Fallback {
+    heap: Mutex<BinaryHeap<Reverse<Entry>>>,
+    cvar: Condvar,
+}
+
+/// Arms a timer on the fallback thread.
+pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell> {
+    static FALLBACK: OnceLock<&'static Fallback> = OnceLock::new();
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let fb = *FALLBACK.get_or_init(|| {
+        let fb: &'static Fallback = Box::leak(Box::new(Fallback {
+            heap: Mutex::new(BinaryHeap::new()),
+            cvar: Condvar::new(),
+        }));
+        std::thread::Builder::new()
+            .name("pcml-timers".into())
+            .spawn(move || fallback_thread(fb))
+            .expect("pcml: could not start the timer thread");
+        fb
+    });
+    let cell = Arc::new(TimerCell {
+        state: AtomicU8::new(PENDING),
+        waiter: SpinLock::new(Some(on_fire)),
+        shared: None,
+    });
+    let mut heap = fb.heap.lock().unwrap();
+    // Drop cancelled entries now and then so the heap stays bounded.
+    if heap.len() > 64 && heap.len().is_power_of_two() {
+        let live: Vec<_> = heap
+            .drain()
+            .filter(|Reverse(e)| e.cell.is_pending())
+            .collect();
+        *heap = live.into_iter().collect();
+    }
+    heap.push(Reverse(Entry {
+        deadline,
+        // Relaxed: only uniqueness matters.
+        seq: SEQ.fetch_add(1, Ordering::Relaxed),
+        cell: cell.clone(),
+    }));
+    drop(heap);
+    fb.cvar.notify_one();
+    cell
+}
+
+fn fallback_thread(fb: &'static Fallback) {
+    let mut heap = fb.heap.lock().unwrap();
+    loop {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        while let Some(Reverse(e)) = heap.peek() {
+            if e.deadline > now {
+                break;
+            }
+            due.push(heap.pop().expect("peeked").0.cell);
+        }
+        if !due.is_empty() {
+            drop(heap);
+            fire_all(due);
+            heap = fb.heap.lock().unwrap();
+            continue;
+        }
+        heap = match heap.peek().map(|Reverse(e)| e.deadline) {
+            Some(d) => fb.cvar.wait_timeout(heap, d - now).unwrap().0,
+            None => fb.cvar.wait(heap).unwrap(),
+        };
     }
 }

@@ -44,7 +44,7 @@ use crate::sched::blocking::BlockingPool;
 use crate::sched::fibers::{FiberState, FiberTable};
 use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
-use crate::sched::timer::{TimerCell, TimerHeap};
+use crate::sched::timer::{OnFire, TimerCell, TimerHeap};
 use crate::task::{TaskRef, TaskRegistry, TaskRun};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
@@ -426,14 +426,16 @@ pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc:
     true
 }
 
-/// Arms a timer on the current proc, waking `waiter` at `deadline`. `None` off the procs.
-pub(crate) fn arm_timer(
-    deadline: Instant,
-    waiter: Option<Blocker>,
-) -> Option<(Arc<TimerCell>, Arc<Shared>)> {
-    let ctx = context()?;
-    let cell = ctx.timers.borrow_mut().arm(&ctx.shared, deadline, waiter);
-    Some((cell, ctx.shared.clone()))
+/// Arms a timer on the current proc that does `on_fire` at `deadline`; off the procs, on the
+/// process-wide fallback timer thread.
+pub(crate) fn arm_timer(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell> {
+    match context() {
+        Some(ctx) => ctx
+            .timers
+            .borrow_mut()
+            .arm(&ctx.shared, deadline, Some(on_fire)),
+        None => crate::sched::timer::arm_fallback(deadline, on_fire),
+    }
 }
 
 /// Suspends the running fiber to the back of its proc's ready queue.
@@ -547,8 +549,10 @@ impl Context {
         }
         let now = Instant::now();
         // Borrow only to pop: firing wakes threads, which may arm timers on this proc.
-        let fired = self.timers.borrow_mut().fire_due(&self.shared, now);
-        fired > 0
+        let due = self.timers.borrow_mut().take_due(&self.shared, now);
+        let fired = !due.is_empty();
+        crate::sched::timer::fire_all(due);
+        fired
     }
 
     /// Drops fibers at the front of the local deque that were already run inline by their

@@ -2,7 +2,13 @@
 //!
 //! A fiber that sleeps blocks only itself; its proc runs other threads meanwhile, and an idle
 //! proc parks exactly until its next timer. Async code awaits [`sleep_async`]. Outside a pcml
-//! runtime, [`sleep`] is `std::thread::sleep`.
+//! runtime, [`sleep`] is `std::thread::sleep`, and timers of OS threads and other executors
+//! are kept by one process-wide timer thread.
+//!
+//! Timeouts are events: [`timeout_evt`] and [`at_time_evt`] compose in `choose` and `select`
+//! like any other event, and [`Event::sync_timeout`] syncs with a time limit. A timeout that
+//! loses its choice cancels its timer, which the proc then drops from its heap: a loop that
+//! always receives before its timeout keeps memory bounded.
 //!
 //! Timers fire no earlier than their deadline; how much later depends on what the proc is
 //! running (a thread is never preempted) and on the operating system's wake-up latency.
@@ -17,9 +23,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::sched::blocker::{self, Blocker};
-use crate::sched::timer::TimerCell;
-use crate::sched::worker::{self, Current, Shared};
+use crate::sched::timer::{OnFire, TimerCell};
+use crate::sched::worker::{self, Current};
 
 /// The furthest a deadline may lie ahead; longer sleeps are clamped to it.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -58,7 +65,7 @@ pub fn sleep(d: Duration) {
             }
             let deadline = deadline_after(d);
             blocker::block_current("sleep", |b| {
-                let _ = worker::arm_timer(deadline, Some(b));
+                drop(worker::arm_timer(deadline, OnFire::Wake(b)));
             });
         }
         Some(Current::Task { .. }) => panic!(
@@ -68,11 +75,9 @@ pub fn sleep(d: Duration) {
     }
 }
 
-/// A future that completes at least `d` from now: [`sleep`] for async code on pcml's procs.
-///
-/// # Panics
-/// When first polled off pcml's procs (for instance in another executor), since its timer is
-/// kept by the proc that polls it.
+/// A future that completes at least `d` from now: [`sleep`] for async code. On pcml's procs its
+/// timer is kept by the proc that first polls it; elsewhere (another executor) by pcml's
+/// process-wide timer thread.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -97,7 +102,7 @@ pub fn sleep_async(d: Duration) -> Sleep {
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
-    timer: Option<(Arc<TimerCell>, Arc<Shared>)>,
+    timer: Option<Arc<TimerCell>>,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -125,17 +130,11 @@ impl Future for Sleep {
                 if Instant::now() >= self.deadline {
                     return Poll::Ready(());
                 }
-                let armed =
-                    worker::arm_timer(self.deadline, Some(Blocker::from_waker(cx.waker().clone())));
-                match armed {
-                    Some(t) => self.timer = Some(t),
-                    None => panic!(
-                        "pcml::time::sleep_async polled off pcml's procs; await it in a pcml task"
-                    ),
-                }
+                let waker = Blocker::from_waker(cx.waker().clone());
+                self.timer = Some(worker::arm_timer(self.deadline, OnFire::Wake(waker)));
                 Poll::Pending
             }
-            Some((cell, _)) => {
+            Some(cell) => {
                 if cell.has_fired() {
                     return Poll::Ready(());
                 }
@@ -153,8 +152,131 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some((cell, shared)) = self.timer.take() {
-            cell.cancel(&shared);
+        if let Some(cell) = self.timer.take() {
+            cell.cancel();
         }
+    }
+}
+
+/// An event enabled `d` after the start of each sync on it (CML's `timeOutEvt`): in a choice,
+/// it bounds how long the sync waits.
+///
+/// ```
+/// use std::time::Duration;
+/// use pcml::{Chan, select};
+///
+/// pcml::run(|| {
+///     let ch = Chan::<u32>::new();
+///     let got = select([
+///         ch.recv_evt().wrap(Some),
+///         pcml::time::timeout_evt(Duration::from_millis(10)).wrap(|()| None),
+///     ]);
+///     assert_eq!(got, None); // nobody sent
+/// });
+/// ```
+pub fn timeout_evt(d: Duration) -> Event<()> {
+    Event::from_base(TimeoutEvt {
+        after: Some(d),
+        deadline: None,
+        timer: None,
+    })
+}
+
+/// An event enabled from `at` on (CML's `atTimeEvt`).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let at = Instant::now() + Duration::from_millis(5);
+/// pcml::time::at_time_evt(at).sync(); // works on plain OS threads too
+/// assert!(Instant::now() >= at);
+/// ```
+pub fn at_time_evt(at: Instant) -> Event<()> {
+    Event::from_base(TimeoutEvt {
+        after: None,
+        deadline: Some(at),
+        timer: None,
+    })
+}
+
+/// The base event of [`timeout_evt`] and [`at_time_evt`].
+struct TimeoutEvt {
+    /// For `timeout_evt`: the delay, turned into `deadline` when the sync starts.
+    after: Option<Duration>,
+    deadline: Option<Instant>,
+    /// The timer armed by `block`, cancelled if another branch wins.
+    timer: Option<Arc<TimerCell>>,
+}
+
+impl TimeoutEvt {
+    fn deadline(&mut self) -> Instant {
+        match (self.deadline, self.after) {
+            (Some(d), _) => d,
+            (None, Some(after)) => {
+                let d = deadline_after(after);
+                self.deadline = Some(d);
+                d
+            }
+            (None, None) => unreachable!("a timeout event has a delay or a deadline"),
+        }
+    }
+}
+
+impl BaseEvent for TimeoutEvt {
+    type Output = ();
+
+    fn poll(&mut self) -> bool {
+        Instant::now() >= self.deadline()
+    }
+
+    fn try_do(&mut self) -> Option<()> {
+        self.poll().then_some(())
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+        let deadline = self.deadline();
+        if Instant::now() >= deadline {
+            return match me.synch_self() {
+                SelfSynch::Won => Blocked::Committed(()),
+                SelfSynch::AlreadySynched => Blocked::Synched,
+            };
+        }
+        let w = me.waiter();
+        let on_fire = OnFire::Call(Box::new(move || {
+            if let Some(commit) = w.synch_spinning() {
+                // Nothing to deliver but the wake-up.
+                commit.publish();
+            }
+        }));
+        self.timer = Some(worker::arm_timer(deadline, on_fire));
+        Blocked::Waiting
+    }
+
+    fn complete(&mut self) {}
+
+    fn cancel(&mut self) {
+        if let Some(t) = self.timer.take() {
+            t.cancel();
+        }
+    }
+}
+
+impl<T: Send + 'static> Event<T> {
+    /// Syncs on this event for at most `d`: `Some` of its value, or `None` if the time ran out
+    /// first (CML's idiom `select [wrap (ev, SOME), wrap (timeOutEvt d, fn () => NONE)]`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// pcml::run(|| {
+    ///     let ch = pcml::Chan::<u8>::new();
+    ///     assert_eq!(ch.recv_evt().sync_timeout(Duration::from_millis(5)), None);
+    ///     let c = ch.clone();
+    ///     pcml::spawn(move || c.send(9));
+    ///     assert_eq!(ch.recv_evt().sync_timeout(Duration::from_secs(10)), Some(9));
+    /// });
+    /// ```
+    pub fn sync_timeout(self, d: Duration) -> Option<T> {
+        crate::event::select([self.wrap(Some), timeout_evt(d).wrap(|()| None)])
     }
 }
