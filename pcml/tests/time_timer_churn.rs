@@ -8,16 +8,18 @@ use std::time::Duration;
 
 use pcml::{Runtime, RuntimeError};
 
+/// The process's resident memory in KiB, where Linux tells.
+fn rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Arms a timer far in the future and drops it, many times: cancelled timers are dropped from
 /// the heap (memory stays bounded) and stop counting as wake sources (a deadlock afterwards
 /// is still detected).
 #[test]
 fn cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive() {
-    fn rss_kib() -> Option<u64> {
-        let s = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    }
     let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
         let before = rss_kib();
         pcml::spawn_task(async {
@@ -46,11 +48,6 @@ fn cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive() {
 /// losing timers are cancelled and dropped, so memory stays bounded.
 #[test]
 fn a_million_choices_won_by_the_channel_keep_memory_bounded() {
-    fn rss_kib() -> Option<u64> {
-        let s = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    }
     let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
         const N: u32 = 1_000_000;
         let ch = pcml::Chan::<u32>::new();
