@@ -283,6 +283,7 @@ impl Builder {
                     parker: Parker::new(),
                     sleeping: AtomicBool::new(false),
                     live: AtomicIsize::new(0),
+                    timers_cancelled: AtomicUsize::new(0),
                 })
                 .collect(),
             injector: Injector::new(),
@@ -299,7 +300,6 @@ impl Builder {
             tasks: TaskRegistry::new(),
             blocking: BlockingPool::new(),
             wake_sources: AtomicUsize::new(0),
-            timers_cancelled: AtomicUsize::new(0),
             main: MainSlot::new(),
         });
         let mut threads = Vec::with_capacity(procs);

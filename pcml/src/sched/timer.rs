@@ -46,8 +46,9 @@ pub(crate) struct TimerCell {
     state: AtomicU8,
     /// What to do when it fires; replaced by an async poller whose waker changed.
     waiter: SpinLock<Option<OnFire>>,
-    /// The runtime whose `wake_sources` counts this timer (none for the fallback thread).
-    shared: Option<Arc<Shared>>,
+    /// The runtime whose `wake_sources` counts this timer, and the proc whose heap holds it
+    /// (none for the fallback thread).
+    owner: Option<(Arc<Shared>, usize)>,
 }
 
 impl TimerCell {
@@ -71,9 +72,12 @@ impl TimerCell {
             .is_ok();
         if won {
             self.waiter.lock().take();
-            if let Some(shared) = &self.shared {
+            if let Some((shared, proc)) = &self.owner {
                 shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
-                shared.timers_cancelled.fetch_add(1, Ordering::Relaxed);
+                // Relaxed: a hint for the owning proc's compaction.
+                shared.procs[*proc]
+                    .timers_cancelled
+                    .fetch_add(1, Ordering::Relaxed);
             }
         }
         won
@@ -92,7 +96,7 @@ impl TimerCell {
                 Some(OnFire::Call(f)) => f(),
                 None => {}
             }
-            if let Some(shared) = &self.shared {
+            if let Some((shared, _)) = &self.owner {
                 // SeqCst: deadlock detection reads this after the wake-up is visible.
                 shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
             }
@@ -109,6 +113,8 @@ impl TimerCell {
 pub(crate) struct TimerHeap {
     heap: BinaryHeap<Reverse<Entry>>,
     seq: u64,
+    /// The proc that owns this heap.
+    proc: usize,
 }
 
 struct Entry {
@@ -135,10 +141,11 @@ impl Ord for Entry {
 }
 
 impl TimerHeap {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(proc: usize) -> Self {
         Self {
             heap: BinaryHeap::new(),
             seq: 0,
+            proc,
         }
     }
 
@@ -154,7 +161,7 @@ impl TimerHeap {
         let cell = Arc::new(TimerCell {
             state: AtomicU8::new(PENDING),
             waiter: SpinLock::new(on_fire),
-            shared: Some(shared.clone()),
+            owner: Some((shared.clone(), self.proc)),
         });
         // A thread that arms and cancels in a loop may not return to the worker for a long
         // time: compact here too, not only when timers fire.
@@ -194,9 +201,11 @@ impl TimerHeap {
 
     /// Drops cancelled entries when they make up most of the heap.
     fn compact(&mut self, shared: &Shared) {
-        let cancelled = shared.timers_cancelled.load(Ordering::Relaxed);
+        let counter = &shared.procs[self.proc].timers_cancelled;
+        // Relaxed: a hint; the filter below looks at each timer's own state.
+        let cancelled = counter.load(Ordering::Relaxed);
         if cancelled > 64 && cancelled * 2 > self.heap.len() {
-            shared.timers_cancelled.store(0, Ordering::Relaxed);
+            counter.store(0, Ordering::Relaxed);
             let live: Vec<_> = self
                 .heap
                 .drain()
@@ -239,7 +248,7 @@ pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell>
     let cell = Arc::new(TimerCell {
         state: AtomicU8::new(PENDING),
         waiter: SpinLock::new(Some(on_fire)),
-        shared: None,
+        owner: None,
     });
     let mut heap = fb.heap.lock().unwrap();
     // Drop cancelled entries now and then so the heap stays bounded.

@@ -93,6 +93,9 @@ pub(crate) struct ProcShared {
     /// here may end elsewhere). Written only by the proc's own worker thread, with a plain load
     /// and store (no read-modify-write on the spawn path); summed by deadlock detection.
     pub(crate) live: AtomicIsize,
+    /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
+    /// incremented by any thread, reset by the proc.
+    pub(crate) timers_cancelled: AtomicUsize,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -128,8 +131,6 @@ pub(crate) struct Shared {
     pub(crate) blocking: BlockingPool,
     /// Sources other than pcml threads that may wake a thread (pending timers, I/O, ...).
     pub(crate) wake_sources: AtomicUsize,
-    /// Timers cancelled and not yet dropped from their proc's heap (drives compaction).
-    pub(crate) timers_cancelled: AtomicUsize,
     /// How `block_on` learns that main ended or that the runtime deadlocked.
     pub(crate) main: MainSlot,
 }
@@ -959,7 +960,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         tick: Cell::new(0),
         injector_turn: Cell::new(INJECTOR_EVERY),
         prefer_new: Cell::new(false),
-        timers: RefCell::new(TimerHeap::new()),
+        timers: RefCell::new(TimerHeap::new(index)),
         timer_turn: Cell::new(TIMER_EVERY),
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),
