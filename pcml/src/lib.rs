@@ -1,8 +1,9 @@
 //! # pcml: Parallel Concurrent ML for Rust
 //!
 //! Lightweight threads on every core, first-class synchronous events, the CML library around
-//! them, and Erlang-style actors on top. This release provides the runtime: procs, fibers,
-//! async tasks and the scheduler.
+//! them, and Erlang-style actors on top. This release provides the runtime (procs, fibers,
+//! async tasks, the scheduler), events and channels ([`event`], [`chan`]) with the Parallel
+//! CML protocol, and time ([`time`]: sleeps and timeouts as events).
 //!
 //! ```
 //! let total = pcml::run(|| {
@@ -13,8 +14,8 @@
 //! ```
 //!
 //! ## Threads
-//! - **Fibers** ([`spawn`]) are stackful: code in them blocks in direct style (`join`, and the
-//!   sync operations of later layers) by suspending only the fiber. A started fiber stays on
+//! - **Fibers** ([`spawn`]) are stackful: code in them blocks in direct style (`join`, `sync`,
+//!   `send`, `recv`, `sleep`) by suspending only the fiber. A started fiber stays on
 //!   the proc that first ran it; see [`fiber`] for why.
 //! - **Async tasks** ([`spawn_task`]) are futures: no stack of their own, so millions fit; they
 //!   migrate between procs freely.
