@@ -34,19 +34,23 @@ pub mod chan;
 pub mod event;
 pub mod fiber;
 pub(crate) mod loom;
+pub mod mailbox;
 pub mod mp;
 pub mod sched;
+pub mod sync_var;
 pub mod task;
 pub mod time;
 
 pub use chan::Chan;
 pub use event::{Event, always, choose, guard, never, select, sync, with_nack};
+pub use mailbox::Mailbox;
 pub use mp::{ProcLocal, SpinLock, current_proc, procs};
 pub use sched::{
     BuildError, Builder, JoinError, JoinHandle, Runtime, RuntimeError, SpawnError, ThreadId,
     YieldAsync, current, exit, run, spawn, spawn_blocking, spawn_on, spawn_task, try_current,
     try_spawn, try_spawn_on, yield_async, yield_now,
 };
+pub use sync_var::{IVar, MVar};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

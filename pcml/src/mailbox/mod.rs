@@ -1,0 +1,250 @@
+//! Mailboxes (CML's `Mailbox`, seed 001's FIFO, seed 004's pipe): unbounded buffered channels.
+//! [`Mailbox::send`] never blocks; [`Mailbox::recv_evt`] is an event enabled while a message is
+//! buffered, so receiving composes in `choose`/`select` and works from fibers, OS threads and
+//! async code (`.await`).
+//!
+//! Built on the public [`BaseEvent`] API: a `std::sync::Mutex` around the buffer and a queue
+//! of blocked receivers, each with a one-value slot. A send hands its message straight to the
+//! first live blocked receiver (winning its sync, delivering into its slot, publishing), else
+//! appends it to the buffer.
+//!
+//! # Differences from the CML library
+//! - Deliveries and wake-ups happen under the mailbox's lock, which keeps the FIFO order
+//!   simple; a wake-up only schedules the receiver and never takes this lock.
+//!
+//! # Invariants
+//! - The buffer and the receiver queue are touched only under the lock; the only lock taken
+//!   under it is a receiver's slot lock, a leaf.
+//! - While the buffer is non-empty no live receiver is queued (a send serves receivers first,
+//!   a receive that finds a message takes it instead of queueing), so messages leave in the
+//!   order they were sent: those of one sender arrive in its order.
+//! - A receiver's slot is written once, by the sender that won its sync, before it publishes;
+//!   its owner reads it in `complete`.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch, Waiter};
+
+/// Sweep dead receivers when a push finds the queue at least this long.
+const SWEEP_AT: usize = 16;
+
+type Slot<T> = Arc<Mutex<Option<T>>>;
+
+fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    // No user code runs under these locks, so a poisoned state is still consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An unbounded FIFO channel: `send` never blocks, `recv` blocks while it is empty.
+///
+/// Cheap to clone (a reference count); `Send + Sync` when `T: Send`.
+///
+/// # Examples
+/// ```
+/// let mb = pcml::Mailbox::new();
+/// mb.send(1);
+/// mb.send(2);
+/// assert_eq!(mb.len(), 2);
+/// assert_eq!(mb.recv(), 1);
+/// assert_eq!(mb.recv(), 2);
+/// ```
+pub struct Mailbox<T> {
+    inner: Arc<Inner<T>>,
+}
+
+struct Inner<T> {
+    state: Mutex<State<T>>,
+}
+
+struct State<T> {
+    /// Buffered messages, oldest first.
+    buf: VecDeque<T>,
+    /// Blocked receivers; live ones only while `buf` is empty.
+    receivers: VecDeque<(Waiter, Slot<T>)>,
+    /// Sweep dead receivers when a push finds the queue this long.
+    sweep_at: usize,
+}
+
+impl<T> Clone for Mailbox<T> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> Default for Mailbox<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for Mailbox<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mailbox").field("len", &self.len()).finish()
+    }
+}
+
+impl<T> Mailbox<T> {
+    /// An empty mailbox.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb: pcml::Mailbox<u8> = pcml::Mailbox::new();
+    /// assert!(mb.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State {
+                    buf: VecDeque::new(),
+                    receivers: VecDeque::new(),
+                    sweep_at: SWEEP_AT,
+                }),
+            }),
+        }
+    }
+
+    /// How many messages are buffered (not yet received).
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// mb.send("a");
+    /// assert_eq!(mb.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        lock(&self.inner.state).buf.len()
+    }
+
+    /// Whether no message is buffered.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// assert!(mb.is_empty());
+    /// mb.send(());
+    /// assert!(!mb.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        lock(&self.inner.state).buf.is_empty()
+    }
+}
+
+impl<T: Send + 'static> Mailbox<T> {
+    /// Sends `v`: to the first blocked receiver if there is one, else into the buffer. Never
+    /// blocks.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// let rx = mb.clone();
+    /// let t = std::thread::spawn(move || rx.recv());
+    /// mb.send(9);
+    /// assert_eq!(t.join().unwrap(), 9);
+    /// ```
+    pub fn send(&self, v: T) {
+        let mut st = lock(&self.inner.state);
+        while let Some((w, slot)) = st.receivers.pop_front() {
+            if let Some(commit) = w.synch_spinning() {
+                *lock(&slot) = Some(v);
+                commit.publish();
+                return;
+            }
+            // Dead receiver (its sync won elsewhere): next.
+        }
+        st.buf.push_back(v);
+    }
+
+    /// Receives the oldest message, blocking while the mailbox is empty.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// mb.send('x');
+    /// assert_eq!(mb.recv(), 'x');
+    /// ```
+    pub fn recv(&self) -> T {
+        self.recv_evt().sync()
+    }
+
+    /// An event enabled while a message is buffered; syncing on it receives the oldest one.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb: pcml::Mailbox<i32> = pcml::Mailbox::new();
+    /// assert_eq!(pcml::select([mb.recv_evt(), pcml::always(-1)]), -1);
+    /// mb.send(5);
+    /// assert_eq!(pcml::select([mb.recv_evt(), pcml::never()]), 5);
+    /// ```
+    pub fn recv_evt(&self) -> Event<T> {
+        Event::from_base(RecvEvt {
+            mb: self.inner.clone(),
+            slot: None,
+        })
+    }
+
+    /// Receives the oldest message if there is one. Never blocks.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// assert_eq!(mb.try_recv(), None);
+    /// mb.send(1);
+    /// assert_eq!(mb.try_recv(), Some(1));
+    /// ```
+    pub fn try_recv(&self) -> Option<T> {
+        lock(&self.inner.state).buf.pop_front()
+    }
+}
+
+/// The base event of [`Mailbox::recv_evt`].
+struct RecvEvt<T> {
+    mb: Arc<Inner<T>>,
+    /// Our queued offer's slot while blocked.
+    slot: Option<Slot<T>>,
+}
+
+impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
+    type Output = T;
+
+    fn poll(&mut self) -> bool {
+        !lock(&self.mb.state).buf.is_empty()
+    }
+
+    fn try_do(&mut self) -> Option<T> {
+        lock(&self.mb.state).buf.pop_front()
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+        let mut st = lock(&self.mb.state);
+        if !st.buf.is_empty() {
+            return match me.synch_self() {
+                SelfSynch::Won => {
+                    Blocked::Committed(st.buf.pop_front().expect("pcml: mailbox emptied"))
+                }
+                SelfSynch::AlreadySynched => Blocked::Synched,
+            };
+        }
+        if st.receivers.len() >= st.sweep_at {
+            st.receivers.retain(|(w, _)| !w.is_synched());
+            st.sweep_at = (st.receivers.len() * 2).max(SWEEP_AT);
+        }
+        let slot = Slot::default();
+        st.receivers.push_back((me.waiter(), slot.clone()));
+        self.slot = Some(slot);
+        Blocked::Waiting
+    }
+
+    fn complete(&mut self) -> T {
+        lock(
+            self.slot
+                .as_ref()
+                .expect("pcml: mailbox recv completed unblocked"),
+        )
+        .take()
+        .expect("pcml: a completed mailbox receive without its message")
+    }
+}

@@ -1,0 +1,795 @@
+//! Synchronous variables (CML's `SyncVar`, seed 001's MVars): [`IVar`], a write-once cell, and
+//! [`MVar`], a cell that is either full or empty.
+//!
+//! Both are communication objects built on the public [`BaseEvent`] API, like a user's own
+//! primitive would be: a `std::sync::Mutex` around the cell and its queues of waiters, each
+//! waiter paired with a one-value slot. Every blocking operation is an event
+//! ([`IVar::get_evt`], [`MVar::take_evt`], [`MVar::put_evt`], [`MVar::get_evt`]), so it composes
+//! in `choose`/`select` and works from fibers, OS threads and async code (`.await`); the plain
+//! methods (`get`, `take`, `put`, ...) are those events synced.
+//!
+//! The phases of each event: `poll` locks briefly and looks at the cell; `try_do` commits if the
+//! cell allows it (serving waiters it unblocks); `block` either completes at once (the cell
+//! allows it: [`OwnWaiter::synch_self`], or for a put, a blocked taker matched with
+//! [`OwnWaiter::try_match`]) or queues its offer; `complete` reads what the partner delivered
+//! into the slot; a losing put offer's `cancel` drops the value it carried.
+//!
+//! # Differences from the CML library
+//! - CML's `mPut` on a full MVar raises `Put`; here, as in seed 001 (and Haskell), `put` blocks
+//!   while full. [`IVar::put`] on a full IVar returns [`PutError`] with the value.
+//! - Deliveries and wake-ups happen under the object's lock (unlike `Chan`, which drops its lock
+//!   first): the wake-up only schedules the waiter and never takes this lock, so this cannot
+//!   deadlock, and it keeps the cell's state changes atomic.
+//!
+//! # Invariants
+//! - The cell and its queues are touched only under the object's lock; the lock is never held
+//!   across a block or a yield, and the only lock taken under it is a waiter's slot lock, which
+//!   is a leaf (nobody takes another lock while holding a slot lock).
+//! - A waiter's slot is written by the thread that won its sync (then it publishes), and read
+//!   by its owner after `complete`, or, for a losing put offer, in `cancel`.
+//! - `MVar`: when the cell is full, no live taker or reader is queued (a put serves them
+//!   first); when it is empty, no live putter is queued (a take refills from the first live
+//!   putter). Queues are FIFO, so waiters of one kind are served in arrival order.
+//! - A sync never matches an offer of its own ([`Waiter::same_sync`]).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch, Waiter};
+
+/// Sweep dead waiters from a queue when a push finds it at least this long (then double it).
+const SWEEP_AT: usize = 16;
+
+/// A one-value slot, written by the winner of a waiter's sync and read by its owner.
+type Slot<T> = Arc<Mutex<Option<T>>>;
+
+fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    // A panic never happens while a lock is held (no user code runs under it but `Clone`);
+    // if it did, the state is still consistent, so ignore poisoning.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A queued waiter: its sync's handle and its slot (a taker's empty slot, a putter's value).
+struct Offer<T> {
+    w: Waiter,
+    slot: Slot<T>,
+}
+
+/// A FIFO queue of offers that drops dead ones when it grows.
+struct Queue<T> {
+    q: VecDeque<Offer<T>>,
+    sweep_at: usize,
+}
+
+impl<T> Queue<T> {
+    fn new() -> Self {
+        Self {
+            q: VecDeque::new(),
+            sweep_at: SWEEP_AT,
+        }
+    }
+
+    fn push(&mut self, o: Offer<T>) {
+        if self.q.len() >= self.sweep_at {
+            self.q.retain(|o| !o.w.is_synched());
+            self.sweep_at = (self.q.len() * 2).max(SWEEP_AT);
+        }
+        self.q.push_back(o);
+    }
+
+    /// Removes the first live offer that is not of `me`'s sync, with its position.
+    fn take_match(&mut self, me: Option<&OwnWaiter<'_>>) -> Option<(usize, Offer<T>)> {
+        let mut i = 0;
+        while i < self.q.len() {
+            let o = &self.q[i];
+            if o.w.is_synched() {
+                self.q.remove(i);
+                continue;
+            }
+            if me.is_some_and(|me| o.w.same_sync(me)) {
+                i += 1;
+                continue;
+            }
+            return self.q.remove(i).map(|o| (i, o));
+        }
+        None
+    }
+}
+
+/// Completes a blocked sync's offer with `v`: wins its sync (spinning while its owner holds it
+/// `Claimed`), delivers, publishes. Gives `v` back if the offer is dead.
+fn deliver<T>(o: &Offer<T>, v: T) -> Result<(), T> {
+    match o.w.synch_spinning() {
+        Some(commit) => {
+            *lock(&o.slot) = Some(v);
+            commit.publish();
+            Ok(())
+        }
+        None => Err(v),
+    }
+}
+
+/// Reads what a partner delivered into our slot.
+fn delivered<T>(slot: &Slot<T>) -> T {
+    lock(slot)
+        .take()
+        .expect("pcml: a completed sync-variable offer without its value")
+}
+
+/// Completes a sync in its blocking phase with no partner (the cell allows it).
+fn complete_self<O>(me: &OwnWaiter<'_>, f: impl FnOnce() -> O) -> Blocked<O> {
+    match me.synch_self() {
+        SelfSynch::Won => Blocked::Committed(f()),
+        SelfSynch::AlreadySynched => Blocked::Synched,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// IVar
+
+/// The error of a second [`IVar::put`]: the IVar is already full. Holds the value back.
+///
+/// # Examples
+/// ```
+/// let v = pcml::IVar::new();
+/// v.put(1).unwrap();
+/// let err = v.put(2).unwrap_err();
+/// assert_eq!(err.into_inner(), 2);
+/// ```
+#[derive(PartialEq, Eq)]
+pub struct PutError<T>(pub T);
+
+impl<T> PutError<T> {
+    /// The value that was not put.
+    ///
+    /// # Examples
+    /// ```
+    /// let v = pcml::IVar::new();
+    /// v.put("a").unwrap();
+    /// assert_eq!(v.put("b").unwrap_err().into_inner(), "b");
+    /// ```
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> fmt::Debug for PutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PutError(..)")
+    }
+}
+
+impl<T> fmt::Display for PutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("put on an IVar that already holds a value (an IVar is written once)")
+    }
+}
+
+impl<T> std::error::Error for PutError<T> {}
+
+/// A write-once variable (CML's `ivar`): empty until its one [`put`](IVar::put), then full
+/// forever. Readers block until it is full, and each gets a clone of the value.
+///
+/// Cheap to clone (a reference count); `Send + Sync` when `T: Send`.
+///
+/// # Examples
+/// ```
+/// let v = pcml::IVar::new();
+/// let r = v.clone();
+/// let t = std::thread::spawn(move || r.get());
+/// v.put(42).unwrap();
+/// assert_eq!(t.join().unwrap(), 42);
+/// ```
+pub struct IVar<T> {
+    inner: Arc<IVarInner<T>>,
+}
+
+struct IVarInner<T> {
+    state: Mutex<IState<T>>,
+}
+
+struct IState<T> {
+    /// The value, once put (written once, under the lock).
+    value: Option<T>,
+    /// Blocked getters, served (and emptied) by the put.
+    getters: Queue<T>,
+}
+
+impl<T> Clone for IVar<T> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> Default for IVar<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for IVar<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let full = lock(&self.inner.state).value.is_some();
+        f.debug_struct("IVar").field("full", &full).finish()
+    }
+}
+
+impl<T> IVar<T> {
+    /// An empty IVar.
+    ///
+    /// # Examples
+    /// ```
+    /// let v: pcml::IVar<u8> = pcml::IVar::new();
+    /// assert_eq!(v.try_get(), None);
+    /// ```
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(IVarInner {
+                state: Mutex::new(IState {
+                    value: None,
+                    getters: Queue::new(),
+                }),
+            }),
+        }
+    }
+}
+
+impl<T: Clone + Send + 'static> IVar<T> {
+    /// Fills the IVar and wakes every blocked getter with a clone of `v`. Never blocks.
+    ///
+    /// # Errors
+    /// [`PutError`] holding `v` if the IVar was already full.
+    ///
+    /// # Examples
+    /// ```
+    /// let v = pcml::IVar::new();
+    /// assert!(v.put(1).is_ok());
+    /// assert!(v.put(2).is_err());
+    /// assert_eq!(v.get(), 1);
+    /// ```
+    pub fn put(&self, v: T) -> Result<(), PutError<T>> {
+        let mut st = lock(&self.inner.state);
+        if st.value.is_some() {
+            return Err(PutError(v));
+        }
+        let getters = std::mem::replace(&mut st.getters, Queue::new());
+        for g in getters.q {
+            // A dead getter (its sync won elsewhere) just gives the clone back.
+            let _ = deliver(&g, v.clone());
+        }
+        st.value = Some(v);
+        Ok(())
+    }
+
+    /// Blocks until the IVar is full, then returns a clone of its value.
+    ///
+    /// # Examples
+    /// ```
+    /// let v = pcml::IVar::new();
+    /// v.put("x").unwrap();
+    /// assert_eq!(v.get(), "x");
+    /// ```
+    pub fn get(&self) -> T {
+        self.get_evt().sync()
+    }
+
+    /// The value, if the IVar is full; never blocks.
+    ///
+    /// # Examples
+    /// ```
+    /// let v = pcml::IVar::new();
+    /// assert_eq!(v.try_get(), None);
+    /// v.put(3).unwrap();
+    /// assert_eq!(v.try_get(), Some(3));
+    /// ```
+    pub fn try_get(&self) -> Option<T> {
+        lock(&self.inner.state).value.clone()
+    }
+
+    /// An event enabled once the IVar is full, returning a clone of its value.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let v: pcml::IVar<u32> = pcml::IVar::new();
+    /// let r = pcml::select([
+    ///     v.get_evt().wrap(Some),
+    ///     pcml::time::timeout_evt(Duration::from_millis(1)).wrap(|()| None),
+    /// ]);
+    /// assert_eq!(r, None);
+    /// ```
+    pub fn get_evt(&self) -> Event<T> {
+        Event::from_base(IGetEvt {
+            var: self.inner.clone(),
+            slot: None,
+        })
+    }
+}
+
+/// The base event of [`IVar::get_evt`].
+struct IGetEvt<T> {
+    var: Arc<IVarInner<T>>,
+    /// Our offer's slot while blocked.
+    slot: Option<Slot<T>>,
+}
+
+impl<T: Clone + Send + 'static> BaseEvent for IGetEvt<T> {
+    type Output = T;
+
+    fn poll(&mut self) -> bool {
+        lock(&self.var.state).value.is_some()
+    }
+
+    fn try_do(&mut self) -> Option<T> {
+        lock(&self.var.state).value.clone()
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+        let mut st = lock(&self.var.state);
+        if let Some(v) = &st.value {
+            return complete_self(me, || v.clone());
+        }
+        let slot = Slot::default();
+        st.getters.push(Offer {
+            w: me.waiter(),
+            slot: slot.clone(),
+        });
+        self.slot = Some(slot);
+        Blocked::Waiting
+    }
+
+    fn complete(&mut self) -> T {
+        delivered(
+            self.slot
+                .as_ref()
+                .expect("pcml: IVar get completed unblocked"),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MVar
+
+/// A cell that is either full or empty (seed 001's MVar, CML's `mvar`): `put` fills it,
+/// blocking while it is full; `take` empties it, blocking while it is empty; `get` reads it
+/// without emptying it.
+///
+/// Blocked takers, putters and readers are served in FIFO order per kind. Cheap to clone (a
+/// reference count); `Send + Sync` when `T: Send`.
+///
+/// # Examples
+/// A one-slot buffer between two threads:
+/// ```
+/// let m = pcml::MVar::new();
+/// let p = m.clone();
+/// let t = std::thread::spawn(move || (0..3).for_each(|i| p.put(i)));
+/// let got: Vec<i32> = (0..3).map(|_| m.take()).collect();
+/// assert_eq!(got, [0, 1, 2]);
+/// t.join().unwrap();
+/// ```
+pub struct MVar<T> {
+    inner: Arc<MVarInner<T>>,
+}
+
+struct MVarInner<T> {
+    state: Mutex<MState<T>>,
+}
+
+/// How a queued reader turns the cell's value into its own copy (`T::clone`, captured where
+/// `T: Clone` is known).
+type Cloner<T> = fn(&T) -> T;
+
+struct MState<T> {
+    /// The cell.
+    value: Option<T>,
+    /// Blocked takers (empty slots); live ones only while `value` is `None`.
+    takers: Queue<T>,
+    /// Blocked putters (slots holding their values); live ones only while `value` is `Some`.
+    putters: Queue<T>,
+    /// Blocked readers; live ones only while `value` is `None`.
+    readers: VecDeque<(Offer<T>, Cloner<T>)>,
+}
+
+impl<T> MState<T> {
+    /// The cell was empty and receives `v`: serve every live reader a clone, then the first
+    /// live taker, else store it.
+    fn fill(&mut self, v: T) {
+        for (r, clone) in std::mem::take(&mut self.readers) {
+            let _ = deliver(&r, clone(&v));
+        }
+        let mut v = v;
+        while let Some((_, t)) = self.takers.take_match(None) {
+            match deliver(&t, v) {
+                Ok(()) => return,
+                // Dead taker: next.
+                Err(back) => v = back,
+            }
+        }
+        self.value = Some(v);
+    }
+
+    /// The cell was just emptied: refill it from the first live putter, if any.
+    fn refill(&mut self) {
+        debug_assert!(self.value.is_none());
+        while let Some((_, p)) = self.putters.take_match(None) {
+            if let Some(commit) = p.w.synch_spinning() {
+                let v = lock(&p.slot).take();
+                commit.publish();
+                if let Some(v) = v {
+                    // Live takers and readers are not queued while putters are.
+                    self.fill(v);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Takes the value, refilling from a blocked putter.
+    fn take(&mut self) -> Option<T> {
+        let v = self.value.take()?;
+        self.refill();
+        Some(v)
+    }
+}
+
+impl<T> Clone for MVar<T> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> Default for MVar<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for MVar<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let full = lock(&self.inner.state).value.is_some();
+        f.debug_struct("MVar").field("full", &full).finish()
+    }
+}
+
+impl<T> MVar<T> {
+    /// An empty MVar.
+    ///
+    /// # Examples
+    /// ```
+    /// let m: pcml::MVar<u8> = pcml::MVar::new();
+    /// assert_eq!(m.try_take(), None);
+    /// ```
+    pub fn new() -> Self {
+        Self::with(None)
+    }
+
+    /// A full MVar holding `v`.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new_full(5);
+    /// assert_eq!(m.take(), 5);
+    /// ```
+    pub fn new_full(v: T) -> Self {
+        Self::with(Some(v))
+    }
+
+    fn with(value: Option<T>) -> Self {
+        Self {
+            inner: Arc::new(MVarInner {
+                state: Mutex::new(MState {
+                    value,
+                    takers: Queue::new(),
+                    putters: Queue::new(),
+                    readers: VecDeque::new(),
+                }),
+            }),
+        }
+    }
+}
+
+impl<T: Send + 'static> MVar<T> {
+    /// Fills the MVar, blocking while it is full.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new();
+    /// m.put(1);
+    /// assert_eq!(m.take(), 1);
+    /// ```
+    pub fn put(&self, v: T) {
+        self.put_evt(v).sync()
+    }
+
+    /// An event enabled while the MVar is empty; syncing on it fills it with `v`. If it loses
+    /// a choice, `v` is dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new_full(1);
+    /// let r = pcml::select([m.put_evt(2).wrap(|()| "put"), pcml::always("busy")]);
+    /// assert_eq!(r, "busy");
+    /// ```
+    pub fn put_evt(&self, v: T) -> Event<()> {
+        Event::from_base(PutEvt {
+            var: self.inner.clone(),
+            value: Some(v),
+            slot: None,
+        })
+    }
+
+    /// Fills the MVar if it is empty; gives `v` back if it is full. Never blocks.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new();
+    /// assert_eq!(m.try_put(1), Ok(()));
+    /// assert_eq!(m.try_put(2), Err(2));
+    /// ```
+    pub fn try_put(&self, v: T) -> Result<(), T> {
+        let mut st = lock(&self.inner.state);
+        if st.value.is_some() {
+            return Err(v);
+        }
+        st.fill(v);
+        Ok(())
+    }
+
+    /// Empties the MVar and returns its value, blocking while it is empty.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new_full("v");
+    /// assert_eq!(m.take(), "v");
+    /// ```
+    pub fn take(&self) -> T {
+        self.take_evt().sync()
+    }
+
+    /// An event enabled while the MVar is full; syncing on it empties it and returns the value.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new_full(7);
+    /// assert_eq!(pcml::select([m.take_evt(), pcml::never()]), 7);
+    /// ```
+    pub fn take_evt(&self) -> Event<T> {
+        Event::from_base(TakeEvt {
+            var: self.inner.clone(),
+            slot: None,
+        })
+    }
+
+    /// Empties the MVar and returns its value if it is full. Never blocks.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new();
+    /// assert_eq!(m.try_take(), None);
+    /// m.put(1);
+    /// assert_eq!(m.try_take(), Some(1));
+    /// ```
+    pub fn try_take(&self) -> Option<T> {
+        lock(&self.inner.state).take()
+    }
+
+    /// Takes the value and puts `v` in its place, returning the old value; blocks while the
+    /// MVar is empty. Not atomic with respect to other putters: another put may slip in
+    /// between the take and the put (as Haskell's `swapMVar`), in which case this put waits.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new_full(1);
+    /// assert_eq!(m.swap(2), 1);
+    /// assert_eq!(m.take(), 2);
+    /// ```
+    pub fn swap(&self, v: T) -> T {
+        let old = self.take();
+        self.put(v);
+        old
+    }
+}
+
+impl<T: Clone + Send + 'static> MVar<T> {
+    /// Returns a clone of the value without emptying the MVar, blocking while it is empty.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new_full(3);
+    /// assert_eq!(m.get(), 3);
+    /// assert_eq!(m.take(), 3);
+    /// ```
+    pub fn get(&self) -> T {
+        self.get_evt().sync()
+    }
+
+    /// An event enabled while the MVar is full, returning a clone of the value (the MVar stays
+    /// full).
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new();
+    /// let r = m.clone();
+    /// let t = std::thread::spawn(move || r.get_evt().sync());
+    /// m.put('a');
+    /// assert_eq!(t.join().unwrap(), 'a');
+    /// ```
+    pub fn get_evt(&self) -> Event<T> {
+        Event::from_base(ReadEvt {
+            var: self.inner.clone(),
+            slot: None,
+        })
+    }
+}
+
+/// The base event of [`MVar::put_evt`].
+struct PutEvt<T> {
+    var: Arc<MVarInner<T>>,
+    /// The value, until it is put or queued in `slot`.
+    value: Option<T>,
+    /// Our queued offer's slot (holding the value) while blocked.
+    slot: Option<Slot<T>>,
+}
+
+impl<T: Send + 'static> BaseEvent for PutEvt<T> {
+    type Output = ();
+
+    fn poll(&mut self) -> bool {
+        lock(&self.var.state).value.is_none()
+    }
+
+    fn try_do(&mut self) -> Option<()> {
+        let mut st = lock(&self.var.state);
+        if st.value.is_some() {
+            return None;
+        }
+        st.fill(self.value.take().expect("pcml: MVar put without a value"));
+        Some(())
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+        let mut st = lock(&self.var.state);
+        if st.value.is_some() {
+            let slot = Arc::new(Mutex::new(self.value.take()));
+            st.putters.push(Offer {
+                w: me.waiter(),
+                slot: slot.clone(),
+            });
+            self.slot = Some(slot);
+            return Blocked::Waiting;
+        }
+        // Empty: hand the value to a blocked taker of another sync (Figure 9), serving
+        // readers first, or else fill the cell ourselves.
+        loop {
+            let Some((i, t)) = st.takers.take_match(Some(me)) else {
+                break;
+            };
+            match me.try_match(&t.w) {
+                Match::Won(commit) => {
+                    let v = self.value.take().expect("pcml: MVar put without a value");
+                    for (r, clone) in std::mem::take(&mut st.readers) {
+                        let _ = deliver(&r, clone(&v));
+                    }
+                    *lock(&t.slot) = Some(v);
+                    commit.publish();
+                    return Blocked::Committed(());
+                }
+                // Dead taker, out of the queue: look again.
+                Match::PartnerGone => continue,
+                // Our sync completed elsewhere: put the taker back (below) and stop.
+                Match::SelfSynched => {}
+            }
+            st.takers.q.insert(i, t);
+            return Blocked::Synched;
+        }
+        match me.synch_self() {
+            SelfSynch::Won => {
+                st.fill(self.value.take().expect("pcml: MVar put without a value"));
+                Blocked::Committed(())
+            }
+            SelfSynch::AlreadySynched => Blocked::Synched,
+        }
+    }
+
+    fn complete(&mut self) {}
+
+    fn cancel(&mut self) {
+        // Our sync is settled and this offer lost: nobody else touches the slot now.
+        if let Some(slot) = self.slot.take() {
+            lock(&slot).take();
+        }
+    }
+}
+
+/// The base event of [`MVar::take_evt`].
+struct TakeEvt<T> {
+    var: Arc<MVarInner<T>>,
+    /// Our queued offer's slot while blocked.
+    slot: Option<Slot<T>>,
+}
+
+impl<T: Send + 'static> BaseEvent for TakeEvt<T> {
+    type Output = T;
+
+    fn poll(&mut self) -> bool {
+        lock(&self.var.state).value.is_some()
+    }
+
+    fn try_do(&mut self) -> Option<T> {
+        lock(&self.var.state).take()
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+        let mut st = lock(&self.var.state);
+        if st.value.is_some() {
+            return complete_self(me, || st.take().expect("pcml: MVar emptied under its lock"));
+        }
+        let slot = Slot::default();
+        st.takers.push(Offer {
+            w: me.waiter(),
+            slot: slot.clone(),
+        });
+        self.slot = Some(slot);
+        Blocked::Waiting
+    }
+
+    fn complete(&mut self) -> T {
+        delivered(
+            self.slot
+                .as_ref()
+                .expect("pcml: MVar take completed unblocked"),
+        )
+    }
+}
+
+/// The base event of [`MVar::get_evt`].
+struct ReadEvt<T> {
+    var: Arc<MVarInner<T>>,
+    /// Our queued offer's slot while blocked.
+    slot: Option<Slot<T>>,
+}
+
+impl<T: Clone + Send + 'static> BaseEvent for ReadEvt<T> {
+    type Output = T;
+
+    fn poll(&mut self) -> bool {
+        lock(&self.var.state).value.is_some()
+    }
+
+    fn try_do(&mut self) -> Option<T> {
+        lock(&self.var.state).value.clone()
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+        let mut st = lock(&self.var.state);
+        if let Some(v) = &st.value {
+            return complete_self(me, || v.clone());
+        }
+        let slot = Slot::default();
+        if st.readers.len() >= SWEEP_AT {
+            st.readers.retain(|(o, _)| !o.w.is_synched());
+        }
+        st.readers.push_back((
+            Offer {
+                w: me.waiter(),
+                slot: slot.clone(),
+            },
+            T::clone,
+        ));
+        self.slot = Some(slot);
+        Blocked::Waiting
+    }
+
+    fn complete(&mut self) -> T {
+        delivered(
+            self.slot
+                .as_ref()
+                .expect("pcml: MVar get completed unblocked"),
+        )
+    }
+}

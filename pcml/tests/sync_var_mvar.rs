@@ -1,0 +1,207 @@
+//! MVar: a full-or-empty cell, in fibers, OS threads, choices and async.
+
+use std::time::Duration;
+
+use pcml::{Chan, MVar, Runtime, RuntimeError};
+
+#[test]
+fn try_ops_succeed_only_when_possible() {
+    let m = MVar::new();
+    assert_eq!(m.try_take(), None);
+    assert_eq!(m.try_put(1), Ok(()));
+    assert_eq!(m.try_put(2), Err(2));
+    assert_eq!(m.get(), 1);
+    assert_eq!(m.try_take(), Some(1));
+    assert_eq!(m.try_take(), None);
+    let f = MVar::new_full(3);
+    assert_eq!(f.swap(4), 3);
+    assert_eq!(f.take(), 4);
+}
+
+#[test]
+fn one_slot_buffer_between_fibers_passes_every_value_once_in_order() {
+    for procs in [1, 4] {
+        let got = Runtime::builder()
+            .procs(procs)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                let m = MVar::new();
+                let p = m.clone();
+                let prod = pcml::spawn(move || (0..2000u32).for_each(|i| p.put(i)));
+                let got: Vec<u32> = (0..2000).map(|_| m.take()).collect();
+                prod.join().unwrap();
+                got
+            })
+            .unwrap();
+        assert_eq!(got, (0..2000).collect::<Vec<_>>(), "procs = {procs}");
+    }
+}
+
+#[test]
+fn many_putters_and_takers_on_threads_exchange_each_value_once() {
+    let m = MVar::new();
+    let putters: Vec<_> = (0..4u32)
+        .map(|t| {
+            let m = m.clone();
+            std::thread::spawn(move || (0..250).for_each(|i| m.put(t * 1000 + i)))
+        })
+        .collect();
+    let takers: Vec<_> = (0..4)
+        .map(|_| {
+            let m = m.clone();
+            std::thread::spawn(move || (0..250).map(|_| m.take()).collect::<Vec<_>>())
+        })
+        .collect();
+    putters.into_iter().for_each(|t| t.join().unwrap());
+    let mut all: Vec<u32> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    all.sort_unstable();
+    let mut want: Vec<u32> = (0..4)
+        .flat_map(|t| (0..250).map(move |i| t * 1000 + i))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(all, want);
+    assert_eq!(m.try_take(), None);
+}
+
+#[test]
+fn readers_see_the_value_and_leave_it() {
+    let got = pcml::run(|| {
+        let m = MVar::new();
+        let rs: Vec<_> = (0..10)
+            .map(|_| {
+                let m = m.clone();
+                pcml::spawn(move || m.get())
+            })
+            .collect();
+        pcml::yield_now();
+        m.put(9);
+        let got: Vec<i32> = rs.into_iter().map(|h| h.join().unwrap()).collect();
+        (got, m.take())
+    });
+    assert_eq!(got, (vec![9; 10], 9));
+}
+
+#[test]
+fn take_and_put_evts_select_with_a_channel() {
+    pcml::run(|| {
+        let m = MVar::new();
+        let ch = Chan::new();
+        let tx = ch.clone();
+        let h = pcml::spawn(move || tx.send(1));
+        // The MVar is empty: only the channel can win.
+        let r = pcml::select([
+            m.take_evt().wrap(|v| ("mvar", v)),
+            ch.recv_evt().wrap(|v| ("chan", v)),
+        ]);
+        assert_eq!(r, ("chan", 1));
+        h.join().unwrap();
+        m.put(2);
+        let r = pcml::select([
+            m.take_evt().wrap(|v| ("mvar", v)),
+            ch.recv_evt().wrap(|v| ("chan", v)),
+        ]);
+        assert_eq!(r, ("mvar", 2));
+        // A put that loses leaves the MVar empty; one that wins fills it.
+        m.put(3);
+        let rx = ch.clone();
+        let h = pcml::spawn(move || rx.recv());
+        let r = pcml::select([
+            m.put_evt(4).wrap(|()| "put"),
+            ch.send_evt(5).wrap(|()| "send"),
+        ]);
+        assert_eq!(r, "send");
+        assert_eq!(h.join().unwrap(), 5);
+        assert_eq!(m.take(), 3);
+        let r = pcml::select([
+            m.put_evt(6).wrap(|()| "put"),
+            ch.send_evt(7).wrap(|()| "send"),
+        ]);
+        assert_eq!(r, "put");
+        assert_eq!(m.take(), 6);
+    });
+}
+
+#[test]
+fn take_and_put_evts_select_with_a_timeout() {
+    let m: MVar<u8> = MVar::new();
+    let r = pcml::select([
+        m.take_evt().wrap(Some),
+        pcml::time::timeout_evt(Duration::from_millis(1)).wrap(|()| None),
+    ]);
+    assert_eq!(r, None);
+    m.put(1);
+    let r = pcml::select([
+        m.put_evt(2).wrap(|()| true),
+        pcml::time::timeout_evt(Duration::from_millis(1)).wrap(|()| false),
+    ]);
+    assert!(!r);
+    assert_eq!(m.try_take(), Some(1));
+    assert_eq!(m.try_take(), None, "the losing put left nothing behind");
+}
+
+#[test]
+fn a_blocked_put_and_take_in_one_choice_never_match_each_other() {
+    // A sync offering both put and take on one empty MVar takes nothing from itself: the put
+    // wins at once (the cell is empty).
+    let m = MVar::new();
+    let r = pcml::select([m.put_evt(1).wrap(|()| 0), m.take_evt()]);
+    assert_eq!(r, 0);
+    assert_eq!(m.take(), 1);
+}
+
+#[test]
+fn two_fibers_blocked_on_each_others_mvars_deadlock() {
+    let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
+        let (a, b) = (MVar::<u8>::new(), MVar::<u8>::new());
+        let (a2, b2) = (a.clone(), b.clone());
+        let x = pcml::spawn(move || {
+            let v = b2.take();
+            a2.put(v);
+        });
+        let y = pcml::spawn(move || {
+            let v = a.take();
+            b.put(v);
+        });
+        x.join().unwrap();
+        y.join().unwrap();
+    });
+    assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "got {r:?}");
+}
+
+#[test]
+fn events_await_in_pcml_tasks_and_tokio() {
+    let r = pcml::run(|| {
+        let m = MVar::new();
+        let p = m.clone();
+        let h = pcml::spawn_task(async move {
+            let a = p.take_evt().await;
+            p.put_evt(a + 1).await;
+        });
+        m.put(1);
+        h.join().unwrap();
+        m.take()
+    });
+    assert_eq!(r, 2);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let r = rt.block_on(async {
+        let m = MVar::new();
+        let p = m.clone();
+        let h = tokio::spawn(async move {
+            for i in 0..100 {
+                p.put_evt(i).await;
+            }
+        });
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            got.push(m.take_evt().await);
+        }
+        h.await.unwrap();
+        got
+    });
+    assert_eq!(r, (0..100).collect::<Vec<_>>());
+}
