@@ -89,3 +89,37 @@ fn threads_choosing_between_two_mvars_take_each_value_once() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// Swappers racing takers-and-putters on threads: every value is handed on exactly once.
+#[test]
+fn racing_swaps_hand_every_value_on_once() {
+    let m = MVar::new_full(0u32);
+    let ts: Vec<_> = (1..=4u32)
+        .map(|t| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                (0..PER)
+                    .map(|i| {
+                        let v = t * 100_000 + i;
+                        if i % 2 == 0 {
+                            m.swap(v)
+                        } else {
+                            let old = m.take();
+                            m.put(v);
+                            old
+                        }
+                    })
+                    .collect::<Vec<u32>>()
+            })
+        })
+        .collect();
+    let mut all: Vec<u32> = ts.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    all.push(m.take());
+    all.sort_unstable();
+    let mut want: Vec<u32> = (1..=4)
+        .flat_map(|t| (0..PER).map(move |i| t * 100_000 + i))
+        .collect();
+    want.push(0);
+    want.sort_unstable();
+    assert_eq!(all, want);
+}

@@ -205,3 +205,45 @@ fn events_await_in_pcml_tasks_and_tokio() {
     });
     assert_eq!(r, (0..100).collect::<Vec<_>>());
 }
+
+#[test]
+fn blocked_swappers_chain_their_values_each_once() {
+    for procs in [1, 4] {
+        let mut all = Runtime::builder()
+            .procs(procs)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                let m = MVar::new();
+                let hs: Vec<_> = (1..=20u32)
+                    .map(|i| {
+                        let m = m.clone();
+                        pcml::spawn(move || m.swap(i))
+                    })
+                    .collect();
+                pcml::yield_now();
+                m.put(0);
+                let mut all: Vec<u32> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+                all.push(m.take());
+                assert_eq!(m.try_take(), None);
+                all
+            })
+            .unwrap();
+        all.sort_unstable();
+        assert_eq!(all, (0..=20).collect::<Vec<_>>(), "procs = {procs}");
+    }
+}
+
+#[test]
+fn swap_evt_in_choices() {
+    let m: MVar<u8> = MVar::new();
+    let r = pcml::select([
+        m.swap_evt(1).wrap(Some),
+        pcml::time::timeout_evt(Duration::from_millis(1)).wrap(|()| None),
+    ]);
+    assert_eq!(r, None);
+    assert_eq!(m.try_take(), None, "a losing swap put nothing");
+    m.put(2);
+    assert_eq!(pcml::select([m.swap_evt(3), pcml::never()]), 2);
+    assert_eq!(m.try_take(), Some(3));
+}

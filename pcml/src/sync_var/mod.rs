@@ -4,7 +4,8 @@
 //! Both are communication objects built on the public [`BaseEvent`] API, like a user's own
 //! primitive would be: a `std::sync::Mutex` around the cell and its queues of waiters, each
 //! waiter paired with a one-value slot. Every blocking operation is an event
-//! ([`IVar::get_evt`], [`MVar::take_evt`], [`MVar::put_evt`], [`MVar::get_evt`]), so it composes
+//! ([`IVar::get_evt`], [`MVar::take_evt`], [`MVar::put_evt`], [`MVar::get_evt`],
+//! [`MVar::swap_evt`]), so it composes
 //! in `choose`/`select` and works from fibers, OS threads and async code (`.await`); the plain
 //! methods (`get`, `take`, `put`, ...) are those events synced.
 //!
@@ -30,13 +31,16 @@
 //! - `MVar`: when the cell is full, no live taker or reader is queued (a put serves them
 //!   first); when it is empty, no live putter is queued (a take refills from the first live
 //!   putter). Queues are FIFO, so waiters of one kind are served in arrival order.
+//! - A blocked swapper is a taker whose slot holds its replacement value; whoever hands it the
+//!   taken value exchanges the two under the lock and puts the replacement in the cell (or to
+//!   the next taker), so no other put or take comes between a swap's take and its put.
 //! - A sync never matches an offer of its own ([`Waiter::same_sync`]).
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch, Waiter};
+use crate::event::{BaseEvent, Blocked, Commit, Event, Match, OwnWaiter, SelfSynch, Waiter};
 
 /// Sweep dead waiters from a queue when a push finds it at least this long (then double it).
 const SWEEP_AT: usize = 16;
@@ -54,6 +58,25 @@ fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 struct Offer<T> {
     w: Waiter,
     slot: Slot<T>,
+    /// A swapper's taker offer (`MVar::swap_evt`): its slot holds the value to put back until
+    /// a putter exchanges it for the taken one.
+    swap: bool,
+}
+
+/// Hands `v` to a taker whose sync we won, then publishes. Returns the value a swapper puts
+/// back in exchange, which now fills the cell.
+fn hand_to_taker<T>(t: &Offer<T>, commit: Commit<'_>, v: T) -> Option<T> {
+    let back = {
+        let mut slot = lock(&t.slot);
+        if t.swap {
+            slot.replace(v)
+        } else {
+            *slot = Some(v);
+            None
+        }
+    };
+    commit.publish();
+    back
 }
 
 /// A FIFO queue of offers that drops dead ones when it grows.
@@ -336,6 +359,7 @@ impl<T: Clone + Send + 'static> BaseEvent for IGetEvt<T> {
         st.getters.push(Offer {
             w: me.waiter(),
             slot: slot.clone(),
+            swap: false,
         });
         self.slot = Some(slot);
         Blocked::Waiting
@@ -402,10 +426,14 @@ impl<T> MState<T> {
         }
         let mut v = v;
         while let Some((_, t)) = self.takers.take_match(None) {
-            match deliver(&t, v) {
-                Ok(()) => return,
+            let Some(commit) = t.w.synch_spinning() else {
                 // Dead taker: next.
-                Err(back) => v = back,
+                continue;
+            };
+            match hand_to_taker(&t, commit, v) {
+                // A swapper put its value back: it goes to the next taker, or the cell.
+                Some(back) => v = back,
+                None => return,
             }
         }
         self.value = Some(v);
@@ -578,9 +606,8 @@ impl<T: Send + 'static> MVar<T> {
         lock(&self.inner.state).take()
     }
 
-    /// Takes the value and puts `v` in its place, returning the old value; blocks while the
-    /// MVar is empty. Not atomic with respect to other putters: another put may slip in
-    /// between the take and the put (as Haskell's `swapMVar`), in which case this put waits.
+    /// Takes the value and puts `v` in its place in one step, returning the old value; blocks
+    /// while the MVar is empty. No other put or take comes between the two.
     ///
     /// # Examples
     /// ```
@@ -589,9 +616,27 @@ impl<T: Send + 'static> MVar<T> {
     /// assert_eq!(m.take(), 2);
     /// ```
     pub fn swap(&self, v: T) -> T {
-        let old = self.take();
-        self.put(v);
-        old
+        self.swap_evt(v).sync()
+    }
+
+    /// An event enabled while the MVar is full; syncing on it exchanges the value for `v` in
+    /// one step and returns the old value. If it loses a choice, `v` is dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new();
+    /// let s = m.clone();
+    /// let t = std::thread::spawn(move || s.swap_evt("new").sync());
+    /// m.put("old");
+    /// assert_eq!(t.join().unwrap(), "old");
+    /// assert_eq!(m.take(), "new");
+    /// ```
+    pub fn swap_evt(&self, v: T) -> Event<T> {
+        Event::from_base(SwapEvt {
+            var: self.inner.clone(),
+            value: Some(v),
+            slot: None,
+        })
     }
 }
 
@@ -659,6 +704,7 @@ impl<T: Send + 'static> BaseEvent for PutEvt<T> {
             st.putters.push(Offer {
                 w: me.waiter(),
                 slot: slot.clone(),
+                swap: false,
             });
             self.slot = Some(slot);
             return Blocked::Waiting;
@@ -675,8 +721,10 @@ impl<T: Send + 'static> BaseEvent for PutEvt<T> {
                     for (r, clone) in std::mem::take(&mut st.readers) {
                         let _ = deliver(&r, clone(&v));
                     }
-                    *lock(&t.slot) = Some(v);
-                    commit.publish();
+                    if let Some(back) = hand_to_taker(&t, commit, v) {
+                        // A swapper put its value back: it fills the cell.
+                        st.fill(back);
+                    }
                     return Blocked::Committed(());
                 }
                 // Dead taker, out of the queue: look again.
@@ -733,6 +781,7 @@ impl<T: Send + 'static> BaseEvent for TakeEvt<T> {
         st.takers.push(Offer {
             w: me.waiter(),
             slot: slot.clone(),
+            swap: false,
         });
         self.slot = Some(slot);
         Blocked::Waiting
@@ -778,6 +827,7 @@ impl<T: Clone + Send + 'static> BaseEvent for ReadEvt<T> {
             Offer {
                 w: me.waiter(),
                 slot: slot.clone(),
+                swap: false,
             },
             T::clone,
         ));
@@ -791,5 +841,68 @@ impl<T: Clone + Send + 'static> BaseEvent for ReadEvt<T> {
                 .as_ref()
                 .expect("pcml: MVar get completed unblocked"),
         )
+    }
+}
+
+/// The base event of [`MVar::swap_evt`]: a take that puts its value back in the same step.
+struct SwapEvt<T> {
+    var: Arc<MVarInner<T>>,
+    /// The value to put back, until it is exchanged or queued in `slot`.
+    value: Option<T>,
+    /// Our queued taker offer's slot while blocked: our value until a putter exchanges it
+    /// for the taken one.
+    slot: Option<Slot<T>>,
+}
+
+impl<T: Send + 'static> BaseEvent for SwapEvt<T> {
+    type Output = T;
+
+    fn poll(&mut self) -> bool {
+        lock(&self.var.state).value.is_some()
+    }
+
+    fn try_do(&mut self) -> Option<T> {
+        let mut st = lock(&self.var.state);
+        // Full: no live taker or reader is queued, so the exchange needs no one served.
+        let old = st.value.as_mut()?;
+        Some(std::mem::replace(
+            old,
+            self.value.take().expect("pcml: MVar swap without a value"),
+        ))
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+        let mut st = lock(&self.var.state);
+        if st.value.is_some() {
+            let new = self.value.take().expect("pcml: MVar swap without a value");
+            return complete_self(me, || {
+                st.value
+                    .replace(new)
+                    .expect("pcml: MVar emptied under its lock")
+            });
+        }
+        let slot = Arc::new(Mutex::new(self.value.take()));
+        st.takers.push(Offer {
+            w: me.waiter(),
+            slot: slot.clone(),
+            swap: true,
+        });
+        self.slot = Some(slot);
+        Blocked::Waiting
+    }
+
+    fn complete(&mut self) -> T {
+        delivered(
+            self.slot
+                .as_ref()
+                .expect("pcml: MVar swap completed unblocked"),
+        )
+    }
+
+    fn cancel(&mut self) {
+        // Our sync is settled and this offer lost: the slot still holds our value; drop it.
+        if let Some(slot) = self.slot.take() {
+            lock(&slot).take();
+        }
     }
 }
