@@ -415,6 +415,8 @@ struct MState<T> {
     putters: Queue<T>,
     /// Blocked readers; live ones only while `value` is `None`.
     readers: VecDeque<(Offer<T>, Cloner<T>)>,
+    /// Sweep dead readers when a push finds `readers` this long.
+    readers_sweep_at: usize,
 }
 
 impl<T> MState<T> {
@@ -515,6 +517,7 @@ impl<T> MVar<T> {
                     takers: Queue::new(),
                     putters: Queue::new(),
                     readers: VecDeque::new(),
+                    readers_sweep_at: SWEEP_AT,
                 }),
             }),
         }
@@ -820,8 +823,9 @@ impl<T: Clone + Send + 'static> BaseEvent for ReadEvt<T> {
             return complete_self(me, || v.clone());
         }
         let slot = Slot::default();
-        if st.readers.len() >= SWEEP_AT {
+        if st.readers.len() >= st.readers_sweep_at {
             st.readers.retain(|(o, _)| !o.w.is_synched());
+            st.readers_sweep_at = (st.readers.len() * 2).max(SWEEP_AT);
         }
         st.readers.push_back((
             Offer {
