@@ -130,3 +130,20 @@ fn recv_evt_awaits_in_pcml_tasks_and_tokio() {
     });
     assert_eq!(r, (0..100).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_dropped_recv_future_takes_no_message() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mb: Mailbox<u8> = Mailbox::new();
+        tokio::select! {
+            _ = mb.recv_evt() => panic!("nothing was sent"),
+            _ = tokio::time::sleep(Duration::from_millis(1)) => {}
+        }
+        mb.send(1);
+        assert_eq!(mb.try_recv(), Some(1));
+    });
+}

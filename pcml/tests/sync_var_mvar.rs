@@ -247,3 +247,20 @@ fn swap_evt_in_choices() {
     assert_eq!(pcml::select([m.swap_evt(3), pcml::never()]), 2);
     assert_eq!(m.try_take(), Some(3));
 }
+
+#[test]
+fn a_dropped_take_future_takes_nothing() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let m: MVar<u8> = MVar::new();
+        tokio::select! {
+            _ = m.take_evt() => panic!("nothing was put"),
+            _ = tokio::time::sleep(Duration::from_millis(1)) => {}
+        }
+        m.put(1);
+        assert_eq!(m.try_take(), Some(1));
+    });
+}
