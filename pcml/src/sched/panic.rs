@@ -33,19 +33,14 @@ fn capturing() -> bool {
     if IN_BLOCKING_JOB.with(|b| b.get()) {
         return true;
     }
-    match worker::context() {
-        Some(ctx) if ctx.is_shutting_down() => false,
-        Some(ctx) => match ctx_current(ctx) {
-            Current::Fiber { main, .. } => !main,
-            Current::Task { .. } => true,
-            Current::Scheduler => false,
-        },
-        None => false,
+    if worker::context().is_some_and(|ctx| ctx.is_shutting_down()) {
+        return false;
     }
-}
-
-fn ctx_current(_ctx: &worker::Context) -> Current {
-    worker::current().unwrap_or(Current::Scheduler)
+    match worker::current() {
+        Some(Current::Fiber { main, .. }) => !main,
+        Some(Current::Task { .. }) => true,
+        Some(Current::Scheduler) | None => false,
+    }
 }
 
 /// Installs the hook (once per process).
