@@ -50,7 +50,7 @@ pub use sched::{
     YieldAsync, current, exit, run, spawn, spawn_blocking, spawn_on, spawn_task, try_current,
     try_spawn, try_spawn_on, yield_async, yield_now,
 };
-pub use sync_var::{IVar, MVar};
+pub use sync_var::{CVar, IVar, MVar};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -910,3 +910,73 @@ impl<T: Send + 'static> BaseEvent for SwapEvt<T> {
         }
     }
 }
+
+/// A one-shot condition variable (the Parallel CML paper's `cvar`, Figure 15): once signalled
+/// it stays signalled, and every wait, before or after, returns.
+///
+/// It is an [`IVar`] of `()`: `signal` puts (a second signal does nothing), `wait` gets.
+///
+/// # Examples
+/// ```
+/// use pcml::sync_var::CVar;
+///
+/// pcml::run(|| {
+///     let ready = CVar::new();
+///     let r = ready.clone();
+///     let waiter = pcml::spawn(move || r.wait());
+///     ready.signal();
+///     ready.signal(); // harmless
+///     waiter.join().unwrap();
+///     assert!(ready.is_signalled());
+/// });
+/// ```
+#[derive(Clone, Default)]
+pub struct CVar {
+    flag: IVar<()>,
+}
+
+impl fmt::Debug for CVar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CVar")
+            .field("signalled", &self.is_signalled())
+            .finish()
+    }
+}
+
+impl CVar {
+    /// An unsignalled condition variable.
+    pub fn new() -> Self {
+        Self { flag: IVar::new() }
+    }
+
+    /// Signals it, waking every waiter; signalling again does nothing.
+    pub fn signal(&self) {
+        // A second signal finds the flag set: nothing to do, as in CML.
+        let _ = self.flag.put(());
+    }
+
+    /// Blocks until it is signalled (at once if it already is).
+    pub fn wait(&self) {
+        self.flag.get()
+    }
+
+    /// An event enabled once it is signalled, to wait in a choice.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pcml::sync_var::CVar;
+    ///
+    /// let c = CVar::new();
+    /// assert_eq!(c.wait_evt().sync_timeout(Duration::from_millis(1)), None);
+    /// c.signal();
+    /// assert_eq!(c.wait_evt().sync_timeout(Duration::from_secs(60)), Some(()));
+    /// ```
+    pub fn wait_evt(&self) -> Event<()> {
+        self.flag.get_evt()
+    }
+
+    /// Whether it has been signalled.
+    pub fn is_signalled(&self) -> bool {
+        self.flag.try_get().is_some()
+    }
+}
