@@ -23,19 +23,10 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch, Waiter};
-
-/// Sweep dead receivers when a push finds the queue at least this long.
-const SWEEP_AT: usize = 16;
-
-type Slot<T> = Arc<Mutex<Option<T>>>;
-
-fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
-    // No user code runs under these locks, so a poisoned state is still consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
+use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
 
 /// An unbounded FIFO channel: `send` never blocks, `recv` blocks while it is empty.
 ///
@@ -61,10 +52,9 @@ struct Inner<T> {
 struct State<T> {
     /// Buffered messages, oldest first.
     buf: VecDeque<T>,
-    /// Blocked receivers; live ones only while `buf` is empty.
-    receivers: VecDeque<(Waiter, Slot<T>)>,
-    /// Sweep dead receivers when a push finds the queue this long.
-    sweep_at: usize,
+    /// Blocked receivers (dead ones swept as the queue grows); live ones only while `buf` is
+    /// empty.
+    receivers: Offers<T>,
 }
 
 impl<T> Clone for Mailbox<T> {
@@ -100,8 +90,7 @@ impl<T> Mailbox<T> {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     buf: VecDeque::new(),
-                    receivers: VecDeque::new(),
-                    sweep_at: SWEEP_AT,
+                    receivers: Offers::new(),
                 }),
             }),
         }
@@ -147,13 +136,13 @@ impl<T: Send + 'static> Mailbox<T> {
     /// ```
     pub fn send(&self, v: T) {
         let mut st = lock(&self.inner.state);
-        while let Some((w, slot)) = st.receivers.pop_front() {
-            if let Some(commit) = w.synch_spinning() {
-                *lock(&slot) = Some(v);
-                commit.publish();
-                return;
+        let mut v = v;
+        while let Some((_, r)) = st.receivers.take_match(None) {
+            match deliver(&r, v) {
+                Ok(()) => return,
+                // Dead receiver (its sync won elsewhere): next.
+                Err(back) => v = back,
             }
-            // Dead receiver (its sync won elsewhere): next.
         }
         st.buf.push_back(v);
     }
@@ -221,30 +210,23 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
         let mut st = lock(&self.mb.state);
         if !st.buf.is_empty() {
-            return match me.synch_self() {
-                SelfSynch::Won => {
-                    Blocked::Committed(st.buf.pop_front().expect("pcml: mailbox emptied"))
-                }
-                SelfSynch::AlreadySynched => Blocked::Synched,
-            };
-        }
-        if st.receivers.len() >= st.sweep_at {
-            st.receivers.retain(|(w, _)| !w.is_synched());
-            st.sweep_at = (st.receivers.len() * 2).max(SWEEP_AT);
+            return complete_self(me, || st.buf.pop_front().expect("pcml: mailbox emptied"));
         }
         let slot = Slot::default();
-        st.receivers.push_back((me.waiter(), slot.clone()));
+        st.receivers.push(Offer {
+            w: me.waiter(),
+            slot: slot.clone(),
+            swap: false,
+        });
         self.slot = Some(slot);
         Blocked::Waiting
     }
 
     fn complete(&mut self) -> T {
-        lock(
+        delivered(
             self.slot
                 .as_ref()
                 .expect("pcml: mailbox recv completed unblocked"),
         )
-        .take()
-        .expect("pcml: a completed mailbox receive without its message")
     }
 }

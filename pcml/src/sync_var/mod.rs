@@ -34,119 +34,16 @@
 //! - A blocked swapper is a taker whose slot holds its replacement value; whoever hands it the
 //!   taken value exchanges the two under the lock and puts the replacement in the cell (or to
 //!   the next taker), so no other put or take comes between a swap's take and its put.
-//! - A sync never matches an offer of its own ([`Waiter::same_sync`]).
+//! - A sync never matches an offer of its own ([`Waiter::same_sync`](crate::event::Waiter::same_sync)).
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use crate::event::{BaseEvent, Blocked, Commit, Event, Match, OwnWaiter, SelfSynch, Waiter};
+use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch};
 
-/// Sweep dead waiters from a queue when a push finds it at least this long (then double it).
-const SWEEP_AT: usize = 16;
+pub(crate) mod waiters;
 
-/// A one-value slot, written by the winner of a waiter's sync and read by its owner.
-type Slot<T> = Arc<Mutex<Option<T>>>;
-
-fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
-    // A panic never happens while a lock is held (no user code runs under it but `Clone`);
-    // if it did, the state is still consistent, so ignore poisoning.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A queued waiter: its sync's handle and its slot (a taker's empty slot, a putter's value).
-struct Offer<T> {
-    w: Waiter,
-    slot: Slot<T>,
-    /// A swapper's taker offer (`MVar::swap_evt`): its slot holds the value to put back until
-    /// a putter exchanges it for the taken one.
-    swap: bool,
-}
-
-/// Hands `v` to a taker whose sync we won, then publishes. Returns the value a swapper puts
-/// back in exchange, which now fills the cell.
-fn hand_to_taker<T>(t: &Offer<T>, commit: Commit<'_>, v: T) -> Option<T> {
-    let back = {
-        let mut slot = lock(&t.slot);
-        if t.swap {
-            slot.replace(v)
-        } else {
-            *slot = Some(v);
-            None
-        }
-    };
-    commit.publish();
-    back
-}
-
-/// A FIFO queue of offers that drops dead ones when it grows.
-struct Queue<T> {
-    q: VecDeque<Offer<T>>,
-    sweep_at: usize,
-}
-
-impl<T> Queue<T> {
-    fn new() -> Self {
-        Self {
-            q: VecDeque::new(),
-            sweep_at: SWEEP_AT,
-        }
-    }
-
-    fn push(&mut self, o: Offer<T>) {
-        if self.q.len() >= self.sweep_at {
-            self.q.retain(|o| !o.w.is_synched());
-            self.sweep_at = (self.q.len() * 2).max(SWEEP_AT);
-        }
-        self.q.push_back(o);
-    }
-
-    /// Removes the first live offer that is not of `me`'s sync, with its position.
-    fn take_match(&mut self, me: Option<&OwnWaiter<'_>>) -> Option<(usize, Offer<T>)> {
-        let mut i = 0;
-        while i < self.q.len() {
-            let o = &self.q[i];
-            if o.w.is_synched() {
-                self.q.remove(i);
-                continue;
-            }
-            if me.is_some_and(|me| o.w.same_sync(me)) {
-                i += 1;
-                continue;
-            }
-            return self.q.remove(i).map(|o| (i, o));
-        }
-        None
-    }
-}
-
-/// Completes a blocked sync's offer with `v`: wins its sync (spinning while its owner holds it
-/// `Claimed`), delivers, publishes. Gives `v` back if the offer is dead.
-fn deliver<T>(o: &Offer<T>, v: T) -> Result<(), T> {
-    match o.w.synch_spinning() {
-        Some(commit) => {
-            *lock(&o.slot) = Some(v);
-            commit.publish();
-            Ok(())
-        }
-        None => Err(v),
-    }
-}
-
-/// Reads what a partner delivered into our slot.
-fn delivered<T>(slot: &Slot<T>) -> T {
-    lock(slot)
-        .take()
-        .expect("pcml: a completed sync-variable offer without its value")
-}
-
-/// Completes a sync in its blocking phase with no partner (the cell allows it).
-fn complete_self<O>(me: &OwnWaiter<'_>, f: impl FnOnce() -> O) -> Blocked<O> {
-    match me.synch_self() {
-        SelfSynch::Won => Blocked::Committed(f()),
-        SelfSynch::AlreadySynched => Blocked::Synched,
-    }
-}
+use waiters::{Offer, Offers, Queue, Slot, complete_self, deliver, delivered, hand_to_taker, lock};
 
 // ---------------------------------------------------------------------------------------------
 // IVar
@@ -216,7 +113,7 @@ struct IState<T> {
     /// The value, once put (written once, under the lock).
     value: Option<T>,
     /// Blocked getters, served (and emptied) by the put.
-    getters: Queue<T>,
+    getters: Offers<T>,
 }
 
 impl<T> Clone for IVar<T> {
@@ -410,20 +307,18 @@ struct MState<T> {
     /// The cell.
     value: Option<T>,
     /// Blocked takers (empty slots); live ones only while `value` is `None`.
-    takers: Queue<T>,
+    takers: Offers<T>,
     /// Blocked putters (slots holding their values); live ones only while `value` is `Some`.
-    putters: Queue<T>,
+    putters: Offers<T>,
     /// Blocked readers; live ones only while `value` is `None`.
-    readers: VecDeque<(Offer<T>, Cloner<T>)>,
-    /// Sweep dead readers when a push finds `readers` this long.
-    readers_sweep_at: usize,
+    readers: Queue<(Offer<T>, Cloner<T>)>,
 }
 
 impl<T> MState<T> {
     /// The cell was empty and receives `v`: serve every live reader a clone, then the first
     /// live taker, else store it.
     fn fill(&mut self, v: T) {
-        for (r, clone) in std::mem::take(&mut self.readers) {
+        for (r, clone) in std::mem::take(&mut self.readers.q) {
             let _ = deliver(&r, clone(&v));
         }
         let mut v = v;
@@ -516,8 +411,7 @@ impl<T> MVar<T> {
                     value,
                     takers: Queue::new(),
                     putters: Queue::new(),
-                    readers: VecDeque::new(),
-                    readers_sweep_at: SWEEP_AT,
+                    readers: Queue::new(),
                 }),
             }),
         }
@@ -721,7 +615,7 @@ impl<T: Send + 'static> BaseEvent for PutEvt<T> {
             match me.try_match(&t.w) {
                 Match::Won(commit) => {
                     let v = self.value.take().expect("pcml: MVar put without a value");
-                    for (r, clone) in std::mem::take(&mut st.readers) {
+                    for (r, clone) in std::mem::take(&mut st.readers.q) {
                         let _ = deliver(&r, clone(&v));
                     }
                     if let Some(back) = hand_to_taker(&t, commit, v) {
@@ -823,11 +717,7 @@ impl<T: Clone + Send + 'static> BaseEvent for ReadEvt<T> {
             return complete_self(me, || v.clone());
         }
         let slot = Slot::default();
-        if st.readers.len() >= st.readers_sweep_at {
-            st.readers.retain(|(o, _)| !o.w.is_synched());
-            st.readers_sweep_at = (st.readers.len() * 2).max(SWEEP_AT);
-        }
-        st.readers.push_back((
+        st.readers.push((
             Offer {
                 w: me.waiter(),
                 slot: slot.clone(),

@@ -1,0 +1,139 @@
+//! Queues of blocked waiters for the buffered objects (`sync_var`, `mailbox`): each waiter
+//! is its sync's handle plus a one-value slot, queued first come first served, with dead
+//! waiters swept as the queue grows.
+//!
+//! # Invariants
+//! - A slot is written once, by the thread that won its waiter's sync, before it publishes;
+//!   the waiter's owner reads it in `complete`.
+//! - The slot lock is a leaf: nothing else is locked under it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::event::{Blocked, Commit, OwnWaiter, SelfSynch, Waiter};
+
+/// Sweep dead waiters from a queue when a push finds it at least this long (then double it).
+pub(crate) const SWEEP_AT: usize = 16;
+
+/// A one-value slot, written by the winner of a waiter's sync and read by its owner.
+pub(crate) type Slot<T> = Arc<Mutex<Option<T>>>;
+
+pub(crate) fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    // A panic never happens while a lock is held (no user code runs under it but `Clone`);
+    // if it did, the state is still consistent, so ignore poisoning.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A queued waiter: its sync's handle and its slot (a taker's empty slot, a putter's value).
+pub(crate) struct Offer<T> {
+    pub(crate) w: Waiter,
+    pub(crate) slot: Slot<T>,
+    /// A swapper's taker offer (`MVar::swap_evt`): its slot holds the value to put back until
+    /// a putter exchanges it for the taken one.
+    pub(crate) swap: bool,
+}
+
+/// Hands `v` to a taker whose sync we won, then publishes. Returns the value a swapper puts
+/// back in exchange, which now fills the cell.
+pub(crate) fn hand_to_taker<T>(t: &Offer<T>, commit: Commit<'_>, v: T) -> Option<T> {
+    let back = {
+        let mut slot = lock(&t.slot);
+        if t.swap {
+            slot.replace(v)
+        } else {
+            *slot = Some(v);
+            None
+        }
+    };
+    commit.publish();
+    back
+}
+
+/// Something queued for a sync: gives access to the sync's waiter handle.
+pub(crate) trait Queued {
+    fn waiter(&self) -> &Waiter;
+}
+
+impl<T> Queued for Offer<T> {
+    fn waiter(&self) -> &Waiter {
+        &self.w
+    }
+}
+
+impl<T, X> Queued for (Offer<T>, X) {
+    fn waiter(&self) -> &Waiter {
+        &self.0.w
+    }
+}
+
+/// A queue of plain offers.
+pub(crate) type Offers<T> = Queue<Offer<T>>;
+
+/// A FIFO queue of offers (or offers with extras) that drops dead ones when it grows.
+pub(crate) struct Queue<I> {
+    pub(crate) q: VecDeque<I>,
+    sweep_at: usize,
+}
+
+impl<I: Queued> Queue<I> {
+    pub(crate) fn new() -> Self {
+        Self {
+            q: VecDeque::new(),
+            sweep_at: SWEEP_AT,
+        }
+    }
+
+    pub(crate) fn push(&mut self, o: I) {
+        if self.q.len() >= self.sweep_at {
+            self.q.retain(|o| !o.waiter().is_synched());
+            self.sweep_at = (self.q.len() * 2).max(SWEEP_AT);
+        }
+        self.q.push_back(o);
+    }
+
+    /// Removes the first live offer that is not of `me`'s sync, with its position.
+    pub(crate) fn take_match(&mut self, me: Option<&OwnWaiter<'_>>) -> Option<(usize, I)> {
+        let mut i = 0;
+        while i < self.q.len() {
+            let o = self.q[i].waiter();
+            if o.is_synched() {
+                self.q.remove(i);
+                continue;
+            }
+            if me.is_some_and(|me| o.same_sync(me)) {
+                i += 1;
+                continue;
+            }
+            return self.q.remove(i).map(|o| (i, o));
+        }
+        None
+    }
+}
+
+/// Completes a blocked sync's offer with `v`: wins its sync (spinning while its owner holds it
+/// `Claimed`), delivers, publishes. Gives `v` back if the offer is dead.
+pub(crate) fn deliver<T>(o: &Offer<T>, v: T) -> Result<(), T> {
+    match o.w.synch_spinning() {
+        Some(commit) => {
+            *lock(&o.slot) = Some(v);
+            commit.publish();
+            Ok(())
+        }
+        None => Err(v),
+    }
+}
+
+/// Reads what a partner delivered into our slot.
+pub(crate) fn delivered<T>(slot: &Slot<T>) -> T {
+    lock(slot)
+        .take()
+        .expect("pcml: a completed sync-variable offer without its value")
+}
+
+/// Completes a sync in its blocking phase with no partner (the cell allows it).
+pub(crate) fn complete_self<O>(me: &OwnWaiter<'_>, f: impl FnOnce() -> O) -> Blocked<O> {
+    match me.synch_self() {
+        SelfSynch::Won => Blocked::Committed(f()),
+        SelfSynch::AlreadySynched => Blocked::Synched,
+    }
+}
