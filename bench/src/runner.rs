@@ -165,6 +165,25 @@ pub fn timed(ops: u64, work: impl FnOnce() -> Result<()>) -> Result<Sample> {
     })
 }
 
+/// Runs `one` once to warm up (stack pools, caches), then `runs` more times, each a sample of
+/// `ops` operations. `one` checks its own answer and returns the seconds it measured (its
+/// timed region may leave out set-up such as copying the input).
+pub fn warm_runs(
+    runs: usize,
+    ops: u64,
+    mut one: impl FnMut() -> Result<f64>,
+) -> Result<Vec<Sample>> {
+    one()?;
+    (0..runs)
+        .map(|_| {
+            Ok(Sample {
+                seconds: one()?,
+                ops,
+            })
+        })
+        .collect()
+}
+
 /// The process's resident set now and its peak since the last [`reset_peak_rss`], in bytes
 /// (`VmRSS`, `VmHWM` of `/proc/self/status`); `None` where not available.
 pub fn rss() -> Option<(u64, u64)> {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::matrix::speedup_rows;
 use super::{Ctx, in_pcml};
-use crate::runner::{Error, Result, Sample, check_eq};
+use crate::runner::{Error, Result, Sample, check_eq, warm_runs};
 use crate::table::Section;
 
 /// Pieces this small are sorted (or merged) sequentially.
@@ -84,21 +84,14 @@ pub fn measure(procs: usize, n: usize, runs: usize) -> Result<Vec<Sample>> {
     let mut want = xs.clone();
     want.sort_unstable();
     in_pcml(procs, move || {
-        let mut samples = Vec::with_capacity(runs + 1);
-        for run in 0..=runs {
+        warm_runs(runs, n as u64, || {
             let input = xs.clone();
             let start = Instant::now();
             let got = sort(input, true)?;
             let seconds = start.elapsed().as_secs_f64();
             check_eq("sorted numbers", &want, &got)?;
-            if run > 0 {
-                samples.push(Sample {
-                    seconds,
-                    ops: n as u64,
-                });
-            }
-        }
-        Ok(samples)
+            Ok(seconds)
+        })
     })
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::matrix::speedup_rows;
 use super::{Ctx, in_pcml};
-use crate::runner::{Error, Result, Sample, check_eq};
+use crate::runner::{Error, Result, Sample, check_eq, warm_runs};
 use crate::table::Section;
 
 /// No edge.
@@ -75,20 +75,13 @@ pub fn measure(procs: usize, n: usize, runs: usize) -> Result<Vec<Sample>> {
     let g = Arc::new(graph(n));
     let want = floyd(&g, n);
     in_pcml(procs, move || {
-        let mut samples = Vec::with_capacity(runs + 1);
-        for run in 0..=runs {
+        warm_runs(runs, (n * n) as u64, || {
             let start = Instant::now();
             let got = floyd_fibers(&g, n)?;
             let seconds = start.elapsed().as_secs_f64();
             check_eq("the distances", &want, &got)?;
-            if run > 0 {
-                samples.push(Sample {
-                    seconds,
-                    ops: (n * n) as u64,
-                });
-            }
-        }
-        Ok(samples)
+            Ok(seconds)
+        })
     })
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Ctx, in_pcml};
-use crate::runner::{Error, Metric, Result, Sample, check_eq};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, warm_runs};
 use crate::table::{Row, Section};
 
 /// A deterministic `n`x`n` matrix of small integers (row-major).
@@ -45,8 +45,7 @@ pub fn measure(procs: usize, n: usize, runs: usize) -> Result<Vec<Sample>> {
     let (a, b) = (Arc::new(matrix(n, 1)), Arc::new(matrix(n, 2)));
     let want = multiply(&a, &b, n);
     in_pcml(procs, move || {
-        let mut samples = Vec::with_capacity(runs + 1);
-        for run in 0..=runs {
+        warm_runs(runs, n as u64, || {
             let start = Instant::now();
             let handles: Vec<_> = (0..n)
                 .map(|i| {
@@ -60,15 +59,8 @@ pub fn measure(procs: usize, n: usize, runs: usize) -> Result<Vec<Sample>> {
             }
             let seconds = start.elapsed().as_secs_f64();
             check_eq("the product", &want, &got)?;
-            // The first run warms the stack pools.
-            if run > 0 {
-                samples.push(Sample {
-                    seconds,
-                    ops: n as u64,
-                });
-            }
-        }
-        Ok(samples)
+            Ok(seconds)
+        })
     })
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::matrix::speedup_rows;
 use super::{Ctx, in_pcml};
-use crate::runner::{Error, Result, Sample};
+use crate::runner::{Error, Result, Sample, warm_runs};
 use crate::table::Section;
 
 /// Chunks of vertices, one fiber each per step.
@@ -128,8 +128,7 @@ pub fn measure(procs: usize, n: usize, runs: usize) -> Result<Vec<Sample>> {
     let pts = Arc::new(points(n));
     let want = prim(&pts);
     in_pcml(procs, move || {
-        let mut samples = Vec::with_capacity(runs + 1);
-        for run in 0..=runs {
+        warm_runs(runs, n as u64, || {
             let start = Instant::now();
             let got = prim_fibers(&pts)?;
             let seconds = start.elapsed().as_secs_f64();
@@ -138,14 +137,8 @@ pub fn measure(procs: usize, n: usize, runs: usize) -> Result<Vec<Sample>> {
                     "tree weight: expected {want}, got {got}"
                 )));
             }
-            if run > 0 {
-                samples.push(Sample {
-                    seconds,
-                    ops: n as u64,
-                });
-            }
-        }
-        Ok(samples)
+            Ok(seconds)
+        })
     })
 }
 
