@@ -3,7 +3,9 @@
 //! Lightweight threads on every core, first-class synchronous events, the CML library around
 //! them, and Erlang-style actors on top. This release provides the runtime (procs, fibers,
 //! async tasks, the scheduler), events and channels ([`event`], [`chan`]) with the Parallel
-//! CML protocol, and time ([`time`]: sleeps and timeouts as events).
+//! CML protocol, time ([`time`]: sleeps and timeouts as events), sync variables
+//! ([`sync_var`]: [`IVar`], [`MVar`], [`CVar`]), unbounded [`mailbox`]es and [`multicast`]
+//! channels.
 //!
 //! ```
 //! let total = pcml::run(|| {
@@ -36,6 +38,7 @@ pub mod fiber;
 pub(crate) mod loom;
 pub mod mailbox;
 pub mod mp;
+pub mod multicast;
 pub mod sched;
 pub mod sync_var;
 pub mod task;
@@ -45,6 +48,7 @@ pub use chan::Chan;
 pub use event::{Event, always, choose, guard, never, select, sync, with_nack};
 pub use mailbox::Mailbox;
 pub use mp::{ProcLocal, SpinLock, current_proc, procs};
+pub use multicast::Multicast;
 pub use sched::{
     BuildError, Builder, JoinError, JoinHandle, Runtime, RuntimeError, SpawnError, ThreadId,
     YieldAsync, current, exit, run, spawn, spawn_blocking, spawn_on, spawn_task, try_current,

@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
@@ -186,6 +186,34 @@ impl<T: Send + 'static> Mailbox<T> {
     /// ```
     pub fn try_recv(&self) -> Option<T> {
         lock(&self.inner.state).buf.pop_front()
+    }
+}
+
+/// A mailbox that does not keep its buffer alive: what a [`Multicast`](crate::multicast::Multicast)
+/// holds for each of its ports, so that a dropped port stops receiving.
+pub(crate) struct WeakMailbox<T>(Weak<Inner<T>>);
+
+impl<T> WeakMailbox<T> {
+    /// The mailbox, if some handle or event still holds it.
+    pub(crate) fn upgrade(&self) -> Option<Mailbox<T>> {
+        self.0.upgrade().map(|inner| Mailbox { inner })
+    }
+}
+
+impl<T> Mailbox<T> {
+    /// A handle that does not keep the mailbox alive.
+    pub(crate) fn downgrade(&self) -> WeakMailbox<T> {
+        WeakMailbox(Arc::downgrade(&self.inner))
+    }
+}
+
+impl<T: Clone> Mailbox<T> {
+    /// A new mailbox holding clones of the messages buffered here now (oldest first).
+    pub(crate) fn copy_buffered(&self) -> Mailbox<T> {
+        let copy = Mailbox::new();
+        let buf = lock(&self.inner.state).buf.clone();
+        lock(&copy.inner.state).buf = buf;
+        copy
     }
 }
 
