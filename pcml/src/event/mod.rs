@@ -58,7 +58,7 @@ pub(crate) mod rep;
 pub(crate) mod sync;
 
 #[cfg(all(test, pcml_loom))]
-mod tests;
+pub(crate) mod tests;
 
 use std::fmt;
 use std::future::IntoFuture;

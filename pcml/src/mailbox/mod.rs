@@ -23,7 +23,11 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, Weak};
+// `Arc` and `Weak` are std's (loom has no `Weak`, and `Multicast` holds ports weakly); the
+// mutex comes through the loom shim so the loom models check the protocol under it.
+use std::sync::{Arc, Weak};
+
+use crate::loom::sync::Mutex;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};

@@ -23,7 +23,9 @@
 //! - The port list holds only weak handles; dead ones are dropped by the next `send` or `port`.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::loom::sync::Mutex;
 
 use crate::event::Event;
 use crate::mailbox::{Mailbox, WeakMailbox};

@@ -2,8 +2,9 @@
 //! [`MVar`], a cell that is either full or empty.
 //!
 //! Both are communication objects built on the public [`BaseEvent`] API, like a user's own
-//! primitive would be: a `std::sync::Mutex` around the cell and its queues of waiters, each
-//! waiter paired with a one-value slot. Every blocking operation is an event
+//! primitive would be: a mutex around the cell and its queues of waiters, each waiter paired
+//! with a one-value slot. (The mutex is `std::sync::Mutex`, reached through the crate's loom
+//! shim so that the loom models in `sync_var/tests` check these protocols; `.ci/loom` runs them.) Every blocking operation is an event
 //! ([`IVar::get_evt`], [`MVar::take_evt`], [`MVar::put_evt`], [`MVar::get_evt`],
 //! [`MVar::swap_evt`]), so it composes
 //! in `choose`/`select` and works from fibers, OS threads and async code (`.await`); the plain
@@ -36,12 +37,15 @@
 //!   the next taker), so no other put or take comes between a swap's take and its put.
 //! - A sync never matches an offer of its own ([`Waiter::same_sync`](crate::event::Waiter::same_sync)).
 
+use crate::loom::sync::{Arc, Mutex};
 use std::fmt;
-use std::sync::{Arc, Mutex};
 
 use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch};
 
 pub(crate) mod waiters;
+
+#[cfg(all(test, pcml_loom))]
+mod tests;
 
 use waiters::{Offer, Offers, Queue, Slot, complete_self, deliver, delivered, hand_to_taker, lock};
 

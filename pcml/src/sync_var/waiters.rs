@@ -7,8 +7,8 @@
 //!   the waiter's owner reads it in `complete`.
 //! - The slot lock is a leaf: nothing else is locked under it.
 
+use crate::loom::sync::{Arc, Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::event::{Blocked, Commit, OwnWaiter, SelfSynch, Waiter};
 

@@ -11,7 +11,7 @@ mod loom_opposite_choices;
 
 /// Runs `f` under loom with the preemption bound from `LOOM_MAX_PREEMPTIONS` and room for the
 /// spin-lock and `Claimed` spin loops (each iteration yields, which loom counts as a branch).
-pub(super) fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+pub(crate) fn model<F: Fn() + Sync + Send + 'static>(f: F) {
     let mut b = loom::model::Builder::new();
     b.max_branches = 100_000;
     b.check(f);
