@@ -4,8 +4,8 @@
 //! them, and Erlang-style actors on top. This release provides the runtime (procs, fibers,
 //! async tasks, the scheduler), events and channels ([`event`], [`chan`]) with the Parallel
 //! CML protocol, time ([`time`]: sleeps and timeouts as events), sync variables
-//! ([`sync_var`]: [`IVar`], [`MVar`], [`CVar`]), unbounded [`mailbox`]es and [`multicast`]
-//! channels.
+//! ([`sync_var`]: [`IVar`], [`MVar`], [`CVar`]), unbounded [`mailbox`]es, [`bounded`]
+//! buffered channels and [`multicast`] channels.
 //!
 //! ```
 //! let total = pcml::run(|| {
@@ -32,6 +32,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod bounded;
 pub mod chan;
 pub mod event;
 pub mod fiber;
@@ -44,6 +45,7 @@ pub mod sync_var;
 pub mod task;
 pub mod time;
 
+pub use bounded::BoundedChan;
 pub use chan::Chan;
 pub use event::{Event, always, choose, guard, never, select, sync, with_nack};
 pub use mailbox::Mailbox;
