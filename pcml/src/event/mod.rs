@@ -4,7 +4,8 @@
 //! An [`Event<T>`] describes a synchronous operation that yields a `T`: a base event of a
 //! communication object (a channel's [`send_evt`](crate::chan::Chan::send_evt) or
 //! [`recv_evt`](crate::chan::Chan::recv_evt), [`always`], [`never()`], or your own
-//! [`BaseEvent`]), combined with [`choose`], [`Event::wrap`], [`guard`] and [`with_nack`].
+//! [`BaseEvent`]; see the [`guide`]), combined with [`choose`], [`Event::wrap`], [`guard`]
+//! and [`with_nack`].
 //! Nothing happens until the event is synchronized: [`Event::sync`] (or [`sync`], or
 //! [`select`] for a choice) blocks the calling fiber or OS thread until one branch happens;
 //! `ev.await` does the same in async code, in pcml tasks or any executor; [`Event::poll`]
@@ -39,9 +40,9 @@
 //! polling, commit and blocking phases; `chan` for a communication object's four phases.
 //! Choice is fair: the phases start at a random branch (documented in `sync.rs`).
 //!
-//! ## Not yet
-//! `sync_timeout` needs timers, which arrive with the timer layer; until then combine with a
-//! timer thread's channel.
+//! ## Time
+//! [`Event::sync_timeout`] and [`crate::time::timeout_evt`] bound a sync by a deadline; see
+//! [`crate::time`].
 //!
 //! # Invariants
 //! - Every sync creates at most one event-state record, only if its commit phase fails, and
@@ -53,6 +54,7 @@
 //!   `Claimed`; a panic in them propagates to the syncing thread with the protocol settled.
 
 pub(crate) mod branch;
+pub mod guide;
 pub(crate) mod nack;
 pub(crate) mod rep;
 pub(crate) mod sync;
