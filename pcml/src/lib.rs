@@ -32,6 +32,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod actor;
 pub mod bounded;
 pub mod chan;
 pub mod event;

@@ -1,0 +1,944 @@
+//! Erlang-style actors (seed 000): processes with typed mailboxes, selective receive, a
+//! registry, links, monitors and supervisors, on pcml's fibers, tasks and events.
+//!
+//! An actor is a pcml thread (a fiber from [`spawn`], or an async task from [`spawn_async`])
+//! that owns a mailbox. Its body receives a [`Ctx<M>`], its own end of the mailbox; everyone
+//! else holds a [`Pid<M>`], a cheap, cloneable, comparable address to send `M`s to.
+//!
+//! ```
+//! use pcml::actor::{self, Ctx, Pid};
+//!
+//! enum Msg {
+//!     Add(u64),
+//!     Total(Pid<u64>),
+//! }
+//!
+//! pcml::run(|| {
+//!     let counter = actor::spawn(|mut ctx: Ctx<Msg>| {
+//!         let mut sum = 0;
+//!         loop {
+//!             match ctx.receive() {
+//!                 Msg::Add(n) => sum += n,
+//!                 Msg::Total(reply) => {
+//!                     let _ = reply.send(sum);
+//!                     return;
+//!                 }
+//!             }
+//!         }
+//!     });
+//!     let mut me = Ctx::new(); // a mailbox for the main fiber
+//!     for i in 1..=10 {
+//!         counter.send(Msg::Add(i)).unwrap();
+//!     }
+//!     counter.send(Msg::Total(me.pid())).unwrap();
+//!     assert_eq!(me.receive(), 55);
+//! });
+//! ```
+//!
+//! # Receiving
+//! - [`Ctx::receive`] takes the oldest message; [`Ctx::receive_match`] the oldest one a
+//!   predicate accepts (selective receive, section 3.2.3 of seed 000): the others stay in the
+//!   mailbox, in their order. A blocked selective receive that is woken tests only the new
+//!   messages (Erlang's save pointer).
+//! - [`Ctx::receive_timeout`], [`Ctx::recv_many`] (seed 000's `recv_many n`: `n` messages,
+//!   blocking only while fewer are there).
+//! - [`Ctx::receive_evt`] and [`Ctx::receive_match_evt`] are receives as CML events, so an
+//!   actor can `choose` between its mailbox, channels and a timeout in one sync.
+//! - Async actors use [`Ctx::recv`], [`Ctx::recv_match`], [`Ctx::recv_timeout`] and
+//!   [`Ctx::recv_many_async`], or `.await` the events.
+//!
+//! # Differences from seed 000 and Erlang
+//! - Mailboxes are typed: a `Pid<M>` accepts only `M`s, so there is no serialisation. For
+//!   Erlang-like code that matches on types, use `M = Box<dyn Any + Send>` (see [`AnyMsg`]).
+//! - Actors share memory (messages are moved, not copied) and are scheduled cooperatively: an
+//!   actor that computes without receiving is not interrupted.
+//! - There is no `self()` free function: a fiber that blocks on a channel lets other actors run
+//!   on the same OS thread, so a thread-local "current actor" would be wrong; use
+//!   [`Ctx::pid`].
+//! - Fiber actors that are blocked hold a stack each (see the crate docs on the fiber cap);
+//!   use [`spawn_async`] for millions of actors.
+//!
+//! # Invariants
+//! - One shared record per actor (`record`): the mailbox and its state behind one lock. See
+//!   `record` for the send and receive protocol and its invariants.
+//! - An actor is alive until its body returns, panics or is killed; then its mailbox is emptied
+//!   and closed (sends return [`SendError`]) before anyone is told of its death.
+
+use std::any::Any;
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::hash::{Hash, Hasher};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use crate::event::Event;
+use crate::sched::blocker::Blocker;
+
+pub(crate) mod link;
+pub(crate) mod record;
+
+use record::{Record, RecvEvt, Scan, park, wake};
+
+/// An alias for the message type of untyped, Erlang-like actors.
+///
+/// ```
+/// use pcml::actor::{AnyMsg, Ctx};
+///
+/// let mut me: Ctx<AnyMsg> = Ctx::new();
+/// me.pid().send(Box::new(7u32)).unwrap();
+/// assert_eq!(*me.receive().downcast::<u32>().unwrap(), 7);
+/// ```
+pub type AnyMsg = Box<dyn Any + Send>;
+
+// ---------------------------------------------------------------------------------------------
+// Ids, pids, errors
+
+/// The identity of an actor, unique within the process. Cheap to copy; ordered by creation on
+/// each OS thread.
+///
+/// ```
+/// let a = pcml::actor::Ctx::<()>::new();
+/// let b = pcml::actor::Ctx::<()>::new();
+/// assert_ne!(a.id(), b.id());
+/// assert_eq!(a.pid().id(), a.id());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ActorId(pub(crate) std::num::NonZeroU64);
+
+impl ActorId {
+    /// The id as a number.
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::<()>::new();
+    /// assert!(me.id().as_u64() > 0);
+    /// ```
+    pub fn as_u64(self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl fmt::Debug for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<actor {}>", self.0)
+    }
+}
+
+impl fmt::Display for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<actor {}>", self.0)
+    }
+}
+
+/// The address of an actor whose mailbox takes `M`s.
+///
+/// Cheap to clone (a reference count), `Send + Sync`, and compared, ordered and hashed by
+/// the actor's [`ActorId`]. Holding a pid does not keep the actor alive; sending to a dead
+/// actor returns the message in a [`SendError`].
+///
+/// Clippy's `mutable_key_type` lint fires on sets and maps keyed by pids because the mailbox
+/// behind the pid is mutable; the key (the id) never changes, so allow the lint or key by
+/// [`Pid::id`].
+///
+/// ```
+/// use std::collections::HashSet;
+/// use pcml::actor::Ctx;
+///
+/// let a = Ctx::<u8>::new();
+/// let b = Ctx::<u8>::new();
+/// let set: HashSet<_> = [a.pid(), a.pid(), b.pid()].into_iter().collect();
+/// assert_eq!(set.len(), 2);
+/// assert!(a.pid() == a.pid() && a.pid() != b.pid());
+/// ```
+pub struct Pid<M> {
+    rec: Arc<Record<M>>,
+}
+
+impl<M> Clone for Pid<M> {
+    fn clone(&self) -> Self {
+        Pid {
+            rec: self.rec.clone(),
+        }
+    }
+}
+
+impl<M> PartialEq for Pid<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.rec.id == other.rec.id
+    }
+}
+
+impl<M> Eq for Pid<M> {}
+
+impl<M> PartialOrd for Pid<M> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<M> Ord for Pid<M> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rec.id.cmp(&other.rec.id)
+    }
+}
+
+impl<M> Hash for Pid<M> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.rec.id.hash(state)
+    }
+}
+
+impl<M> fmt::Debug for Pid<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pid{}", self.rec.id)
+    }
+}
+
+impl<M> Pid<M> {
+    /// The actor's id.
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::<()>::new();
+    /// assert_eq!(me.pid().id(), me.id());
+    /// ```
+    pub fn id(&self) -> ActorId {
+        self.rec.id
+    }
+
+    /// Whether the actor is still running (it may die right after this returns true).
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::<()>::new();
+    /// let pid = me.pid();
+    /// assert!(pid.is_alive());
+    /// drop(me);
+    /// assert!(!pid.is_alive());
+    /// ```
+    pub fn is_alive(&self) -> bool {
+        self.rec.is_alive()
+    }
+}
+
+impl<M: Send + 'static> Pid<M> {
+    /// Sends `m` to the actor's mailbox. Never blocks: the mailbox is unbounded.
+    ///
+    /// Messages from one sender arrive in the order sent. Returns the message in a
+    /// [`SendError`] if the actor has ended (ignore it with `let _ =` if that is fine, as
+    /// Erlang's `!` does); a message sent just before the actor ends may be dropped unread.
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::new();
+    /// let pid = me.pid();
+    /// assert!(pid.send(1).is_ok());
+    /// drop(me);
+    /// assert_eq!(pid.send(2).unwrap_err().0, 2);
+    /// ```
+    pub fn send(&self, m: M) -> Result<(), SendError<M>> {
+        self.rec.send(m).map_err(SendError)
+    }
+
+    /// Sends every message of `ms`, in order, under one lock and with at most one wake-up.
+    ///
+    /// Returns the messages not delivered if the actor has ended.
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// me.pid().send_many([1, 2, 3]).unwrap();
+    /// assert_eq!(me.recv_many(3), vec![1, 2, 3]);
+    /// ```
+    pub fn send_many(&self, ms: impl IntoIterator<Item = M>) -> Result<(), SendError<Vec<M>>> {
+        let mut ms = ms.into_iter();
+        let mut st = self.rec.lock();
+        if !st.alive {
+            drop(st);
+            return Err(SendError(ms.collect()));
+        }
+        let mut queued = false;
+        for m in ms.by_ref() {
+            queued |= st.push(m);
+        }
+        let b = if queued { st.take_parked() } else { None };
+        drop(st);
+        wake(b);
+        Ok(())
+    }
+}
+
+/// The error of a send to an actor that has ended: holds the message(s) back.
+///
+/// ```
+/// let pid = pcml::actor::Ctx::<&str>::new().pid(); // the context is dropped at once
+/// let err = pid.send("hello").unwrap_err();
+/// assert_eq!(err.into_inner(), "hello");
+/// ```
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub struct SendError<M>(pub M);
+
+impl<M> SendError<M> {
+    /// The message that was not delivered.
+    ///
+    /// ```
+    /// let pid = pcml::actor::Ctx::<u8>::new().pid();
+    /// assert_eq!(pid.send(3).unwrap_err().into_inner(), 3);
+    /// ```
+    pub fn into_inner(self) -> M {
+        self.0
+    }
+}
+
+impl<M> fmt::Debug for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SendError(..)")
+    }
+}
+
+impl<M> fmt::Display for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("sending to an actor that has ended")
+    }
+}
+
+impl<M> std::error::Error for SendError<M> {}
+
+/// Why an actor ended: given to linked actors that trap exits and to monitors.
+///
+/// ```
+/// use pcml::actor::ExitReason;
+///
+/// assert!(!ExitReason::Normal.is_abnormal());
+/// assert!(ExitReason::Panic("boom".into()).is_abnormal());
+/// assert_eq!(ExitReason::Panic("boom".into()).to_string(), "panicked: boom");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExitReason {
+    /// Its body returned.
+    Normal,
+    /// Its body panicked, with this message.
+    Panic(Arc<str>),
+    /// It called [`pcml::exit`](crate::exit).
+    Exited,
+    /// It was killed because the linked actor `from` ended abnormally with `reason`.
+    Linked {
+        /// The linked actor that died.
+        from: ActorId,
+        /// Why it died.
+        reason: Arc<ExitReason>,
+    },
+    /// It was told to stop (by its supervisor, or an exit signal sent to it), with this reason.
+    Killed(Arc<str>),
+    /// It was dropped unfinished because its runtime shut down.
+    Shutdown,
+}
+
+impl ExitReason {
+    /// Whether the reason is abnormal, i.e. kills linked actors that do not trap exits (every
+    /// reason but [`Normal`](ExitReason::Normal)).
+    ///
+    /// ```
+    /// assert!(pcml::actor::ExitReason::Exited.is_abnormal());
+    /// ```
+    pub fn is_abnormal(&self) -> bool {
+        !matches!(self, ExitReason::Normal)
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Normal => f.write_str("normal"),
+            ExitReason::Panic(m) => write!(f, "panicked: {m}"),
+            ExitReason::Exited => f.write_str("ended itself with pcml::exit"),
+            ExitReason::Linked { from, reason } => {
+                write!(f, "linked actor {from} ended ({reason})")
+            }
+            ExitReason::Killed(why) => write!(f, "killed: {why}"),
+            ExitReason::Shutdown => f.write_str("dropped at runtime shutdown"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spawning and ending
+
+/// Ends an actor: closes its mailbox, drops what was left in it, tells whoever watches it.
+/// `report` is a panic's full report, printed if nobody watches.
+pub(crate) fn finish<M: Send + 'static>(
+    rec: &Record<M>,
+    reason: ExitReason,
+    report: Option<String>,
+) {
+    let Some(remains) = rec.die() else {
+        return;
+    };
+    drop(remains.parked);
+    drop(remains.left);
+    let ext = remains.ext;
+    let observed = ext.as_ref().is_some_and(|e| e.has_observers());
+    if let Some(report) = report
+        && !observed
+    {
+        eprintln!("pcml: actor {} died unobserved: {report}", rec.id);
+    }
+    if let Some(ext) = ext {
+        (*ext).notify(rec.id, &reason);
+    }
+}
+
+/// Ends the actor silently if its thread is dropped unfinished (runtime shutdown).
+struct Life<M: Send + 'static> {
+    rec: Option<Arc<Record<M>>>,
+}
+
+impl<M: Send + 'static> Life<M> {
+    fn end(mut self, outcome: Result<(), Box<dyn Any + Send>>) {
+        let rec = self.rec.take().expect("pcml: actor ended twice");
+        let (reason, report) = match outcome {
+            Ok(()) => (ExitReason::Normal, None),
+            Err(p) => record::reason_of(p),
+        };
+        finish(&rec, reason, report);
+    }
+}
+
+impl<M: Send + 'static> Drop for Life<M> {
+    fn drop(&mut self) {
+        if let Some(rec) = self.rec.take() {
+            // Dropped unfinished: the runtime is shutting down. Close the mailbox (breaking
+            // cycles of pids held in messages) and tell nobody: their threads are going too.
+            drop(rec.die());
+        }
+    }
+}
+
+fn shutting_down() -> bool {
+    crate::sched::worker::context().is_some_and(|c| c.is_shutting_down())
+}
+
+/// Spawns an actor on a fiber: `f` runs with the actor's [`Ctx`] and may block in direct
+/// style. Returns its pid at once.
+///
+/// The actor ends when `f` returns (reason [`ExitReason::Normal`]) or panics (the panic is
+/// caught: the actor dies alone, and its links and monitors are told). A panic nobody links
+/// to or monitors is printed to stderr.
+///
+/// # Panics
+/// Outside a pcml runtime, or when no fiber stack can be had (see the crate docs on the fiber
+/// cap; [`spawn_async`] has no cap).
+///
+/// ```
+/// use pcml::actor::{self, Ctx, Pid};
+///
+/// pcml::run(|| {
+///     let echo = actor::spawn(|mut ctx: Ctx<(u32, Pid<u32>)>| {
+///         let (n, reply) = ctx.receive();
+///         let _ = reply.send(n + 1);
+///     });
+///     let mut me = Ctx::new();
+///     echo.send((41, me.pid())).unwrap();
+///     assert_eq!(me.receive(), 42);
+/// });
+/// ```
+pub fn spawn<M, F>(f: F) -> Pid<M>
+where
+    M: Send + 'static,
+    F: FnOnce(Ctx<M>) + Send + 'static,
+{
+    let (pid, ctx) = new_actor();
+    start_fiber(ctx, f);
+    pid
+}
+
+fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>) {
+    let rec = Record::new();
+    (
+        Pid { rec: rec.clone() },
+        Ctx {
+            rec,
+            detached: false,
+        },
+    )
+}
+
+fn start_fiber<M, F>(ctx: Ctx<M>, f: F)
+where
+    M: Send + 'static,
+    F: FnOnce(Ctx<M>) + Send + 'static,
+{
+    let life = Life {
+        rec: Some(ctx.rec.clone()),
+    };
+    drop(crate::spawn(move || {
+        match catch_unwind(AssertUnwindSafe(move || f(ctx))) {
+            // The fiber is being dropped at shutdown: `life` ends it silently as the unwind
+            // goes on to the fiber's root.
+            Err(p) if shutting_down() => resume_unwind(p),
+            outcome => life.end(outcome),
+        }
+    }));
+}
+
+/// Spawns an actor on an async task: `f` gets the actor's [`Ctx`] and returns the future
+/// that is the actor's body. Tasks have no stack of their own, so millions of actors fit.
+/// Receive with `.await` ([`Ctx::recv`] and friends); the blocking forms panic in a task.
+///
+/// Ends and fails as [`spawn`] does.
+///
+/// # Panics
+/// Outside a pcml runtime.
+///
+/// ```
+/// use pcml::actor::{self, Ctx};
+///
+/// pcml::run(|| {
+///     let mut me = Ctx::new();
+///     let parent = me.pid();
+///     for i in 0..1000u64 {
+///         let parent = parent.clone();
+///         actor::spawn_async(move |mut ctx: Ctx<u64>| async move {
+///             let x = ctx.recv().await;
+///             let _ = parent.send(x * 2);
+///         })
+///         .send(i)
+///         .unwrap();
+///     }
+///     let sum: u64 = me.recv_many(1000).into_iter().sum();
+///     assert_eq!(sum, 999_000);
+/// });
+/// ```
+pub fn spawn_async<M, F, Fut>(f: F) -> Pid<M>
+where
+    M: Send + 'static,
+    F: FnOnce(Ctx<M>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (pid, ctx) = new_actor();
+    start_task(ctx, f);
+    pid
+}
+
+fn start_task<M, F, Fut>(ctx: Ctx<M>, f: F)
+where
+    M: Send + 'static,
+    F: FnOnce(Ctx<M>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let life = Life {
+        rec: Some(ctx.rec.clone()),
+    };
+    drop(crate::spawn_task(async move {
+        let outcome = match catch_unwind(AssertUnwindSafe(move || f(ctx))) {
+            Ok(fut) => {
+                let mut fut = std::pin::pin!(fut);
+                poll_fn(
+                    |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                        Ok(Poll::Pending) => Poll::Pending,
+                        Ok(Poll::Ready(())) => Poll::Ready(Ok(())),
+                        Err(p) => Poll::Ready(Err(p)),
+                    },
+                )
+                .await
+            }
+            Err(p) => Err(p),
+        };
+        life.end(outcome);
+    }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The actor's own end
+
+/// An actor's own end of its mailbox: what its body receives with. Not cloneable: only the
+/// actor receives. `Send`, so async actors' futures are `Send`.
+///
+/// [`Ctx::new`] makes a context for code that is not a spawned actor (the main fiber, an OS
+/// thread, a test), so it can have a pid and receive replies.
+///
+/// The blocking receives (`receive*`, `recv_many`) block the calling fiber, or the calling OS
+/// thread outside a runtime, and panic in an async task; there use the `recv*` futures.
+///
+/// ```
+/// let mut me = pcml::actor::Ctx::new();
+/// me.pid().send("hi").unwrap();
+/// assert_eq!(me.receive(), "hi");
+/// ```
+pub struct Ctx<M: Send + 'static> {
+    rec: Arc<Record<M>>,
+    /// Made by `Ctx::new`: the actor ends when the context is dropped.
+    detached: bool,
+}
+
+impl<M: Send + 'static> fmt::Debug for Ctx<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ctx{}", self.rec.id)
+    }
+}
+
+impl<M: Send + 'static> Default for Ctx<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<M: Send + 'static> Drop for Ctx<M> {
+    fn drop(&mut self) {
+        if self.detached {
+            let reason = if std::thread::panicking() {
+                ExitReason::Panic(Arc::from("the thread owning the context panicked"))
+            } else {
+                ExitReason::Normal
+            };
+            finish(&self.rec, reason, None);
+        }
+    }
+}
+
+impl<M: Send + 'static> Ctx<M> {
+    /// A mailbox and pid for the calling code, which need not be a spawned actor: the main
+    /// fiber, an OS thread, a test. The "actor" ends (normally) when the context is dropped.
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// let pid = me.pid();
+    /// std::thread::spawn(move || pid.send(5).unwrap()).join().unwrap();
+    /// assert_eq!(me.receive(), 5);
+    /// ```
+    pub fn new() -> Self {
+        Ctx {
+            rec: Record::new(),
+            detached: true,
+        }
+    }
+
+    /// This actor's pid (Erlang's `self()`).
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::<()>::new();
+    /// assert_eq!(me.pid(), me.pid());
+    /// ```
+    pub fn pid(&self) -> Pid<M> {
+        Pid {
+            rec: self.rec.clone(),
+        }
+    }
+
+    /// This actor's id.
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::<()>::new();
+    /// println!("I am {}", me.id());
+    /// ```
+    pub fn id(&self) -> ActorId {
+        self.rec.id
+    }
+
+    /// How many messages wait in the mailbox.
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::new();
+    /// me.pid().send_many([1, 2]).unwrap();
+    /// assert_eq!(me.len(), 2);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.rec.lock().queue.len()
+    }
+
+    /// Whether the mailbox is empty.
+    ///
+    /// ```
+    /// let me = pcml::actor::Ctx::<u8>::new();
+    /// assert!(me.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.rec.lock().queue.is_empty()
+    }
+
+    /// Receives the oldest message, blocking while the mailbox is empty.
+    ///
+    /// # Panics
+    /// In an async task (use [`recv`](Self::recv)).
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// me.pid().send_many(['a', 'b']).unwrap();
+    /// assert_eq!(me.receive(), 'a');
+    /// assert_eq!(me.receive(), 'b');
+    /// ```
+    pub fn receive(&mut self) -> M {
+        loop {
+            let mut st = self.rec.lock();
+            if let Some(m) = st.pop() {
+                return m;
+            }
+            park("actor receive", st);
+        }
+    }
+
+    /// Receives the oldest message if there is one. Never blocks.
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// assert_eq!(me.try_receive(), None);
+    /// me.pid().send(1).unwrap();
+    /// assert_eq!(me.try_receive(), Some(1));
+    /// ```
+    pub fn try_receive(&mut self) -> Option<M> {
+        self.rec.lock().pop()
+    }
+
+    /// Selective receive: takes the oldest message `f` accepts, blocking until one arrives.
+    /// The messages it skips stay in the mailbox, in their order.
+    ///
+    /// `f` runs under the mailbox's lock: keep it short, and do not send to this actor from
+    /// it. A blocked call that is woken by new messages tests only those (the save pointer);
+    /// each new call starts from the oldest message, as Erlang's `receive` does.
+    ///
+    /// # Panics
+    /// In an async task (use [`recv_match`](Self::recv_match)).
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// me.pid().send_many([1, 2, 3, 4]).unwrap();
+    /// assert_eq!(me.receive_match(|m| m % 2 == 0), 2);
+    /// assert_eq!(me.receive(), 1);
+    /// assert_eq!(me.receive(), 3);
+    /// ```
+    pub fn receive_match(&mut self, mut f: impl FnMut(&M) -> bool) -> M {
+        let mut scan = Scan::new();
+        loop {
+            let mut st = self.rec.lock();
+            if let Some(m) = st.take_match(&mut scan, &mut f) {
+                return m;
+            }
+            park("actor receive_match", st);
+        }
+    }
+
+    /// Receives the oldest message, or `None` if none arrives within `d`.
+    ///
+    /// # Panics
+    /// In an async task (use [`recv_timeout`](Self::recv_timeout)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// pcml::run(|| {
+    ///     let mut me = pcml::actor::Ctx::<u8>::new();
+    ///     assert_eq!(me.receive_timeout(Duration::from_millis(1)), None);
+    ///     me.pid().send(4).unwrap();
+    ///     assert_eq!(me.receive_timeout(Duration::from_secs(5)), Some(4));
+    /// });
+    /// ```
+    pub fn receive_timeout(&mut self, d: Duration) -> Option<M> {
+        if let Some(m) = self.try_receive() {
+            return Some(m);
+        }
+        self.receive_evt().sync_timeout(d)
+    }
+
+    /// Selective receive with a timeout: the oldest message `f` accepts, or `None` if none
+    /// arrives within `d`. `f` may run on sending threads too (see
+    /// [`receive_match_evt`](Self::receive_match_evt)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// pcml::run(|| {
+    ///     let mut me = pcml::actor::Ctx::new();
+    ///     me.pid().send(1).unwrap();
+    ///     assert_eq!(me.receive_match_timeout(Duration::from_millis(1), |m| *m > 1), None);
+    ///     assert_eq!(me.receive(), 1);
+    /// });
+    /// ```
+    pub fn receive_match_timeout(
+        &mut self,
+        d: Duration,
+        f: impl FnMut(&M) -> bool + Send + 'static,
+    ) -> Option<M> {
+        self.receive_match_evt(f).sync_timeout(d)
+    }
+
+    /// Receives `n` messages, oldest first (seed 000's `recv_many n`): takes all that are
+    /// there at once and blocks only while fewer than `n` have arrived.
+    ///
+    /// # Panics
+    /// In an async task (use [`recv_many_async`](Self::recv_many_async)).
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// me.pid().send_many(0..5).unwrap();
+    /// assert_eq!(me.recv_many(3), vec![0, 1, 2]);
+    /// assert_eq!(me.len(), 2);
+    /// ```
+    pub fn recv_many(&mut self, n: usize) -> Vec<M> {
+        let mut out = Vec::with_capacity(n);
+        loop {
+            let mut st = self.rec.lock();
+            st.drain_into(&mut out, n);
+            if out.len() == n {
+                return out;
+            }
+            park("actor recv_many", st);
+        }
+    }
+
+    /// Receiving the oldest message, as an event: enabled while the mailbox is non-empty.
+    /// Compose it with `choose`, `wrap`, channels and timeouts; syncing it takes the message.
+    ///
+    /// ```
+    /// use pcml::actor::Ctx;
+    ///
+    /// pcml::run(|| {
+    ///     let me = Ctx::<u32>::new();
+    ///     let ch = pcml::Chan::<u32>::new();
+    ///     let c = ch.clone();
+    ///     pcml::spawn(move || c.send(1));
+    ///     let got = pcml::select([
+    ///         me.receive_evt().wrap(|m| ("mailbox", m)),
+    ///         ch.recv_evt().wrap(|m| ("channel", m)),
+    ///     ]);
+    ///     assert_eq!(got, ("channel", 1));
+    /// });
+    /// ```
+    pub fn receive_evt(&self) -> Event<M> {
+        Event::from_base(RecvEvt {
+            rec: self.rec.clone(),
+            pred: None,
+            slot: None,
+        })
+    }
+
+    /// Selective receive as an event: enabled while the mailbox holds a message `f` accepts;
+    /// syncing takes the oldest such message and leaves the others in order.
+    ///
+    /// While the event is blocked, senders test their messages with `f` (under the mailbox's
+    /// lock, on their own thread): keep it short and pure.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// pcml::run(|| {
+    ///     let me = pcml::actor::Ctx::new();
+    ///     me.pid().send_many([1, 20, 3]).unwrap();
+    ///     let big = me.receive_match_evt(|m: &i32| *m >= 10);
+    ///     assert_eq!(big.sync_timeout(Duration::from_secs(1)), Some(20));
+    ///     assert_eq!(me.len(), 2);
+    /// });
+    /// ```
+    pub fn receive_match_evt(&self, f: impl FnMut(&M) -> bool + Send + 'static) -> Event<M> {
+        let pred: record::Pred<M> = Arc::new(std::sync::Mutex::new(f));
+        Event::from_base(RecvEvt {
+            rec: self.rec.clone(),
+            pred: Some(pred),
+            slot: None,
+        })
+    }
+
+    /// Receives the oldest message, for async actors.
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let pid = pcml::actor::spawn_async(|mut ctx: pcml::actor::Ctx<u8>| async move {
+    ///         assert_eq!(ctx.recv().await, 1);
+    ///     });
+    ///     pid.send(1).unwrap();
+    /// });
+    /// ```
+    pub async fn recv(&mut self) -> M {
+        let rec = &self.rec;
+        poll_fn(|cx| {
+            let mut st = rec.lock();
+            match st.pop() {
+                Some(m) => Poll::Ready(m),
+                None => {
+                    st.parked = Some(Blocker::from_waker(cx.waker().clone()));
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+
+    /// Selective receive for async actors: the oldest message `f` accepts.
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let mut me = pcml::actor::Ctx::new();
+    ///     let reply = me.pid();
+    ///     let pid = pcml::actor::spawn_async(move |mut ctx: pcml::actor::Ctx<i32>| async move {
+    ///         let neg = ctx.recv_match(|m| *m < 0).await;
+    ///         let _ = reply.send(neg);
+    ///     });
+    ///     pid.send_many([1, 2, -3]).unwrap();
+    ///     assert_eq!(me.receive(), -3);
+    /// });
+    /// ```
+    pub async fn recv_match(&mut self, mut f: impl FnMut(&M) -> bool) -> M {
+        let rec = &self.rec;
+        let mut scan = Scan::new();
+        poll_fn(|cx| {
+            let mut st = rec.lock();
+            match st.take_match(&mut scan, &mut f) {
+                Some(m) => Poll::Ready(m),
+                None => {
+                    st.parked = Some(Blocker::from_waker(cx.waker().clone()));
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+
+    /// Receives the oldest message or `None` after `d`, for async actors.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// pcml::run(|| {
+    ///     pcml::spawn_task(async {
+    ///         let mut me = pcml::actor::Ctx::<u8>::new();
+    ///         assert_eq!(me.recv_timeout(Duration::from_millis(1)).await, None);
+    ///     })
+    ///     .join()
+    ///     .unwrap();
+    /// });
+    /// ```
+    pub async fn recv_timeout(&mut self, d: Duration) -> Option<M> {
+        if let Some(m) = self.try_receive() {
+            return Some(m);
+        }
+        crate::event::choose([
+            self.receive_evt().wrap(Some),
+            crate::time::timeout_evt(d).wrap(|()| None),
+        ])
+        .await
+    }
+
+    /// Receives `n` messages, oldest first, for async actors (see [`recv_many`](Self::recv_many)).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     pcml::spawn_task(async {
+    ///         let mut me = pcml::actor::Ctx::new();
+    ///         me.pid().send_many([1, 2, 3]).unwrap();
+    ///         assert_eq!(me.recv_many_async(2).await, vec![1, 2]);
+    ///     })
+    ///     .join()
+    ///     .unwrap();
+    /// });
+    /// ```
+    pub async fn recv_many_async(&mut self, n: usize) -> Vec<M> {
+        let rec = &self.rec;
+        let mut out = Vec::with_capacity(n);
+        poll_fn(|cx| {
+            let mut st = rec.lock();
+            st.drain_into(&mut out, n);
+            if out.len() == n {
+                return Poll::Ready(std::mem::take(&mut out));
+            }
+            st.parked = Some(Blocker::from_waker(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+}

@@ -1,0 +1,354 @@
+//! The shared record of one actor: its mailbox (messages in arrival order, with a save pointer
+//! for selective receive), its parked owner, its blocked receive events, and whether it lives.
+//!
+//! One `Arc<Record<M>>` per actor: every [`Pid`](super::Pid) and the actor's
+//! [`Ctx`](super::Ctx) point at it. Links, monitors, signals and registered names live in an
+//! extension allocated on first use, so an actor that uses none of them pays one pointer.
+//!
+//! # How a message travels
+//! A send locks the record. If a receive *event* (`receive_evt`, `receive_match_evt`) is
+//! blocked on the mailbox and accepts the message, the sender wins that event's sync and
+//! hands the message into its slot (the CML way, so `choose` stays exact). Otherwise the
+//! message is appended to the queue and the parked owner, if any, is taken out of `parked`
+//! and woken after the lock is released: one wake per parked receive, no scan by the sender.
+//!
+//! A direct receive (`receive`, `receive_match`, `recv`, ...) runs in the owner: it scans the
+//! queue under the lock and takes the first accepted message; if none, it parks (installs its
+//! [`Blocker`] under the same lock, so no send can slip between the scan and the park) and
+//! resumes its scan where it stopped when woken, as Erlang's save pointer does. If a message
+//! was taken by someone else meanwhile (a receive event synced on another thread), the scan
+//! restarts from the oldest message.
+//!
+//! # Invariants
+//! - `State` is touched only under `Record::state`. User code runs under that lock only as a
+//!   receive predicate; the only other lock taken under it is a blocked event's slot lock or
+//!   predicate lock (leaves). No blocker is woken and no message is dropped under it.
+//! - While `alive` is false the queue is empty and stays empty: sends return the message.
+//! - No live receive event whose predicate accepts a queued message stays blocked on this
+//!   mailbox: a send serves blocked events before queueing, a receive event that finds an
+//!   accepted message takes it instead of blocking (for pure predicates).
+//! - `taken` counts every removal from `queue`, so a parked scan whose count changed rescans.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::event::{BaseEvent, Blocked, OwnWaiter};
+use crate::sched::blocker::{self, Blocker};
+use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, delivered, lock};
+
+use super::link::Ext;
+use super::{ActorId, ExitReason};
+
+/// A selective-receive predicate shared between a blocked event and the senders that test it.
+pub(crate) type Pred<M> = Arc<Mutex<dyn FnMut(&M) -> bool + Send>>;
+
+/// Locks a predicate (a leaf lock; poisoning from a panicking predicate is ignored).
+fn lock_pred<M>(p: &Pred<M>) -> MutexGuard<'_, dyn FnMut(&M) -> bool + Send + 'static> {
+    p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The shared record of one actor.
+pub(crate) struct Record<M> {
+    pub(crate) id: ActorId,
+    pub(crate) state: Mutex<State<M>>,
+}
+
+pub(crate) struct State<M> {
+    /// Messages in arrival order. Written by senders (push) and receivers (remove).
+    pub(crate) queue: VecDeque<M>,
+    /// Removals from `queue` so far (see the invariants).
+    pub(crate) taken: u64,
+    /// The owner parked in a direct receive; taken and woken by the next send or signal.
+    pub(crate) parked: Option<Blocker>,
+    /// Blocked receive events with their predicates (`None`: accept anything), oldest first.
+    pub(crate) offers: Queue<(Offer<M>, Option<Pred<M>>)>,
+    /// False once the actor ended; set once, by its exit.
+    pub(crate) alive: bool,
+    /// Links, monitors, signals, names: allocated on first use.
+    pub(crate) ext: Option<Box<Ext>>,
+}
+
+/// Where a parked selective receive stopped scanning.
+pub(crate) struct Scan {
+    /// `State::taken` when the scan was last updated.
+    taken: u64,
+    /// Index of the first message not yet tested.
+    next: usize,
+}
+
+impl Scan {
+    pub(crate) fn new() -> Self {
+        Scan {
+            taken: u64::MAX,
+            next: 0,
+        }
+    }
+}
+
+/// A fresh actor id. Ids are handed to each OS thread in blocks, so spawning an actor touches
+/// no shared counter.
+fn next_id() -> ActorId {
+    use std::cell::Cell;
+    const BLOCK: u64 = 1024;
+    static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        /// The next id of this thread's block, and the end of the block.
+        static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    let n = RANGE.with(|r| {
+        let (mut next, mut end) = r.get();
+        if next >= end {
+            // Relaxed: only uniqueness matters.
+            next = NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed);
+            end = next + BLOCK;
+        }
+        r.set((next + 1, end));
+        next
+    });
+    ActorId(std::num::NonZeroU64::new(n).expect("pcml: actor ids start at 1"))
+}
+
+impl<M> Record<M> {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Record {
+            id: next_id(),
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                taken: 0,
+                parked: None,
+                offers: Queue::new(),
+                alive: true,
+                ext: None,
+            }),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State<M>> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn is_alive(&self) -> bool {
+        self.lock().alive
+    }
+}
+
+impl<M> State<M> {
+    /// Takes the oldest message.
+    pub(crate) fn pop(&mut self) -> Option<M> {
+        let m = self.queue.pop_front()?;
+        self.taken += 1;
+        Some(m)
+    }
+
+    /// Takes the first message `f` accepts, resuming `scan` where it stopped.
+    pub(crate) fn take_match(
+        &mut self,
+        scan: &mut Scan,
+        f: &mut impl FnMut(&M) -> bool,
+    ) -> Option<M> {
+        if scan.taken != self.taken {
+            // Something was removed since we looked (or we never looked): start over.
+            scan.taken = self.taken;
+            scan.next = 0;
+        }
+        let i = (scan.next..self.queue.len()).find(|&i| f(&self.queue[i]));
+        match i {
+            Some(i) => {
+                self.taken += 1;
+                self.queue.remove(i)
+            }
+            None => {
+                scan.next = self.queue.len();
+                None
+            }
+        }
+    }
+
+    /// Moves the oldest messages into `out` until it holds `n`.
+    pub(crate) fn drain_into(&mut self, out: &mut Vec<M>, n: usize) {
+        let k = n.saturating_sub(out.len()).min(self.queue.len());
+        out.extend(self.queue.drain(..k));
+        self.taken += k as u64;
+    }
+
+    /// Hands `m` to the first blocked receive event that accepts it, else queues it. Returns
+    /// whether it was queued (so the parked owner must be woken).
+    pub(crate) fn push(&mut self, mut m: M) -> bool {
+        let mut i = 0;
+        while i < self.offers.q.len() {
+            let (o, pred) = &self.offers.q[i];
+            if o.w.is_synched() {
+                // Dead offer: its sync completed elsewhere.
+                self.offers.q.remove(i);
+                continue;
+            }
+            let accepts = match pred {
+                None => true,
+                Some(p) => (lock_pred(p))(&m),
+            };
+            if !accepts {
+                i += 1;
+                continue;
+            }
+            let (o, _) = self.offers.q.remove(i).expect("index in range");
+            match deliver(&o, m) {
+                Ok(()) => return false,
+                // It died since we looked: try the next one.
+                Err(back) => m = back,
+            }
+        }
+        self.queue.push_back(m);
+        true
+    }
+
+    /// Takes the parked owner's blocker, to wake after unlocking.
+    pub(crate) fn take_parked(&mut self) -> Option<Blocker> {
+        self.parked.take()
+    }
+}
+
+/// Parks the calling fiber or OS thread (not a task) until the next send or signal. Takes the
+/// lock guard so the blocker is installed before any sender can look.
+pub(crate) fn park<M>(what: &str, mut st: MutexGuard<'_, State<M>>) {
+    blocker::block_current(what, move |b| {
+        st.parked = Some(b);
+        drop(st);
+    });
+}
+
+/// Wakes `b` if there is one (after the record's lock was released).
+pub(crate) fn wake(b: Option<Blocker>) {
+    if let Some(b) = b {
+        b.unblock();
+    }
+}
+
+impl<M: Send + 'static> Record<M> {
+    /// Sends one message: `Err(m)` if the actor is dead.
+    pub(crate) fn send(&self, m: M) -> Result<(), M> {
+        let mut st = self.lock();
+        if !st.alive {
+            return Err(m);
+        }
+        let b = if st.push(m) { st.take_parked() } else { None };
+        drop(st);
+        wake(b);
+        Ok(())
+    }
+
+    /// Marks the actor dead, empties its mailbox, and returns what must be handled outside the
+    /// lock; `None` if it was already dead.
+    pub(crate) fn die(&self) -> Option<Remains<M>> {
+        let mut st = self.lock();
+        if !st.alive {
+            return None;
+        }
+        st.alive = false;
+        let q = std::mem::take(&mut st.queue);
+        st.offers.q.clear();
+        let ext = st.ext.take();
+        let parked = st.parked.take();
+        Some(Remains {
+            left: q,
+            ext,
+            parked,
+        })
+    }
+}
+
+/// What a dying actor leaves, to handle outside its lock.
+pub(crate) struct Remains<M> {
+    /// Messages never received: dropped.
+    pub(crate) left: VecDeque<M>,
+    /// Links, monitors, names: to notify and clean up.
+    pub(crate) ext: Option<Box<Ext>>,
+    /// A stale blocker of the owner: dropped.
+    pub(crate) parked: Option<Blocker>,
+}
+
+/// The base event of `receive_evt` and `receive_match_evt`.
+pub(crate) struct RecvEvt<M> {
+    pub(crate) rec: Arc<Record<M>>,
+    pub(crate) pred: Option<Pred<M>>,
+    /// Our queued offer's slot while blocked.
+    pub(crate) slot: Option<Slot<M>>,
+}
+
+impl<M> RecvEvt<M> {
+    /// The index of the first queued message the predicate accepts.
+    fn find(&self, st: &State<M>) -> Option<usize> {
+        match &self.pred {
+            None => (!st.queue.is_empty()).then_some(0),
+            Some(p) => {
+                let mut p = lock_pred(p);
+                st.queue.iter().position(&mut *p)
+            }
+        }
+    }
+}
+
+impl<M: Send + 'static> BaseEvent for RecvEvt<M> {
+    type Output = M;
+
+    fn poll(&mut self) -> bool {
+        let st = self.rec.lock();
+        self.find(&st).is_some()
+    }
+
+    fn try_do(&mut self) -> Option<M> {
+        let mut st = self.rec.lock();
+        let i = self.find(&st)?;
+        st.taken += 1;
+        st.queue.remove(i)
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M> {
+        let mut st = self.rec.lock();
+        if let Some(i) = self.find(&st) {
+            return complete_self(me, || {
+                st.taken += 1;
+                st.queue
+                    .remove(i)
+                    .expect("pcml: actor mailbox changed under its lock")
+            });
+        }
+        let slot = Slot::default();
+        st.offers.push((
+            Offer {
+                w: me.waiter(),
+                slot: slot.clone(),
+                swap: false,
+            },
+            self.pred.clone(),
+        ));
+        self.slot = Some(slot);
+        Blocked::Waiting
+    }
+
+    fn complete(&mut self) -> M {
+        delivered(
+            self.slot
+                .as_ref()
+                .expect("pcml: actor receive event completed unblocked"),
+        )
+    }
+}
+
+/// Why an actor's body ended, from its caught unwind payload, with the full panic report
+/// (message, location, backtrace if captured) when it panicked.
+pub(crate) fn reason_of(payload: Box<dyn std::any::Any + Send>) -> (ExitReason, Option<String>) {
+    match payload.downcast::<super::link::KillSignal>() {
+        Ok(k) => (k.0, None),
+        Err(payload) => {
+            let id = crate::try_current().unwrap_or_else(crate::sched::ThreadId::next);
+            let err = crate::sched::panic::join_error(id, payload);
+            if err.is_exit() {
+                (ExitReason::Exited, None)
+            } else {
+                let msg = err.panic_message().unwrap_or("Box<dyn Any>").to_string();
+                (ExitReason::Panic(Arc::from(msg)), Some(err.to_string()))
+            }
+        }
+    }
+}
