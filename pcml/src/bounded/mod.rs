@@ -30,9 +30,9 @@
 //!   therefore never reaches the buffer.
 //! - A sync never matches an offer of its own ([`Waiter::same_sync`](crate::event::Waiter::same_sync)).
 
+use crate::loom::sync::{Arc, Mutex};
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex};
 
 use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch};
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
