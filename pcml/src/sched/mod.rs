@@ -20,6 +20,7 @@ pub(crate) mod blocker;
 pub(crate) mod blocking;
 pub(crate) mod fibers;
 pub(crate) mod inbox;
+pub(crate) mod io;
 pub(crate) mod join;
 pub(crate) mod panic;
 pub(crate) mod runtime;

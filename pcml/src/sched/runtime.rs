@@ -4,7 +4,8 @@
 //! - `MainSlot` settles once: main finished, main panicked, main exited, or deadlock. The first
 //!   settlement wins; `block_on` then shuts the runtime down.
 //! - Shutdown joins every worker thread before `block_on` returns, and each worker drops its own
-//!   fibers (on their home proc); unstarted work and task futures are dropped after.
+//!   fibers (on their home proc); unstarted work and task futures are dropped after, then the
+//!   I/O driver thread (if one was started) is stopped and joined.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -300,6 +301,7 @@ impl Builder {
             tasks: TaskRegistry::new(),
             blocking: BlockingPool::new(),
             wake_sources: AtomicUsize::new(0),
+            io: Mutex::new(None),
             main: MainSlot::new(),
         });
         let mut threads = Vec::with_capacity(procs);
@@ -463,6 +465,8 @@ impl Drop for Runtime {
         drop(waiting);
         self.shared.tasks.shutdown();
         self.shared.blocking.shutdown();
+        // Last: fibers and tasks dropped above may have deregistered their sockets.
+        self.shared.stop_io();
     }
 }
 

@@ -131,6 +131,9 @@ pub(crate) struct Shared {
     pub(crate) blocking: BlockingPool,
     /// Sources other than pcml threads that may wake a thread (pending timers, I/O, ...).
     pub(crate) wake_sources: AtomicUsize,
+    /// The runtime's I/O driver (`sched::io`), started by the first registration from a proc
+    /// and stopped by `Runtime::drop`.
+    pub(crate) io: Mutex<Option<Arc<crate::sched::io::Driver>>>,
     /// How `block_on` learns that main ended or that the runtime deadlocked.
     pub(crate) main: MainSlot,
 }
@@ -904,6 +907,10 @@ impl Context {
             return;
         }
         if sh.blocking.in_flight() > 0 || sh.wake_sources.load(Ordering::SeqCst) > 0 {
+            return;
+        }
+        // A registered socket or fd may become ready and wake a thread.
+        if sh.io_pending() {
             return;
         }
         let queues_empty = sh.injector.is_empty()

@@ -1,4 +1,5 @@
-//! Queues of blocked waiters for the buffered objects (`sync_var`, `mailbox`): each waiter
+//! Queues of blocked waiters for the buffered objects (`sync_var`, `mailbox`) and for I/O
+//! readiness (`sched::io`, where a waiter needs no slot): each waiter
 //! is its sync's handle plus a one-value slot, queued first come first served, with dead
 //! waiters swept as the queue grows.
 //!
@@ -57,6 +58,13 @@ pub(crate) trait Queued {
 impl<T> Queued for Offer<T> {
     fn waiter(&self) -> &Waiter {
         &self.w
+    }
+}
+
+/// A bare waiter: nothing to deliver but the wake-up (I/O readiness, `sched::io`).
+impl Queued for Waiter {
+    fn waiter(&self) -> &Waiter {
+        self
     }
 }
 

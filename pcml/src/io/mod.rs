@@ -1,0 +1,431 @@
+//! I/O readiness as events: any file descriptor's readable and writable states as
+//! [`Event`]s that compose in `choose` with timeouts and channels, and operations that block
+//! only the calling fiber (seed 004's I/O layer, in CML's style of first-class events).
+//!
+//! [`Async`] wraps a non-blocking file descriptor (a pipe end, a terminal, an `eventfd`, a
+//! socket made elsewhere) and registers it with pcml's I/O poller; [`Async::readable_evt`] and
+//! [`Async::writable_evt`] are events enabled when the poller reports it ready, and
+//! [`Async::read_with`]/[`Async::write_with`] run a non-blocking operation, waiting for
+//! readiness whenever it says `WouldBlock`. Sockets have their own types in [`crate::net`],
+//! built the same way.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use std::os::unix::net::UnixStream;
+//! use pcml::io::Async;
+//!
+//! let (a, mut b) = UnixStream::pair().unwrap();
+//! a.set_nonblocking(true).unwrap();
+//! let a = Async::new(a).unwrap();
+//! b.write_all(b"hi").unwrap();
+//! a.readable_evt().sync(); // works on a plain OS thread, a fiber, or with `.await`
+//! let mut buf = [0; 2];
+//! let n = a.read_with(|mut s| s.read(&mut buf)).unwrap();
+//! assert_eq!(&buf[..n], b"hi");
+//! ```
+//!
+//! # How it works
+//! Each runtime has one `mio` poller, on a driver thread of its own that starts with the first
+//! registration made on one of the runtime's procs and stops when the runtime is dropped.
+//! Descriptors registered outside any runtime (plain OS threads, tokio tasks, `spawn_blocking`
+//! jobs) use one process-wide driver instead, like the timers of such threads. A descriptor is
+//! registered edge-triggered; per direction it has a readiness flag, set by the driver when the
+//! kernel reports an edge and cleared by an operation that sees `WouldBlock`, and a queue of
+//! blocked syncs. A readiness event's `poll` reads the flag; its `block` enqueues the sync
+//! unless the flag is set (checked under the same lock, so no edge is lost); the driver commits
+//! queued syncs through the event protocol, so a readiness event that loses a choice is simply
+//! skipped and swept, never woken twice. Deadlock detection treats a runtime with registered
+//! descriptors as never deadlocked, since the outside world may wake it.
+//!
+//! # Readiness is a hint
+//! A readiness event means "the last operation may now make progress": it can be spurious (the
+//! data was read by someone else, or an event for a closed descriptor arrived late), and it
+//! stays enabled until an operation sees `WouldBlock`. After syncing on one, use a
+//! non-blocking operation (`read_with`, or `try_read` on sockets) and wait again on
+//! `WouldBlock`. A descriptor that hung up or failed is ready in both directions for good, so
+//! that the operation that follows reports end of file or the error.
+//!
+//! # No `read_evt`
+//! There is no event that *reads*: a read is not a commit that can be undone, so a read event
+//! that lost a choice would have to hold on to the bytes it consumed and hand them to the next
+//! read. Use `readable_evt` in the choice and read in the branch's body instead (the accept of
+//! a listener is the exception: [`crate::net::TcpListener::accept_evt`] hands an accepted
+//! connection back to the listener when it loses, so no connection is ever dropped).
+//!
+//! # Invariants
+//! - See `sched::io` for the driver's; here: every operation takes the direction's generation
+//!   before its system call and clears readiness with it, so an edge that arrives during the
+//!   call keeps the flag set.
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+
+use mio::event::Source;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
+use crate::sched::io::{Dir, Registered, ScheduledIo, closed_error, current_driver};
+use crate::sync_var::waiters::complete_self;
+
+/// The base event of every readiness event: enabled while its source's direction is ready.
+struct ReadyEvt {
+    sio: Arc<ScheduledIo>,
+    dir: Dir,
+}
+
+impl BaseEvent for ReadyEvt {
+    type Output = ();
+
+    fn poll(&mut self) -> bool {
+        self.sio.is_ready(self.dir)
+    }
+
+    fn try_do(&mut self) -> Option<()> {
+        self.poll().then_some(())
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+        if me.is_synched() {
+            return Blocked::Synched;
+        }
+        if self.sio.enqueue_unless_ready(self.dir, me.waiter()) {
+            return Blocked::Waiting;
+        }
+        complete_self(me, || ())
+    }
+
+    fn complete(&mut self) {}
+}
+
+/// The readiness event of `dir` on `sio`.
+pub(crate) fn ready_evt(sio: &Arc<ScheduledIo>, dir: Dir) -> Event<()> {
+    Event::from_base(ReadyEvt {
+        sio: sio.clone(),
+        dir,
+    })
+}
+
+/// Runs `f` once; on `WouldBlock` clears `dir`'s readiness (unless an edge arrived meanwhile).
+pub(crate) fn try_io<S: Source, R>(
+    reg: &Registered<S>,
+    dir: Dir,
+    f: impl FnOnce(&S) -> io::Result<R>,
+) -> io::Result<R> {
+    let generation = reg.sio().generation(dir);
+    let r = f(reg.source());
+    if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+        reg.sio().clear_ready(dir, generation);
+    }
+    r
+}
+
+/// What one attempt of an operation says to do next.
+enum Attempt<R> {
+    Done(io::Result<R>),
+    Wait,
+}
+
+fn attempt<S: Source, R>(
+    reg: &Registered<S>,
+    dir: Dir,
+    mut f: impl FnMut(&S) -> io::Result<R>,
+) -> Attempt<R> {
+    loop {
+        return match try_io(reg, dir, &mut f) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if reg.sio().is_closed() {
+                    Attempt::Done(Err(closed_error()))
+                } else {
+                    Attempt::Wait
+                }
+            }
+            // A signal: try again at once.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => Attempt::Done(r),
+        };
+    }
+}
+
+/// Runs `f` until it does not say `WouldBlock`, syncing on `dir`'s readiness in between:
+/// blocks the calling fiber or OS thread (panics in an async task, as every sync does).
+pub(crate) fn blocking_io<S: Source, R>(
+    reg: &Registered<S>,
+    dir: Dir,
+    mut f: impl FnMut(&S) -> io::Result<R>,
+) -> io::Result<R> {
+    loop {
+        match attempt(reg, dir, &mut f) {
+            Attempt::Done(r) => return r,
+            Attempt::Wait => ready_evt(reg.sio(), dir).sync(),
+        }
+    }
+}
+
+/// [`blocking_io`] for async code: awaits readiness instead of blocking.
+pub(crate) async fn async_io<S: Source, R>(
+    reg: &Registered<S>,
+    dir: Dir,
+    mut f: impl FnMut(&S) -> io::Result<R>,
+) -> io::Result<R> {
+    loop {
+        match attempt(reg, dir, &mut f) {
+            Attempt::Done(r) => return r,
+            Attempt::Wait => ready_evt(reg.sio(), dir).await,
+        }
+    }
+}
+
+/// A file descriptor as a `mio` source.
+struct FdSource<T>(T);
+
+impl<T: AsRawFd> Source for FdSource<T> {
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        SourceFd(&self.0.as_raw_fd()).register(registry, token, interests)
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        SourceFd(&self.0.as_raw_fd()).reregister(registry, token, interests)
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        SourceFd(&self.0.as_raw_fd()).deregister(registry)
+    }
+}
+
+/// A non-blocking file descriptor registered with pcml's I/O poller: its readiness as events,
+/// and operations that wait for it by blocking only the calling fiber (or OS thread), or by
+/// `.await`.
+///
+/// `T` is anything with a descriptor: an owned one (`OwnedFd`, `File`, `UnixStream`, a
+/// socket), or a bare [`RawFd`].
+///
+/// # The caller's obligations
+/// - The descriptor must be in non-blocking mode (`O_NONBLOCK`; `set_nonblocking(true)` on
+///   std's types): pcml does not change it, and a blocking descriptor would block the whole
+///   proc in `read_with`.
+/// - It must stay open while the `Async` lives. With an owning `T` that is automatic; with a
+///   bare [`RawFd`] it is yours to ensure (closing it first can make the number name another
+///   file, whose readiness the poller would then report).
+/// - One `Async` per descriptor at a time: the poller refuses a second registration of the same
+///   descriptor with an error.
+///
+/// The descriptor is registered with the I/O driver of the calling thread's runtime (the
+/// process-wide one outside any runtime) when the `Async` is made, and deregistered when it is
+/// dropped; syncs blocked on its readiness events then wake (the events become enabled).
+///
+/// # Examples
+/// A socket pair's end, on a fiber, with a timeout:
+/// ```
+/// use std::io::{Read, Write};
+/// use std::time::Duration;
+/// use pcml::io::Async;
+///
+/// pcml::run(|| {
+///     let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+///     a.set_nonblocking(true).unwrap();
+///     let a = Async::new(a).unwrap();
+///     // Nothing written yet: the timeout wins.
+///     assert!(a.readable_evt().sync_timeout(Duration::from_millis(10)).is_none());
+///     pcml::spawn(move || b.write_all(b"x").unwrap());
+///     let mut buf = [0; 1];
+///     assert_eq!(a.read_with(|mut s| s.read(&mut buf)).unwrap(), 1);
+/// });
+/// ```
+pub struct Async<T: AsRawFd> {
+    reg: Registered<FdSource<T>>,
+}
+
+impl<T: AsRawFd> fmt::Debug for Async<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Async")
+            .field("fd", &self.reg.source().0.as_raw_fd())
+            .finish()
+    }
+}
+
+impl<T: AsRawFd> Async<T> {
+    /// Registers `io`'s descriptor with the calling thread's I/O driver.
+    ///
+    /// # Errors
+    /// If the poller refuses it (already registered, not pollable such as a regular file), or
+    /// the driver cannot be started.
+    ///
+    /// # Examples
+    /// ```
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// a.set_nonblocking(true).unwrap();
+    /// let a = pcml::io::Async::new(a).unwrap();
+    /// assert!(a.get_ref().peer_addr().is_ok());
+    /// ```
+    pub fn new(io: T) -> io::Result<Async<T>> {
+        let reg = current_driver()?.register(FdSource(io))?;
+        Ok(Async { reg })
+    }
+
+    /// The wrapped descriptor's owner.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// let fd = a.as_raw_fd();
+    /// a.set_nonblocking(true).unwrap();
+    /// let a = pcml::io::Async::new(a).unwrap();
+    /// assert_eq!(a.get_ref().as_raw_fd(), fd);
+    /// ```
+    pub fn get_ref(&self) -> &T {
+        &self.reg.source().0
+    }
+
+    /// An event enabled when the descriptor is readable (or hung up, or failed): see the
+    /// module docs on why it is only a hint.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::io::Write;
+    /// use std::time::Duration;
+    ///
+    /// let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// a.set_nonblocking(true).unwrap();
+    /// let a = pcml::io::Async::new(a).unwrap();
+    /// assert_eq!(a.readable_evt().sync_timeout(Duration::from_millis(5)), None);
+    /// b.write_all(b"!").unwrap();
+    /// assert_eq!(a.readable_evt().sync_timeout(Duration::from_secs(10)), Some(()));
+    /// ```
+    pub fn readable_evt(&self) -> Event<()> {
+        ready_evt(self.reg.sio(), Dir::Read)
+    }
+
+    /// An event enabled when the descriptor is writable (or hung up, or failed).
+    ///
+    /// # Examples
+    /// ```
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// a.set_nonblocking(true).unwrap();
+    /// let a = pcml::io::Async::new(a).unwrap();
+    /// a.writable_evt().sync(); // an empty socket buffer is writable
+    /// ```
+    pub fn writable_evt(&self) -> Event<()> {
+        ready_evt(self.reg.sio(), Dir::Write)
+    }
+
+    /// Runs the non-blocking read `f` until it does not fail with `WouldBlock`, waiting for
+    /// readability in between; blocks only the calling fiber (or OS thread).
+    ///
+    /// # Errors
+    /// `f`'s error, or an error if the runtime whose driver registered the descriptor has shut
+    /// down.
+    ///
+    /// # Panics
+    /// In a pcml async task, which cannot block: use [`read_with_async`](Self::read_with_async).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::io::{Read, Write};
+    ///
+    /// let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// a.set_nonblocking(true).unwrap();
+    /// let a = pcml::io::Async::new(a).unwrap();
+    /// let t = std::thread::spawn(move || b.write_all(b"late"));
+    /// let mut buf = [0; 4];
+    /// let n = a.read_with(|mut s| s.read(&mut buf)).unwrap();
+    /// assert!(n > 0);
+    /// t.join().unwrap().unwrap();
+    /// ```
+    pub fn read_with<R>(&self, f: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        let mut f = f;
+        blocking_io(&self.reg, Dir::Read, |s| f(&s.0))
+    }
+
+    /// Runs the non-blocking write `f` until it does not fail with `WouldBlock`, waiting for
+    /// writability in between.
+    ///
+    /// # Errors
+    /// As [`read_with`](Self::read_with).
+    ///
+    /// # Panics
+    /// In a pcml async task: use [`write_with_async`](Self::write_with_async).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::io::Write;
+    ///
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// a.set_nonblocking(true).unwrap();
+    /// let a = pcml::io::Async::new(a).unwrap();
+    /// assert_eq!(a.write_with(|mut s| s.write(b"abc")).unwrap(), 3);
+    /// ```
+    pub fn write_with<R>(&self, f: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        let mut f = f;
+        blocking_io(&self.reg, Dir::Write, |s| f(&s.0))
+    }
+
+    /// [`read_with`](Self::read_with) for async code, in pcml tasks or any executor.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::io::{Read, Write};
+    ///
+    /// let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// a.set_nonblocking(true).unwrap();
+    /// b.write_all(b"z").unwrap();
+    /// let got = pcml::run(move || {
+    ///     pcml::spawn_task(async move {
+    ///         let a = pcml::io::Async::new(a).unwrap();
+    ///         let mut buf = [0; 1];
+    ///         a.read_with_async(|mut s| s.read(&mut buf)).await.unwrap();
+    ///         buf[0]
+    ///     })
+    ///     .join()
+    ///     .unwrap()
+    /// });
+    /// assert_eq!(got, b'z');
+    /// ```
+    pub async fn read_with_async<R>(&self, f: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        let mut f = f;
+        async_io(&self.reg, Dir::Read, |s| f(&s.0)).await
+    }
+
+    /// [`write_with`](Self::write_with) for async code.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::io::Write;
+    ///
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    /// a.set_nonblocking(true).unwrap();
+    /// let n = pcml::run(move || {
+    ///     pcml::spawn_task(async move {
+    ///         let a = pcml::io::Async::new(a).unwrap();
+    ///         a.write_with_async(|mut s| s.write(b"ok")).await.unwrap()
+    ///     })
+    ///     .join()
+    ///     .unwrap()
+    /// });
+    /// assert_eq!(n, 2);
+    /// ```
+    pub async fn write_with_async<R>(&self, f: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
+        let mut f = f;
+        async_io(&self.reg, Dir::Write, |s| f(&s.0)).await
+    }
+}
+
+/// The descriptor of the wrapped object.
+impl<T: AsRawFd> AsRawFd for Async<T> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.reg.source().0.as_raw_fd()
+    }
+}

@@ -1,0 +1,1077 @@
+//! TCP and UDP sockets whose blocking-looking operations suspend only the calling fiber, with
+//! their readiness (and a listener's accept) as events that compose in `choose` with timeouts
+//! and channels. The same sockets work from plain OS threads (the operations park the thread)
+//! and from async code in pcml tasks or any executor (the `*_async` methods, and `.await` on
+//! the events).
+//!
+//! ```
+//! use pcml::net::{TcpListener, TcpStream};
+//!
+//! pcml::run(|| {
+//!     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+//!     let addr = listener.local_addr().unwrap();
+//!     let server = pcml::spawn(move || {
+//!         let (conn, _) = listener.accept().unwrap();
+//!         let mut buf = [0; 64];
+//!         let n = conn.read(&mut buf).unwrap();
+//!         conn.write_all(&buf[..n]).unwrap(); // echo
+//!     });
+//!     let client = TcpStream::connect(addr).unwrap();
+//!     client.write_all(b"ping").unwrap();
+//!     let mut buf = [0; 4];
+//!     client.read_exact(&mut buf).unwrap();
+//!     assert_eq!(&buf, b"ping");
+//!     server.join().unwrap();
+//! });
+//! ```
+//!
+//! Sockets are `mio`'s, registered with pcml's I/O poller when they are made (see
+//! [`crate::io`] for the poller, and why readiness events are hints). Every operation first
+//! tries its system call; on `WouldBlock` it clears the direction's readiness and syncs on its
+//! readiness event, then tries again. `try_*` methods make one attempt and return the
+//! `WouldBlock` error, for use after a readiness event won a choice.
+//!
+//! # Accepting in a choice
+//! [`TcpListener::accept_evt`] is a real event, not only a readiness hint: it yields an
+//! accepted connection. It accepts only while committing, and a connection that a losing
+//! branch accepted (it won the system call, then found its sync completed by another branch) is
+//! handed back to the listener's queue, where the next accept takes it first: a choice between
+//! accepting and a timeout never drops a connection. While accepts are blocked, the I/O driver
+//! accepts on their behalf when the listener becomes readable and hands each connection to the
+//! first live blocked accept.
+//!
+//! # Closing
+//! Dropping a socket deregisters it; syncs blocked on its readiness events wake (the events
+//! become enabled), and accepts blocked on a dropped listener return an error. A blocked
+//! `read` keeps its socket borrowed, so it cannot be dropped under it; to end it from another
+//! thread, [`TcpStream::shutdown`] the socket and the read returns end of file.
+//!
+//! # Invariants
+//! - A listener's `pending` connections and blocked accepts change only under its queue lock;
+//!   while a live blocked accept is queued, `pending` is served to it before the lock is
+//!   released (a connection handed back is followed by a serve).
+//! - Lock order: a listener's queue lock, then its readiness lock (`sched::io`); the driver
+//!   never holds a readiness lock while it runs the listener's serve hook.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
+use crate::io::{async_io, blocking_io, ready_evt, try_io};
+use crate::sched::io::{Dir, Driver, Registered, current_driver, lock};
+use crate::sync_var::waiters::{Offer, Offers, Slot, deliver, delivered};
+
+/// What an accept yields.
+type Accepted = (TcpStream, SocketAddr);
+
+/// Tries each address of `addrs` with `f`, returning the first success or the last error.
+fn each_addr<T>(
+    addrs: impl ToSocketAddrs,
+    mut f: impl FnMut(SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = None;
+    for a in addrs.to_socket_addrs()? {
+        match f(a) {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "pcml: the address resolved to no socket address",
+        )
+    }))
+}
+
+fn listener_closed() -> io::Error {
+    io::Error::other("pcml: the TcpListener was dropped while this accept waited on it")
+}
+
+/// A TCP socket listening for connections.
+///
+/// Dropping it wakes blocked accepts with an error. Cheap to share by reference: every method
+/// takes `&self`, and it is `Send + Sync`.
+///
+/// # Examples
+/// ```
+/// use pcml::net::{TcpListener, TcpStream};
+///
+/// let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+/// let addr = listener.local_addr().unwrap();
+/// let client = std::thread::spawn(move || TcpStream::connect(addr).unwrap());
+/// let (conn, peer) = listener.accept().unwrap(); // on a plain OS thread
+/// assert_eq!(peer, client.join().unwrap().local_addr().unwrap());
+/// assert_eq!(conn.local_addr().unwrap(), addr);
+/// ```
+pub struct TcpListener {
+    inner: Arc<ListenerInner>,
+}
+
+struct ListenerInner {
+    io: Registered<mio::net::TcpListener>,
+    queue: Mutex<AcceptQueue>,
+}
+
+/// Connections accepted but not yet handed out, and the accepts waiting for one.
+struct AcceptQueue {
+    /// Accepted by a branch that then lost its choice; taken first by the next accept.
+    pending: VecDeque<Accepted>,
+    /// Blocked `accept_evt` syncs, served first come first served.
+    receivers: Offers<io::Result<Accepted>>,
+    /// Set once when the `TcpListener` is dropped.
+    closed: bool,
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+impl TcpListener {
+    /// Binds to `addr` (the first of its addresses that works) and listens, registering the
+    /// socket with the calling thread's I/O driver.
+    ///
+    /// # Errors
+    /// As `std::net::TcpListener::bind`, or if the I/O driver cannot be started.
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// assert_ne!(l.local_addr().unwrap().port(), 0);
+    /// ```
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        let l = each_addr(addr, mio::net::TcpListener::bind)?;
+        Self::from_mio(l)
+    }
+
+    /// Takes over a listening std socket (made non-blocking here).
+    ///
+    /// # Errors
+    /// If the socket cannot be made non-blocking or registered.
+    ///
+    /// # Examples
+    /// ```
+    /// let std_l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let addr = std_l.local_addr().unwrap();
+    /// let l = pcml::net::TcpListener::from_std(std_l).unwrap();
+    /// assert_eq!(l.local_addr().unwrap(), addr);
+    /// ```
+    pub fn from_std(l: std::net::TcpListener) -> io::Result<TcpListener> {
+        l.set_nonblocking(true)?;
+        Self::from_mio(mio::net::TcpListener::from_std(l))
+    }
+
+    fn from_mio(l: mio::net::TcpListener) -> io::Result<TcpListener> {
+        let io = current_driver()?.register(l)?;
+        let inner = Arc::new(ListenerInner {
+            io,
+            queue: Mutex::new(AcceptQueue {
+                pending: VecDeque::new(),
+                receivers: Offers::new(),
+                closed: false,
+            }),
+        });
+        let weak: Weak<ListenerInner> = Arc::downgrade(&inner);
+        inner.io.sio().set_on_readable(Box::new(move || {
+            if let Some(l) = weak.upgrade() {
+                let mut q = lock(&l.queue);
+                l.serve(&mut q);
+            }
+        }));
+        Ok(TcpListener { inner })
+    }
+
+    /// The local address.
+    ///
+    /// # Errors
+    /// As `std::net::TcpListener::local_addr`.
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// assert!(l.local_addr().unwrap().ip().is_loopback());
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.source().local_addr()
+    }
+
+    /// Accepts a connection, blocking only the calling fiber (or OS thread) until one comes.
+    ///
+    /// # Errors
+    /// As `accept(2)`, or if the listener's runtime shut down.
+    ///
+    /// # Panics
+    /// In a pcml async task: `.await` [`accept_evt`](Self::accept_evt) or use
+    /// [`accept_async`](Self::accept_async).
+    ///
+    /// # Examples
+    /// See [`TcpListener`].
+    pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        self.accept_evt().sync()
+    }
+
+    /// [`accept`](Self::accept) for async code, in pcml tasks or any executor.
+    ///
+    /// # Errors
+    /// As [`accept`](Self::accept).
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let addr = l.local_addr().unwrap();
+    ///     let c = tokio::task::spawn_blocking(move || TcpStream::connect(addr).unwrap());
+    ///     let (_conn, peer) = l.accept_async().await.unwrap();
+    ///     assert_eq!(peer, c.await.unwrap().local_addr().unwrap());
+    /// });
+    /// ```
+    pub async fn accept_async(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        self.accept_evt().await
+    }
+
+    /// An event that accepts a connection: enabled while one is waiting. If it loses a choice
+    /// after accepting, the connection goes back to the listener for the next accept (see the
+    /// module docs), so nothing is lost.
+    ///
+    /// # Examples
+    /// Accept or time out:
+    /// ```
+    /// use std::time::Duration;
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     assert!(l.accept_evt().sync_timeout(Duration::from_millis(10)).is_none());
+    ///     let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let got = l.accept_evt().sync_timeout(Duration::from_secs(10));
+    ///     assert!(got.unwrap().is_ok());
+    /// });
+    /// ```
+    pub fn accept_evt(&self) -> Event<io::Result<(TcpStream, SocketAddr)>> {
+        Event::from_base(AcceptEvt {
+            l: self.inner.clone(),
+            slot: None,
+        })
+    }
+
+    /// An event enabled when the listener looks readable (a connection may be waiting): a hint,
+    /// see [`crate::io`]. Prefer [`accept_evt`](Self::accept_evt).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// assert!(l.readable_evt().sync_timeout(Duration::from_millis(5)).is_none());
+    /// ```
+    pub fn readable_evt(&self) -> Event<()> {
+        ready_evt(self.inner.io.sio(), Dir::Read)
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}
+
+impl ListenerInner {
+    fn driver(&self) -> &Arc<Driver> {
+        self.io.driver()
+    }
+
+    /// The next connection: a handed-back one, or a fresh `accept(2)`. `None` on `WouldBlock`
+    /// (readiness cleared). Call with the queue locked.
+    fn next_conn(&self, q: &mut AcceptQueue) -> Option<io::Result<Accepted>> {
+        if let Some(c) = q.pending.pop_front() {
+            return Some(Ok(c));
+        }
+        loop {
+            let r = try_io(&self.io, Dir::Read, |l| l.accept());
+            return match r {
+                Ok((s, addr)) => Some(TcpStream::register(self.driver(), s).map(|s| (s, addr))),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+                // The peer gave up before we accepted, or a signal: try the next one.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue;
+                }
+                Err(e) => Some(Err(e)),
+            };
+        }
+    }
+
+    /// Hands connections to blocked accepts while both exist. Queue locked.
+    fn serve(&self, q: &mut AcceptQueue) {
+        if q.closed {
+            while let Some((_, r)) = q.receivers.take_match(None) {
+                let _ = deliver(&r, Err(listener_closed()));
+            }
+            return;
+        }
+        while let Some((_, r)) = q.receivers.take_match(None) {
+            match self.next_conn(q) {
+                // Nothing to accept now: put the receiver back at the front and wait for the
+                // next readiness event.
+                None => {
+                    q.receivers.q.push_front(r);
+                    return;
+                }
+                Some(v) => match deliver(&r, v) {
+                    Ok(()) => {}
+                    // The receiver's sync completed elsewhere meanwhile: keep the connection.
+                    Err(Ok(c)) => q.pending.push_front(c),
+                    // An accept error for nobody: drop it.
+                    Err(Err(_)) => {}
+                },
+            }
+        }
+    }
+
+    /// The owner dropped the listener: fail blocked accepts, drop pending connections, wake
+    /// readiness waiters.
+    fn close(&self) {
+        {
+            let mut q = lock(&self.queue);
+            q.closed = true;
+            q.pending.clear();
+            self.serve(&mut q);
+        }
+        self.io.sio().close();
+    }
+}
+
+/// The base event of [`TcpListener::accept_evt`].
+struct AcceptEvt {
+    l: Arc<ListenerInner>,
+    /// Our queued offer's slot while blocked.
+    slot: Option<Slot<io::Result<Accepted>>>,
+}
+
+impl BaseEvent for AcceptEvt {
+    type Output = io::Result<Accepted>;
+
+    fn poll(&mut self) -> bool {
+        let q = lock(&self.l.queue);
+        q.closed || !q.pending.is_empty() || self.l.io.sio().is_ready(Dir::Read)
+    }
+
+    fn try_do(&mut self) -> Option<io::Result<Accepted>> {
+        let mut q = lock(&self.l.queue);
+        if q.closed {
+            return Some(Err(listener_closed()));
+        }
+        // Our sync is private during this phase: whatever we accept is ours.
+        self.l.next_conn(&mut q)
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<io::Result<Accepted>> {
+        let mut q = lock(&self.l.queue);
+        if me.is_synched() {
+            // An earlier branch already won: do not accept for nothing.
+            return Blocked::Synched;
+        }
+        let v = if q.closed {
+            Some(Err(listener_closed()))
+        } else {
+            self.l.next_conn(&mut q)
+        };
+        match v {
+            Some(v) => match me.synch_self() {
+                SelfSynch::Won => Blocked::Committed(v),
+                SelfSynch::AlreadySynched => {
+                    // We lost after accepting: hand the connection back, to a blocked accept
+                    // if there is one.
+                    if let Ok(c) = v {
+                        q.pending.push_front(c);
+                        self.l.serve(&mut q);
+                    }
+                    Blocked::Synched
+                }
+            },
+            None => {
+                let slot = Slot::default();
+                q.receivers.push(Offer {
+                    w: me.waiter(),
+                    slot: slot.clone(),
+                    swap: false,
+                });
+                self.slot = Some(slot);
+                Blocked::Waiting
+            }
+        }
+    }
+
+    fn complete(&mut self) -> io::Result<Accepted> {
+        delivered(
+            self.slot
+                .as_ref()
+                .expect("pcml: accept completed without blocking"),
+        )
+    }
+}
+
+/// A TCP connection.
+///
+/// `read`, `write` and `write_all` block only the calling fiber (or OS thread); `try_read`
+/// and `try_write` never block; `read_async`, `write_async` and `write_all_async` are for
+/// async code. `std::io::Read` and `Write` are implemented for `TcpStream` and `&TcpStream`
+/// with the blocking behaviour. Every method takes `&self`: one fiber may read while another
+/// writes.
+///
+/// # Examples
+/// ```
+/// use pcml::net::{TcpListener, TcpStream};
+///
+/// let l = TcpListener::bind("127.0.0.1:0").unwrap();
+/// let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+/// let (b, _) = l.accept().unwrap();
+/// a.write_all(b"hello").unwrap();
+/// let mut buf = [0; 5];
+/// b.read_exact(&mut buf).unwrap();
+/// assert_eq!(&buf, b"hello");
+/// ```
+pub struct TcpStream {
+    io: Registered<mio::net::TcpStream>,
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local_addr", &self.local_addr().ok())
+            .field("peer_addr", &self.peer_addr().ok())
+            .finish()
+    }
+}
+
+/// Whether a connecting socket has connected: `WouldBlock` while in progress.
+fn connected(s: &mio::net::TcpStream) -> io::Result<()> {
+    if let Some(e) = s.take_error()? {
+        return Err(e);
+    }
+    match s.peer_addr() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e),
+    }
+}
+
+impl TcpStream {
+    fn register(driver: &Arc<Driver>, s: mio::net::TcpStream) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            io: driver.register(s)?,
+        })
+    }
+
+    fn start_connect(addr: SocketAddr) -> io::Result<TcpStream> {
+        let s = mio::net::TcpStream::connect(addr)?;
+        Self::register(&current_driver()?, s)
+    }
+
+    /// Connects to `addr` (each of its addresses in turn), blocking only the calling fiber (or
+    /// OS thread) while the connection is made.
+    ///
+    /// # Errors
+    /// The last address's error (refused, unreachable, ...).
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let addr = l.local_addr().unwrap();
+    /// let s = pcml::run(move || pcml::net::TcpStream::connect(addr).unwrap().peer_addr().unwrap());
+    /// assert_eq!(s, addr);
+    /// ```
+    pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        each_addr(addr, |a| {
+            let s = Self::start_connect(a)?;
+            blocking_io(&s.io, Dir::Write, connected)?;
+            Ok(s)
+        })
+    }
+
+    /// [`connect`](Self::connect) for async code, to one address (resolve names beforehand:
+    /// name resolution blocks).
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect).
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let addr = l.local_addr().unwrap();
+    /// let peer = pcml::run(move || {
+    ///     pcml::spawn_task(async move {
+    ///         let s = pcml::net::TcpStream::connect_async(addr).await.unwrap();
+    ///         s.peer_addr().unwrap()
+    ///     })
+    ///     .join()
+    ///     .unwrap()
+    /// });
+    /// assert_eq!(peer, addr);
+    /// ```
+    pub async fn connect_async(addr: SocketAddr) -> io::Result<TcpStream> {
+        let s = Self::start_connect(addr)?;
+        async_io(&s.io, Dir::Write, connected).await?;
+        Ok(s)
+    }
+
+    /// Takes over a connected std socket (made non-blocking here).
+    ///
+    /// # Errors
+    /// If the socket cannot be made non-blocking or registered.
+    ///
+    /// # Examples
+    /// ```
+    /// let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let s = pcml::net::TcpStream::from_std(s).unwrap();
+    /// assert_eq!(s.peer_addr().unwrap(), l.local_addr().unwrap());
+    /// ```
+    pub fn from_std(s: std::net::TcpStream) -> io::Result<TcpStream> {
+        s.set_nonblocking(true)?;
+        Self::register(&current_driver()?, mio::net::TcpStream::from_std(s))
+    }
+
+    /// The local address.
+    ///
+    /// # Errors
+    /// As `std::net::TcpStream::local_addr`.
+    ///
+    /// # Examples
+    /// See [`TcpListener`].
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// The peer's address.
+    ///
+    /// # Errors
+    /// As `std::net::TcpStream::peer_addr`.
+    ///
+    /// # Examples
+    /// See [`connect`](Self::connect).
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().peer_addr()
+    }
+
+    /// Shuts down the read half, the write half, or both. A read blocked on this socket in
+    /// another thread then returns (end of file once the read half is shut).
+    ///
+    /// # Errors
+    /// As `std::net::TcpStream::shutdown`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::net::Shutdown;
+    ///
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let (b, _) = l.accept().unwrap();
+    /// a.shutdown(Shutdown::Write).unwrap();
+    /// assert_eq!(b.read(&mut [0; 8]).unwrap(), 0); // end of file
+    /// ```
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.source().shutdown(how)
+    }
+
+    /// Sets `TCP_NODELAY` (no Nagle delay for small writes).
+    ///
+    /// # Errors
+    /// As `std::net::TcpStream::set_nodelay`.
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// a.set_nodelay(true).unwrap();
+    /// assert!(a.nodelay().unwrap());
+    /// ```
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.io.source().set_nodelay(on)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    ///
+    /// # Errors
+    /// As `std::net::TcpStream::nodelay`.
+    ///
+    /// # Examples
+    /// See [`set_nodelay`](Self::set_nodelay).
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.io.source().nodelay()
+    }
+
+    /// Reads into `buf`, blocking only the calling fiber (or OS thread) until some data, end
+    /// of file (`Ok(0)`) or an error.
+    ///
+    /// # Errors
+    /// As `read(2)`, or if the socket's runtime shut down.
+    ///
+    /// # Panics
+    /// In a pcml async task: use [`read_async`](Self::read_async).
+    ///
+    /// # Examples
+    /// See [`shutdown`](Self::shutdown).
+    pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        blocking_io(&self.io, Dir::Read, |mut s| s.read(buf))
+    }
+
+    /// Reads exactly `buf.len()` bytes, blocking as [`read`](Self::read).
+    ///
+    /// # Errors
+    /// `UnexpectedEof` if the stream ends first; else as [`read`](Self::read).
+    ///
+    /// # Examples
+    /// See [`TcpStream`].
+    pub fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+        let mut me = self;
+        Read::read_exact(&mut me, buf)
+    }
+
+    /// Writes some of `buf`, blocking only the calling fiber (or OS thread) while the send
+    /// buffer is full.
+    ///
+    /// # Errors
+    /// As `write(2)`, or if the socket's runtime shut down.
+    ///
+    /// # Panics
+    /// In a pcml async task: use [`write_async`](Self::write_async).
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// assert_eq!(a.write(b"abc").unwrap(), 3);
+    /// ```
+    pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        blocking_io(&self.io, Dir::Write, |mut s| s.write(buf))
+    }
+
+    /// Writes all of `buf`, blocking as [`write`](Self::write).
+    ///
+    /// # Errors
+    /// As [`write`](Self::write); `WriteZero` if the socket accepts no more.
+    ///
+    /// # Examples
+    /// See [`TcpStream`].
+    pub fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        let mut me = self;
+        Write::write_all(&mut me, buf)
+    }
+
+    /// One non-blocking read: `WouldBlock` if nothing is buffered (and the readable event is
+    /// then disabled until data arrives).
+    ///
+    /// # Errors
+    /// As `read(2)`.
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let e = a.try_read(&mut [0; 4]).unwrap_err();
+    /// assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        try_io(&self.io, Dir::Read, |mut s| s.read(buf))
+    }
+
+    /// One non-blocking write: `WouldBlock` if the send buffer is full.
+    ///
+    /// # Errors
+    /// As `write(2)`.
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// assert_eq!(a.try_write(b"x").unwrap(), 1);
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        try_io(&self.io, Dir::Write, |mut s| s.write(buf))
+    }
+
+    /// [`read`](Self::read) for async code, in pcml tasks or any executor.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let (b, _) = l.accept().unwrap();
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let n = rt.block_on(async move {
+    ///     b.write_all_async(b"hey").await.unwrap();
+    ///     let mut buf = [0; 8];
+    ///     a.read_async(&mut buf).await.unwrap()
+    /// });
+    /// assert!(n > 0);
+    /// ```
+    pub async fn read_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        async_io(&self.io, Dir::Read, |mut s| s.read(buf)).await
+    }
+
+    /// [`write`](Self::write) for async code.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// assert_eq!(rt.block_on(a.write_async(b"ab")).unwrap(), 2);
+    /// ```
+    pub async fn write_async(&self, buf: &[u8]) -> io::Result<usize> {
+        async_io(&self.io, Dir::Write, |mut s| s.write(buf)).await
+    }
+
+    /// [`write_all`](Self::write_all) for async code.
+    ///
+    /// # Errors
+    /// As [`write_all`](Self::write_all).
+    ///
+    /// # Examples
+    /// See [`read_async`](Self::read_async).
+    pub async fn write_all_async(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write_async(buf).await? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => buf = &buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// An event enabled when the stream looks readable (data, end of file, or an error): a
+    /// hint, see [`crate::io`]. Follow it with [`try_read`](Self::try_read).
+    ///
+    /// # Examples
+    /// Data or a timeout, whichever comes first:
+    /// ```
+    /// use std::time::Duration;
+    /// use pcml::select;
+    /// use pcml::time::timeout_evt;
+    ///
+    /// pcml::run(|| {
+    ///     let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     let idle = select([
+    ///         a.readable_evt().wrap(|()| false),
+    ///         timeout_evt(Duration::from_millis(10)).wrap(|()| true),
+    ///     ]);
+    ///     assert!(idle);
+    ///     b.write_all(b"x").unwrap();
+    ///     a.readable_evt().sync();
+    ///     assert_eq!(a.try_read(&mut [0; 4]).unwrap(), 1);
+    /// });
+    /// ```
+    pub fn readable_evt(&self) -> Event<()> {
+        ready_evt(self.io.sio(), Dir::Read)
+    }
+
+    /// An event enabled when the stream looks writable (room in the send buffer, or an error).
+    ///
+    /// # Examples
+    /// ```
+    /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let a = pcml::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// a.writable_evt().sync();
+    /// assert_eq!(a.try_write(b"ok").unwrap(), 2);
+    /// ```
+    pub fn writable_evt(&self) -> Event<()> {
+        ready_evt(self.io.sio(), Dir::Write)
+    }
+}
+
+/// Blocking reads, as [`TcpStream::read`].
+impl Read for &TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        TcpStream::read(self, buf)
+    }
+}
+
+/// Blocking writes, as [`TcpStream::write`].
+impl Write for &TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        TcpStream::write(self, buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Blocking reads, as [`TcpStream::read`].
+impl Read for TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        TcpStream::read(self, buf)
+    }
+}
+
+/// Blocking writes, as [`TcpStream::write`].
+impl Write for TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        TcpStream::write(self, buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A UDP socket.
+///
+/// # Examples
+/// ```
+/// use pcml::net::UdpSocket;
+///
+/// let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+/// let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+/// a.send_to(b"hi", b.local_addr().unwrap()).unwrap();
+/// let mut buf = [0; 8];
+/// let (n, from) = b.recv_from(&mut buf).unwrap();
+/// assert_eq!((&buf[..n], from), (&b"hi"[..], a.local_addr().unwrap()));
+/// ```
+pub struct UdpSocket {
+    io: Registered<mio::net::UdpSocket>,
+}
+
+impl fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+impl UdpSocket {
+    /// Binds to `addr` (the first of its addresses that works).
+    ///
+    /// # Errors
+    /// As `std::net::UdpSocket::bind`, or if the I/O driver cannot be started.
+    ///
+    /// # Examples
+    /// See [`UdpSocket`].
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        let s = each_addr(addr, mio::net::UdpSocket::bind)?;
+        Ok(UdpSocket {
+            io: current_driver()?.register(s)?,
+        })
+    }
+
+    /// Takes over a std socket (made non-blocking here).
+    ///
+    /// # Errors
+    /// If the socket cannot be made non-blocking or registered.
+    ///
+    /// # Examples
+    /// ```
+    /// let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// let addr = s.local_addr().unwrap();
+    /// assert_eq!(pcml::net::UdpSocket::from_std(s).unwrap().local_addr().unwrap(), addr);
+    /// ```
+    pub fn from_std(s: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        s.set_nonblocking(true)?;
+        Ok(UdpSocket {
+            io: current_driver()?.register(mio::net::UdpSocket::from_std(s))?,
+        })
+    }
+
+    /// The local address.
+    ///
+    /// # Errors
+    /// As `std::net::UdpSocket::local_addr`.
+    ///
+    /// # Examples
+    /// See [`UdpSocket`].
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// Sets the default peer for [`send`](Self::send) and the only source
+    /// [`recv`](Self::recv) accepts.
+    ///
+    /// # Errors
+    /// As `connect(2)`.
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::net::UdpSocket;
+    ///
+    /// let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// a.connect(b.local_addr().unwrap()).unwrap();
+    /// b.connect(a.local_addr().unwrap()).unwrap();
+    /// a.send(b"1").unwrap();
+    /// let mut buf = [0; 1];
+    /// assert_eq!(b.recv(&mut buf).unwrap(), 1);
+    /// ```
+    pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
+        self.io.source().connect(addr)
+    }
+
+    /// Sends a datagram to `target`, blocking only the calling fiber (or OS thread) while the
+    /// send buffer is full.
+    ///
+    /// # Errors
+    /// As `sendto(2)`.
+    ///
+    /// # Panics
+    /// In a pcml async task: use [`send_to_async`](Self::send_to_async).
+    ///
+    /// # Examples
+    /// See [`UdpSocket`].
+    pub fn send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        blocking_io(&self.io, Dir::Write, |s| s.send_to(buf, target))
+    }
+
+    /// Receives a datagram, blocking only the calling fiber (or OS thread) until one comes.
+    ///
+    /// # Errors
+    /// As `recvfrom(2)`.
+    ///
+    /// # Panics
+    /// In a pcml async task: use [`recv_from_async`](Self::recv_from_async).
+    ///
+    /// # Examples
+    /// See [`UdpSocket`].
+    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        blocking_io(&self.io, Dir::Read, |s| s.recv_from(buf))
+    }
+
+    /// Sends to the connected peer (see [`connect`](Self::connect)).
+    ///
+    /// # Errors
+    /// As `send(2)`.
+    ///
+    /// # Examples
+    /// See [`connect`](Self::connect).
+    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        blocking_io(&self.io, Dir::Write, |s| s.send(buf))
+    }
+
+    /// Receives from the connected peer (see [`connect`](Self::connect)).
+    ///
+    /// # Errors
+    /// As `recv(2)`.
+    ///
+    /// # Examples
+    /// See [`connect`](Self::connect).
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        blocking_io(&self.io, Dir::Read, |s| s.recv(buf))
+    }
+
+    /// One non-blocking receive: `WouldBlock` if no datagram is queued.
+    ///
+    /// # Errors
+    /// As `recvfrom(2)`.
+    ///
+    /// # Examples
+    /// ```
+    /// let a = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// let e = a.try_recv_from(&mut [0; 8]).unwrap_err();
+    /// assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+    /// ```
+    pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        try_io(&self.io, Dir::Read, |s| s.recv_from(buf))
+    }
+
+    /// One non-blocking send: `WouldBlock` if the send buffer is full.
+    ///
+    /// # Errors
+    /// As `sendto(2)`.
+    ///
+    /// # Examples
+    /// ```
+    /// let a = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// assert_eq!(a.try_send_to(b"x", a.local_addr().unwrap()).unwrap(), 1);
+    /// ```
+    pub fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        try_io(&self.io, Dir::Write, |s| s.send_to(buf, target))
+    }
+
+    /// [`send_to`](Self::send_to) for async code.
+    ///
+    /// # Errors
+    /// As [`send_to`](Self::send_to).
+    ///
+    /// # Examples
+    /// See [`recv_from_async`](Self::recv_from_async).
+    pub async fn send_to_async(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        async_io(&self.io, Dir::Write, |s| s.send_to(buf, target)).await
+    }
+
+    /// [`recv_from`](Self::recv_from) for async code.
+    ///
+    /// # Errors
+    /// As [`recv_from`](Self::recv_from).
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::net::UdpSocket;
+    ///
+    /// let got = pcml::run(|| {
+    ///     pcml::spawn_task(async {
+    ///         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///         a.send_to_async(b"dgram", b.local_addr().unwrap()).await.unwrap();
+    ///         let mut buf = [0; 16];
+    ///         let (n, _) = b.recv_from_async(&mut buf).await.unwrap();
+    ///         buf[..n].to_vec()
+    ///     })
+    ///     .join()
+    ///     .unwrap()
+    /// });
+    /// assert_eq!(got, b"dgram");
+    /// ```
+    pub async fn recv_from_async(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        async_io(&self.io, Dir::Read, |s| s.recv_from(buf)).await
+    }
+
+    /// An event enabled when a datagram looks available: a hint (see [`crate::io`]); follow it
+    /// with [`try_recv_from`](Self::try_recv_from).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let a = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// assert!(a.readable_evt().sync_timeout(Duration::from_millis(5)).is_none());
+    /// a.send_to(b"me", a.local_addr().unwrap()).unwrap();
+    /// a.readable_evt().sync();
+    /// assert_eq!(a.try_recv_from(&mut [0; 4]).unwrap().0, 2);
+    /// ```
+    pub fn readable_evt(&self) -> Event<()> {
+        ready_evt(self.io.sio(), Dir::Read)
+    }
+
+    /// An event enabled when a datagram can likely be sent.
+    ///
+    /// # Examples
+    /// ```
+    /// let a = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// a.writable_evt().sync();
+    /// ```
+    pub fn writable_evt(&self) -> Event<()> {
+        ready_evt(self.io.sio(), Dir::Write)
+    }
+}

@@ -1,0 +1,469 @@
+//! The I/O poller (the I/O layer of seed 004, section 5): one `mio` poller per runtime, on a
+//! driver thread of its own, turns the kernel's readiness notifications into commits of the
+//! waiters blocked on readiness events (`crate::io`, `crate::net`).
+//!
+//! A runtime's driver starts on the first registration made from one of its procs and stops
+//! when the runtime is dropped (`Runtime::drop` stops it through a `mio::Waker` and joins its
+//! thread). Sources created outside any runtime (plain OS threads, other executors such as
+//! tokio, `spawn_blocking` jobs) register with one process-wide fallback driver, started on first
+//! use and never stopped, like the fallback timer thread of `sched::timer`.
+//!
+//! Each registered source has a [`ScheduledIo`]: per direction (read, write) a readiness flag,
+//! a generation counter and a FIFO queue of blocked waiters (the `Queue` of
+//! `sync_var::waiters`). The source is registered edge-triggered for both directions. On an
+//! event the driver sets the flag, bumps the generation and commits every queued waiter of that
+//! direction through the event protocol (`Waiter::synch_spinning`, then `Commit::publish`);
+//! waiters whose sync already completed elsewhere are skipped (and swept from queues as they
+//! grow). An operation that hits `WouldBlock` clears the flag only if the generation it saw
+//! before its system call is still current, so an edge that arrives meanwhile is never lost.
+//!
+//! # Differences from the paper
+//! Seed 004 polls I/O from the scheduler loop of each proc. Here a dedicated thread sleeps in
+//! `epoll_wait` instead, so a busy proc never delays I/O wake-ups, an idle proc parks exactly
+//! as before (no second kind of sleep to wake), and OS threads outside any runtime get the same
+//! service from the fallback driver. The cost is one thread per runtime that does I/O and a
+//! cross-thread wake-up per readiness event.
+//!
+//! # Invariants
+//! - A direction's `ready`, `generation`, `closed` and waiter queue change only under that
+//!   direction's lock; waiters are committed after the lock is released (the protocol never
+//!   takes the lock, so holding it would be safe too, but a wake-up can be slow).
+//! - `closed` is set once per direction (source deregistered, or its driver stopped) and makes
+//!   the direction permanently ready, so nothing blocks on a source that can never fire again.
+//! - Tokens are slab keys and may be reused after a deregistration; a stale event for a reused
+//!   token only causes a spurious readiness, which every operation tolerates (it retries).
+//! - The driver holds no reference to a source's owner, only to its `ScheduledIo`: sockets own
+//!   their registration, never the other way round, so nothing leaks through a cycle.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use mio::event::Source;
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+
+use crate::event::Waiter;
+use crate::sched::worker::{self, Shared};
+use crate::sync_var::waiters::Queue;
+
+/// Locks a std mutex of the I/O layer, ignoring poisoning: no user code runs under these
+/// locks except a listener's serve hook, which leaves the state consistent if it panics. (The
+/// I/O layer uses std's mutexes, not the loom shim's: its driver is a real OS thread and
+/// is not model checked.)
+pub(crate) fn lock<X>(m: &Mutex<X>) -> std::sync::MutexGuard<'_, X> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The token of the driver's own `mio::Waker`.
+const WAKER: Token = Token(usize::MAX);
+
+/// A direction of readiness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dir {
+    Read = 0,
+    Write = 1,
+}
+
+/// One runtime's (or the fallback's) poller: the registry, the sources, the driver thread.
+pub(crate) struct Driver {
+    /// A clone of the poller's registry (the `Poll` itself is owned by the driver thread).
+    registry: mio::Registry,
+    /// Wakes the driver thread out of `poll` to stop it.
+    waker: Waker,
+    /// Registered sources by token.
+    sources: Mutex<Slab<Arc<ScheduledIo>>>,
+    /// `sources.len()`, readable without the lock by deadlock detection. Written under the
+    /// `sources` lock.
+    registered: AtomicUsize,
+    /// Set once by `shutdown`. Release/Acquire: pairs the stop request with the driver
+    /// thread's check after `poll` returns, and with `register`'s check.
+    stopped: AtomicBool,
+    /// The driver thread, taken and joined by `shutdown`.
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Driver")
+            .field("registered", &self.registered.load(Ordering::Relaxed))
+            .field("stopped", &self.stopped.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Driver {
+    /// Creates a poller and starts its driver thread.
+    fn start(name: String) -> io::Result<Arc<Driver>> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let driver = Arc::new(Driver {
+            registry,
+            waker,
+            sources: Mutex::new(Slab::new()),
+            registered: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        });
+        let d = driver.clone();
+        let handle = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || d.run(poll))?;
+        *lock(&driver.thread) = Some(handle);
+        Ok(driver)
+    }
+
+    /// The driver thread's loop.
+    fn run(&self, mut poll: Poll) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            if let Err(e) = poll.poll(&mut events, None) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // Nothing sensible to retry: stop, and let every waiter see its source closed
+                // rather than hang.
+                eprintln!("pcml: the I/O driver stopped: epoll_wait failed: {e}");
+                break;
+            }
+            for ev in events.iter() {
+                if ev.token() == WAKER {
+                    continue;
+                }
+                let sio = lock(&self.sources).get(ev.token().0).cloned();
+                let Some(sio) = sio else {
+                    // Deregistered since the kernel queued the event.
+                    continue;
+                };
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    sio.set_ready(Dir::Read);
+                }
+                if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+                    sio.set_ready(Dir::Write);
+                }
+            }
+            // Acquire: pairs with the Release store in `shutdown`.
+            if self.stopped.load(Ordering::Acquire) {
+                break;
+            }
+        }
+        self.stopped.store(true, Ordering::Release);
+        // Nothing will fire any more: wake everything that waits, for good.
+        let all: Vec<_> = lock(&self.sources).iter().map(|(_, s)| s.clone()).collect();
+        for s in all {
+            s.close();
+        }
+    }
+
+    /// Whether the driver has stopped (its runtime shut down).
+    pub(crate) fn is_stopped(&self) -> bool {
+        // Acquire: pairs with the Release stores in `shutdown` and at the end of `run`.
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Stops the driver thread and joins it; every source still registered becomes closed
+    /// (ready for good), so nobody blocks on it forever.
+    pub(crate) fn shutdown(&self) {
+        // Release: pairs with the driver thread's Acquire load after `poll` returns.
+        self.stopped.store(true, Ordering::Release);
+        if let Err(e) = self.waker.wake() {
+            eprintln!("pcml: could not wake the I/O driver to stop it: {e}");
+            return;
+        }
+        let handle = lock(&self.thread).take();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// Registers `src` (edge-triggered, readable and writable).
+    pub(crate) fn register<S: Source>(self: &Arc<Self>, mut src: S) -> io::Result<Registered<S>> {
+        if self.is_stopped() {
+            return Err(stopped_error());
+        }
+        let sio = Arc::new(ScheduledIo::new());
+        let token = {
+            let mut sources = lock(&self.sources);
+            let token = sources.insert(sio.clone());
+            self.registered.store(sources.len(), Ordering::Relaxed);
+            token
+        };
+        if let Err(e) = self.registry.register(
+            &mut src,
+            Token(token),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            let mut sources = lock(&self.sources);
+            sources.remove(token);
+            self.registered.store(sources.len(), Ordering::Relaxed);
+            return Err(e);
+        }
+        Ok(Registered {
+            source: src,
+            sio,
+            token,
+            driver: self.clone(),
+        })
+    }
+
+    /// Sources registered now (a hint for deadlock detection).
+    fn registered(&self) -> usize {
+        // Relaxed: a count read when every proc sleeps, after their SeqCst fences.
+        self.registered.load(Ordering::Relaxed)
+    }
+}
+
+fn stopped_error() -> io::Error {
+    io::Error::other(
+        "pcml: the I/O driver of this socket's runtime has stopped (the runtime shut down); \
+         create sockets in the runtime or thread that uses them",
+    )
+}
+
+/// The process-wide driver for threads outside any runtime (started on first use, never
+/// stopped).
+static FALLBACK: Mutex<Option<Arc<Driver>>> = Mutex::new(None);
+
+fn fallback() -> io::Result<Arc<Driver>> {
+    let mut slot = lock(&FALLBACK);
+    if let Some(d) = &*slot {
+        return Ok(d.clone());
+    }
+    let d = Driver::start("pcml-io".into())?;
+    *slot = Some(d.clone());
+    Ok(d)
+}
+
+/// Whether the fallback driver has sources (without starting it).
+fn fallback_registered() -> bool {
+    lock(&FALLBACK).as_ref().is_some_and(|d| d.registered() > 0)
+}
+
+/// The driver for sources created by the calling thread: its runtime's if it is a proc,
+/// else the process-wide fallback.
+pub(crate) fn current_driver() -> io::Result<Arc<Driver>> {
+    match worker::context() {
+        Some(ctx) => ctx.shared.io_driver(),
+        None => fallback(),
+    }
+}
+
+impl Shared {
+    /// This runtime's driver, started on first use.
+    pub(crate) fn io_driver(&self) -> io::Result<Arc<Driver>> {
+        let mut slot = lock(&self.io);
+        if let Some(d) = &*slot {
+            return Ok(d.clone());
+        }
+        if self.is_shutdown() {
+            return Err(stopped_error());
+        }
+        let d = Driver::start(format!("pcml-io-{}", self.id))?;
+        *slot = Some(d.clone());
+        Ok(d)
+    }
+
+    /// Stops this runtime's driver, if it was started (at runtime drop, procs joined).
+    pub(crate) fn stop_io(&self) {
+        let d = lock(&self.io).clone();
+        if let Some(d) = d {
+            d.shutdown();
+        }
+    }
+
+    /// Whether registered I/O sources may still wake a thread (deadlock detection): this
+    /// runtime's, or the fallback's (a socket made on an OS thread may be used by a fiber).
+    pub(crate) fn io_pending(&self) -> bool {
+        let own = lock(&self.io).as_ref().is_some_and(|d| d.registered() > 0);
+        own || fallback_registered()
+    }
+}
+
+/// The readiness state of one registered source.
+pub(crate) struct ScheduledIo {
+    /// Indexed by `Dir`.
+    dirs: [Mutex<DirState>; 2],
+    /// Run by the driver after each read-readiness event (a listener serves its queued
+    /// accepts). Set once, before any event can reach it matters, by the source's owner.
+    on_readable: OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+/// One direction of a source. Written under its lock by the driver (set ready), by
+/// operations (clear on `WouldBlock`), by readiness events (enqueue) and by `close`.
+struct DirState {
+    /// The last event said ready and no operation has seen `WouldBlock` since.
+    ready: bool,
+    /// Bumped by every readiness event, so a stale `clear` does nothing.
+    generation: u64,
+    /// The source was deregistered or its driver stopped: ready for good.
+    closed: bool,
+    /// Syncs blocked on this direction's readiness event.
+    waiters: Queue<Waiter>,
+}
+
+impl ScheduledIo {
+    fn new() -> Self {
+        let dir = || {
+            Mutex::new(DirState {
+                ready: false,
+                generation: 0,
+                closed: false,
+                waiters: Queue::new(),
+            })
+        };
+        Self {
+            dirs: [dir(), dir()],
+            on_readable: OnceLock::new(),
+        }
+    }
+
+    fn dir(&self, d: Dir) -> &Mutex<DirState> {
+        &self.dirs[d as usize]
+    }
+
+    /// Sets the hook the driver runs after each read-readiness event (once).
+    pub(crate) fn set_on_readable(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_readable.set(f);
+    }
+
+    /// Marks `d` ready and commits every waiter queued on it.
+    fn set_ready(&self, d: Dir) {
+        let waiters = {
+            let mut st = lock(self.dir(d));
+            st.ready = true;
+            st.generation += 1;
+            std::mem::take(&mut st.waiters.q)
+        };
+        wake_all(waiters);
+        if d == Dir::Read {
+            if let Some(f) = self.on_readable.get() {
+                f();
+            }
+        }
+    }
+
+    /// Makes both directions ready for good and wakes their waiters (deregistration, driver
+    /// stop, or a listener closed by its owner).
+    pub(crate) fn close(&self) {
+        for d in [Dir::Read, Dir::Write] {
+            let waiters = {
+                let mut st = lock(self.dir(d));
+                st.closed = true;
+                st.ready = true;
+                st.generation += 1;
+                std::mem::take(&mut st.waiters.q)
+            };
+            wake_all(waiters);
+        }
+        if let Some(f) = self.on_readable.get() {
+            f();
+        }
+    }
+
+    /// Whether the source is closed (see `close`).
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(self.dir(Dir::Read)).closed
+    }
+
+    /// Whether `d` looks ready (or is closed).
+    pub(crate) fn is_ready(&self, d: Dir) -> bool {
+        lock(self.dir(d)).ready
+    }
+
+    /// The current generation of `d`: take it before an operation's system call.
+    pub(crate) fn generation(&self, d: Dir) -> u64 {
+        lock(self.dir(d)).generation
+    }
+
+    /// Clears `d`'s readiness after an operation saw `WouldBlock`, unless an event arrived
+    /// since `generation` was read (or the source is closed).
+    pub(crate) fn clear_ready(&self, d: Dir, generation: u64) {
+        let mut st = lock(self.dir(d));
+        if st.generation == generation && !st.closed {
+            st.ready = false;
+        }
+    }
+
+    /// Enqueues `w` on `d` unless `d` is ready; returns whether it was enqueued. The check and
+    /// the enqueue are under one lock, so a readiness event is never missed.
+    pub(crate) fn enqueue_unless_ready(&self, d: Dir, w: Waiter) -> bool {
+        let mut st = lock(self.dir(d));
+        if st.ready {
+            return false;
+        }
+        st.waiters.push(w);
+        true
+    }
+}
+
+/// Commits each waiter (skipping dead ones); nothing to deliver but the wake-up.
+fn wake_all(waiters: VecDeque<Waiter>) {
+    for w in waiters {
+        if let Some(commit) = w.synch_spinning() {
+            commit.publish();
+        }
+    }
+}
+
+/// A source registered with a driver; deregisters (and closes its readiness) on drop.
+pub(crate) struct Registered<S: Source> {
+    source: S,
+    sio: Arc<ScheduledIo>,
+    token: usize,
+    driver: Arc<Driver>,
+}
+
+impl<S: Source> Registered<S> {
+    pub(crate) fn source(&self) -> &S {
+        &self.source
+    }
+
+    pub(crate) fn sio(&self) -> &Arc<ScheduledIo> {
+        &self.sio
+    }
+
+    pub(crate) fn driver(&self) -> &Arc<Driver> {
+        &self.driver
+    }
+}
+
+impl<S: Source> Drop for Registered<S> {
+    fn drop(&mut self) {
+        // The driver may have stopped; deregistering through its registry is still valid
+        // (the registry holds its own descriptor of the poller).
+        let _ = self.driver.registry.deregister(&mut self.source);
+        {
+            let mut sources = lock(&self.driver.sources);
+            if sources
+                .get(self.token)
+                .is_some_and(|s| Arc::ptr_eq(s, &self.sio))
+            {
+                sources.remove(self.token);
+            }
+            self.driver
+                .registered
+                .store(sources.len(), Ordering::Relaxed);
+        }
+        self.sio.close();
+    }
+}
+
+impl<S: Source + fmt::Debug> fmt::Debug for Registered<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("source", &self.source)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+/// The error of an operation on a source whose driver stopped.
+pub(crate) fn closed_error() -> io::Error {
+    stopped_error()
+}
