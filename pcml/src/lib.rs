@@ -5,7 +5,8 @@
 //! async tasks, the scheduler), events and channels ([`event`], [`chan`]) with the Parallel
 //! CML protocol, time ([`time`]: sleeps and timeouts as events), sync variables
 //! ([`sync_var`]: [`IVar`], [`MVar`], [`CVar`]), unbounded [`mailbox`]es, [`bounded`]
-//! buffered channels and [`multicast`] channels.
+//! buffered channels, [`multicast`] channels, and I/O as events ([`net`]: TCP and UDP sockets
+//! whose operations block only the calling fiber; [`io`]: any file descriptor's readiness).
 //!
 //! ```
 //! let total = pcml::run(|| {

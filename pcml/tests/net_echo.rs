@@ -1,0 +1,224 @@
+//! Loopback TCP echo through pcml's sockets: from fibers on two procs, from plain OS threads,
+//! from pcml async tasks and from tokio; every byte sent comes back, in order.
+
+use std::net::{Shutdown, SocketAddr};
+
+use pcml::net::{TcpListener, TcpStream};
+
+const CLIENTS: usize = 40;
+const ROUNDS: usize = 20;
+
+/// The message client `c` sends in round `r`.
+fn message(c: usize, r: usize) -> Vec<u8> {
+    format!("client {c} round {r};").into_bytes()
+}
+
+/// Echoes one connection until end of file (blocking style: fibers or OS threads).
+fn echo(conn: TcpStream) {
+    let mut buf = [0u8; 512];
+    loop {
+        let n = conn.read(&mut buf).expect("server read");
+        if n == 0 {
+            return;
+        }
+        conn.write_all(&buf[..n]).expect("server write");
+    }
+}
+
+/// One client's session (blocking style): each round writes a message and reads it back.
+fn client(addr: SocketAddr, c: usize) -> usize {
+    let s = TcpStream::connect(addr).expect("connect");
+    let mut echoed = 0;
+    for r in 0..ROUNDS {
+        let m = message(c, r);
+        s.write_all(&m).expect("client write");
+        let mut back = vec![0; m.len()];
+        s.read_exact(&mut back).expect("client read");
+        assert_eq!(back, m, "client {c} round {r} got someone else's bytes");
+        echoed += 1;
+    }
+    s.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(
+        s.read(&mut [0; 8]).unwrap(),
+        0,
+        "server closes after our EOF"
+    );
+    echoed
+}
+
+#[test]
+fn fibers_on_two_procs() {
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let total = rt
+        .block_on(|| {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = pcml::spawn(move || {
+                let handlers: Vec<_> = (0..CLIENTS)
+                    .map(|_| {
+                        let (conn, _) = listener.accept().unwrap();
+                        pcml::spawn(move || echo(conn))
+                    })
+                    .collect();
+                for h in handlers {
+                    h.join().unwrap();
+                }
+            });
+            let clients: Vec<_> = (0..CLIENTS)
+                .map(|c| pcml::spawn(move || client(addr, c)))
+                .collect();
+            let total: usize = clients.into_iter().map(|h| h.join().unwrap()).sum();
+            server.join().unwrap();
+            total
+        })
+        .unwrap();
+    assert_eq!(total, CLIENTS * ROUNDS);
+}
+
+#[test]
+fn os_threads_outside_any_runtime() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let n = 8;
+    let server = std::thread::spawn(move || {
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                let (conn, _) = listener.accept().unwrap();
+                std::thread::spawn(move || echo(conn))
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+    let clients: Vec<_> = (0..n)
+        .map(|c| std::thread::spawn(move || client(addr, c)))
+        .collect();
+    let total: usize = clients.into_iter().map(|h| h.join().unwrap()).sum();
+    server.join().unwrap();
+    assert_eq!(total, n * ROUNDS);
+}
+
+/// Echo for async code.
+async fn echo_async(conn: TcpStream) {
+    let mut buf = [0u8; 512];
+    loop {
+        let n = conn.read_async(&mut buf).await.expect("server read");
+        if n == 0 {
+            return;
+        }
+        conn.write_all_async(&buf[..n]).await.expect("server write");
+    }
+}
+
+/// A client session for async code.
+async fn client_async(addr: SocketAddr, c: usize) -> usize {
+    let s = TcpStream::connect_async(addr).await.expect("connect");
+    let mut echoed = 0;
+    for r in 0..ROUNDS {
+        let m = message(c, r);
+        s.write_all_async(&m).await.expect("client write");
+        let mut back = Vec::new();
+        let mut buf = [0u8; 64];
+        while back.len() < m.len() {
+            let k = s.read_async(&mut buf).await.expect("client read");
+            assert!(k > 0, "unexpected EOF");
+            back.extend_from_slice(&buf[..k]);
+        }
+        assert_eq!(back, m);
+        echoed += 1;
+    }
+    s.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(s.read_async(&mut [0; 8]).await.unwrap(), 0);
+    echoed
+}
+
+#[test]
+fn pcml_async_tasks() {
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let total = rt
+        .block_on(|| {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = pcml::spawn_task(async move {
+                let mut handlers = Vec::new();
+                for _ in 0..CLIENTS {
+                    let (conn, _) = listener.accept_async().await.unwrap();
+                    handlers.push(pcml::spawn_task(echo_async(conn)));
+                }
+                for h in handlers {
+                    h.await.unwrap();
+                }
+            });
+            let clients: Vec<_> = (0..CLIENTS)
+                .map(|c| pcml::spawn_task(client_async(addr, c)))
+                .collect();
+            let total: usize = clients.into_iter().map(|h| h.join().unwrap()).sum();
+            server.join().unwrap();
+            total
+        })
+        .unwrap();
+    assert_eq!(total, CLIENTS * ROUNDS);
+}
+
+#[test]
+fn tokio_tasks() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let total = rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let mut handlers = Vec::new();
+            for _ in 0..CLIENTS {
+                // The accept event itself, awaited.
+                let (conn, _) = listener.accept_evt().await.unwrap();
+                handlers.push(tokio::spawn(echo_async(conn)));
+            }
+            for h in handlers {
+                h.await.unwrap();
+            }
+        });
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| tokio::spawn(client_async(addr, c)))
+            .collect();
+        let mut total = 0;
+        for h in clients {
+            total += h.await.unwrap();
+        }
+        server.await.unwrap();
+        total
+    });
+    assert_eq!(total, CLIENTS * ROUNDS);
+}
+
+#[test]
+fn fiber_server_with_os_thread_and_tokio_clients() {
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let os_client = std::thread::spawn(move || client(addr, 1000));
+    let tokio_client = std::thread::spawn(move || {
+        let trt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        trt.block_on(client_async(addr, 2000))
+    });
+    // The listener was made outside the runtime (fallback driver); fibers use it all the same.
+    rt.block_on(move || {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (conn, _) = listener.accept().unwrap();
+                pcml::spawn(move || echo(conn))
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    })
+    .unwrap();
+    assert_eq!(os_client.join().unwrap(), ROUNDS);
+    assert_eq!(tokio_client.join().unwrap(), ROUNDS);
+}

@@ -1,0 +1,359 @@
+//! Socket events in choices: `accept_evt` and `readable_evt` against `timeout_evt` and
+//! channels (the timeout wins when nothing arrives, the socket when something does, and
+//! nothing is lost either way); closing sockets under blocked syncs; a socket outliving its
+//! runtime.
+
+use std::collections::BTreeSet;
+use std::io::ErrorKind;
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pcml::net::{TcpListener, TcpStream};
+use pcml::time::timeout_evt;
+use pcml::{Chan, select};
+
+fn runtime() -> pcml::Runtime {
+    pcml::Runtime::builder().procs(2).build().unwrap()
+}
+
+#[test]
+fn accept_or_timeout_loses_no_connection() {
+    const N: u32 = 30;
+    let got = runtime()
+        .block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            // Nothing is connecting yet: the timeout wins.
+            assert!(
+                l.accept_evt()
+                    .sync_timeout(Duration::from_millis(5))
+                    .is_none()
+            );
+            // Clients connect at staggered times and each sends its id.
+            let clients = pcml::spawn(move || {
+                let mut keep = Vec::new();
+                for id in 0..N {
+                    if id % 3 == 0 {
+                        pcml::time::sleep(Duration::from_millis(1));
+                    }
+                    let s = TcpStream::connect(addr).unwrap();
+                    s.write_all(&id.to_le_bytes()).unwrap();
+                    keep.push(s);
+                }
+                keep
+            });
+            let mut ids = BTreeSet::new();
+            let mut timeouts = 0u32;
+            while ids.len() < N as usize {
+                let got = select([
+                    l.accept_evt().wrap(Some),
+                    timeout_evt(Duration::from_micros(200)).wrap(|()| None),
+                ]);
+                match got {
+                    Some(conn) => {
+                        let (conn, _) = conn.unwrap();
+                        let mut id = [0; 4];
+                        conn.read_exact(&mut id).unwrap();
+                        assert!(ids.insert(u32::from_le_bytes(id)), "accepted twice");
+                    }
+                    None => timeouts += 1,
+                }
+            }
+            drop(clients.join().unwrap());
+            // After everyone was accepted, nothing more is pending.
+            assert!(
+                l.accept_evt()
+                    .sync_timeout(Duration::from_millis(5))
+                    .is_none()
+            );
+            let _ = timeouts; // how often the timeout won depends on timing: not asserted
+            ids
+        })
+        .unwrap();
+    assert_eq!(got, (0..N).collect());
+}
+
+#[test]
+fn accept_against_a_channel_never_drops_a_connection() {
+    // Both branches are enabled: whichever wins, the connection stays for the next accept.
+    runtime()
+        .block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let ch = Chan::<u32>::new();
+            let mut by_channel = 0;
+            for round in 0..50u32 {
+                let c = TcpStream::connect(addr).unwrap();
+                c.write_all(&round.to_le_bytes()).unwrap();
+                let tx = ch.clone();
+                pcml::spawn(move || tx.send(round));
+                let first = select([
+                    l.accept_evt().wrap(|r| Some(r.unwrap().0)),
+                    ch.recv_evt().wrap(|_| None),
+                ]);
+                let conn = match first {
+                    Some(conn) => {
+                        // The channel's sender is still blocked: take its message.
+                        assert_eq!(ch.recv(), round);
+                        conn
+                    }
+                    None => {
+                        by_channel += 1;
+                        l.accept().unwrap().0
+                    }
+                };
+                let mut id = [0; 4];
+                conn.read_exact(&mut id).unwrap();
+                assert_eq!(
+                    u32::from_le_bytes(id),
+                    round,
+                    "a connection was lost or reordered"
+                );
+            }
+            let _ = by_channel;
+        })
+        .unwrap();
+}
+
+#[test]
+fn readable_or_timeout_loses_no_bytes() {
+    const MESSAGES: u32 = 200;
+    let total = runtime()
+        .block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (b, _) = l.accept().unwrap();
+            // Nothing sent: the timeout wins, repeatedly.
+            for _ in 0..3 {
+                let idle = select([
+                    a.readable_evt().wrap(|()| false),
+                    timeout_evt(Duration::from_millis(2)).wrap(|()| true),
+                ]);
+                assert!(idle, "readable with nothing sent");
+            }
+            let writer = pcml::spawn(move || {
+                for i in 0..MESSAGES {
+                    b.write_all(&i.to_le_bytes()).unwrap();
+                    if i % 50 == 0 {
+                        pcml::time::sleep(Duration::from_millis(1));
+                    }
+                }
+                b.shutdown(Shutdown::Write).unwrap();
+                b
+            });
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 64];
+            'outer: loop {
+                let readable = select([
+                    a.readable_evt().wrap(|()| true),
+                    timeout_evt(Duration::from_micros(300)).wrap(|()| false),
+                ]);
+                if !readable {
+                    continue;
+                }
+                loop {
+                    match a.try_read(&mut buf) {
+                        Ok(0) => break 'outer,
+                        Ok(n) => bytes.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) => panic!("read failed: {e}"),
+                    }
+                }
+            }
+            drop(writer.join().unwrap());
+            let words: Vec<u32> = bytes
+                .chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            assert_eq!(words, (0..MESSAGES).collect::<Vec<_>>());
+            words.len()
+        })
+        .unwrap();
+    assert_eq!(total, MESSAGES as usize);
+}
+
+#[test]
+fn readable_in_a_choice_from_tokio() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect_async(l.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (b, _) = l.accept_async().await.unwrap();
+        let idle = pcml::choose([
+            a.readable_evt().wrap(|()| false),
+            timeout_evt(Duration::from_millis(3)).wrap(|()| true),
+        ])
+        .await;
+        assert!(idle);
+        b.write_all_async(b"data").await.unwrap();
+        let idle = pcml::choose([
+            a.readable_evt().wrap(|()| false),
+            timeout_evt(Duration::from_secs(10)).wrap(|()| true),
+        ])
+        .await;
+        assert!(!idle);
+        assert_eq!(a.try_read(&mut [0; 8]).unwrap(), 4);
+    });
+}
+
+#[test]
+fn dropping_a_stream_wakes_a_fiber_waiting_on_it() {
+    runtime()
+        .block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let _b = l.accept().unwrap();
+            let ev = a.readable_evt();
+            let waiter = pcml::spawn(move || ev.sync());
+            pcml::time::sleep(Duration::from_millis(2));
+            drop(a);
+            waiter.join().unwrap(); // returns instead of hanging
+        })
+        .unwrap();
+}
+
+#[test]
+fn dropping_a_listener_fails_a_blocked_accept() {
+    runtime()
+        .block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let ev = l.accept_evt();
+            let waiter = pcml::spawn(move || ev.sync());
+            pcml::time::sleep(Duration::from_millis(2));
+            drop(l);
+            let err = waiter.join().unwrap().unwrap_err();
+            assert!(err.to_string().contains("dropped"), "{err}");
+        })
+        .unwrap();
+}
+
+#[test]
+fn shutdown_ends_a_blocked_read_with_eof() {
+    runtime()
+        .block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = Arc::new(TcpStream::connect(l.local_addr().unwrap()).unwrap());
+            let _b = l.accept().unwrap();
+            let a2 = a.clone();
+            let reader = pcml::spawn(move || a2.read(&mut [0; 8]));
+            pcml::time::sleep(Duration::from_millis(2));
+            a.shutdown(Shutdown::Both).unwrap();
+            assert_eq!(reader.join().unwrap().unwrap(), 0);
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_blocked_fiber_on_io_is_not_a_deadlock() {
+    // Main waits on a read that an OS thread outside the runtime satisfies later; deadlock
+    // detection must not fire meanwhile.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        std::io::Write::write_all(&mut s, b"late").unwrap();
+        s
+    });
+    let got = pcml::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap()
+        .block_on(move || {
+            let s = TcpStream::connect(addr).unwrap();
+            let mut buf = [0; 4];
+            s.read_exact(&mut buf).unwrap();
+            buf
+        })
+        .unwrap();
+    assert_eq!(&got, b"late");
+    drop(peer.join().unwrap());
+}
+
+#[test]
+fn a_socket_outliving_its_runtime_errors_instead_of_hanging() {
+    let (s, _peer) = pcml::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let peer = l.accept().unwrap();
+            (s, peer)
+        })
+        .unwrap();
+    // The runtime and its I/O driver are gone; nothing will ever report readiness.
+    let err = s.read(&mut [0; 4]).unwrap_err();
+    assert!(err.to_string().contains("shut down"), "{err}");
+}
+
+#[test]
+fn competing_acceptors_in_choices_share_connections_exactly_once() {
+    const N: u32 = 60;
+    const ACCEPTORS: usize = 4;
+    let ids = runtime()
+        .block_on(|| {
+            let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+            let addr = l.local_addr().unwrap();
+            let stop = Chan::<()>::new();
+            let acceptors: Vec<_> = (0..ACCEPTORS)
+                .map(|_| {
+                    let (l, stop) = (l.clone(), stop.clone());
+                    pcml::spawn(move || {
+                        let mut mine = Vec::new();
+                        loop {
+                            let got = select([
+                                l.accept_evt().wrap(|r| Some(Some(r.unwrap().0))),
+                                stop.recv_evt().wrap(|()| None),
+                                timeout_evt(Duration::from_micros(100)).wrap(|()| Some(None)),
+                            ]);
+                            match got {
+                                Some(Some(conn)) => {
+                                    let mut id = [0; 4];
+                                    conn.read_exact(&mut id).unwrap();
+                                    mine.push(u32::from_le_bytes(id));
+                                }
+                                Some(None) => {}
+                                None => return mine,
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let clients: Vec<_> = (0..N)
+                .map(|id| {
+                    pcml::spawn(move || {
+                        let s = TcpStream::connect(addr).unwrap();
+                        s.write_all(&id.to_le_bytes()).unwrap();
+                        // Wait for the server side to close (the acceptor drops it).
+                        assert_eq!(s.read(&mut [0; 1]).unwrap(), 0);
+                    })
+                })
+                .collect();
+            for c in clients {
+                c.join().unwrap();
+            }
+            for _ in 0..ACCEPTORS {
+                stop.send(());
+            }
+            let mut all = Vec::new();
+            for a in acceptors {
+                all.extend(a.join().unwrap());
+            }
+            all
+        })
+        .unwrap();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        (0..N).collect::<Vec<_>>(),
+        "each connection accepted exactly once"
+    );
+}
