@@ -115,12 +115,15 @@ impl<T> Offer<T> {
     where
         T: Send + 'static,
     {
-        if let Some(mut o) = cache::take::<Offer<T>>() {
-            if let Some(m) = Arc::get_mut(&mut o) {
-                m.own = SyncRecord::new();
-                m.slot = UnsafeCell::new(msg);
-                return o;
+        if let Some(o) = cache::take::<Offer<T>>() {
+            // The cache holds only offers nobody else references (see `cache::put`), and
+            // nobody can have cloned it since: its record and slot are ours alone.
+            o.own.reset();
+            if let Some(m) = msg {
+                // SAFETY: we hold the only reference, so we have the right to the slot.
+                unsafe { o.put(m) };
             }
+            return o;
         }
         Arc::new(Offer {
             own: SyncRecord::new(),
@@ -267,11 +270,16 @@ mod cache {
         Some(unsafe { Arc::from_raw(c.ptr.cast::<X>()) })
     }
 
-    /// Caches `a` if this thread holds the only reference.
-    pub(super) fn put<X: Send + Sync + 'static>(mut a: Arc<X>) {
-        if cfg!(pcml_loom) || Arc::get_mut(&mut a).is_none() {
+    /// Caches `a` if this thread holds the only reference. (The check is a load, not the
+    /// compare-and-swap of `Arc::get_mut`: these Arcs never have `Weak`s, so a strong count of
+    /// one means nobody else can reach the value.)
+    pub(super) fn put<X: Send + Sync + 'static>(a: Arc<X>) {
+        if cfg!(pcml_loom) || Arc::strong_count(&a) != 1 {
             return;
         }
+        // Acquire: pairs with the Release decrement of the last other holder's drop, so its
+        // accesses to the value happen before our reuse of it.
+        crate::loom::sync::atomic::fence(crate::loom::sync::atomic::Ordering::Acquire);
         let c = Cached {
             ty: TypeId::of::<X>(),
             ptr: Arc::into_raw(a).cast::<()>(),

@@ -147,6 +147,20 @@ impl SyncRecord {
         }
     }
 
+    /// Makes a finished record fresh again (`Waiting`, empty hand, no blocker) for reuse by a
+    /// thread that holds the only reference to it.
+    ///
+    /// Relaxed stores suffice: the record is published to partners again only through a
+    /// channel lock (whose release orders these stores before any partner's access).
+    pub(crate) fn reset(&self) {
+        debug_assert!(
+            self.blocker.with_mut(|b| unsafe { (*b).is_none() }),
+            "pcml: a finished record still holds a blocker"
+        );
+        self.state.store(WAITING, Ordering::Relaxed);
+        self.hand.store(EMPTY, Ordering::Relaxed);
+    }
+
     /// Figure 8's CAS, by a partner: `Waiting -> Synched`.
     fn try_synch(&self) -> u8 {
         // AcqRel: Acquire pairs with the owner's Release stores in `roll_back` and

@@ -21,14 +21,15 @@ use std::task::Waker;
 
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
-use crate::sched::worker::{self, Shared};
+use crate::sched::worker;
 
 /// A handle that makes one blocked thread runnable again.
 pub(crate) struct Blocker(Kind);
 
 enum Kind {
     Fiber {
-        shared: std::sync::Arc<Shared>,
+        /// The runtime's id (see `registry`): no reference count is held.
+        runtime: u64,
         proc: usize,
         slot: usize,
         token: u64,
@@ -45,14 +46,9 @@ struct ThreadSignal {
 }
 
 impl Blocker {
-    pub(crate) fn fiber(
-        shared: std::sync::Arc<Shared>,
-        proc: usize,
-        slot: usize,
-        token: u64,
-    ) -> Self {
+    pub(crate) fn fiber(runtime: u64, proc: usize, slot: usize, token: u64) -> Self {
         Blocker(Kind::Fiber {
-            shared,
+            runtime,
             proc,
             slot,
             token,
@@ -68,11 +64,11 @@ impl Blocker {
     pub(crate) fn unblock(self) {
         match self.0 {
             Kind::Fiber {
-                shared,
+                runtime,
                 proc,
                 slot,
                 token,
-            } => worker::wake_fiber(&shared, proc, slot, token),
+            } => worker::wake_fiber(runtime, proc, slot, token),
             Kind::Thread(signal) => {
                 // Release: pairs with the Acquire load in `block_thread`, so whatever the waker
                 // wrote before unblocking is visible to the woken thread.

@@ -23,6 +23,7 @@ pub(crate) mod inbox;
 pub(crate) mod io;
 pub(crate) mod join;
 pub(crate) mod panic;
+pub(crate) mod registry;
 pub(crate) mod runtime;
 pub(crate) mod spawn;
 pub(crate) mod timer;

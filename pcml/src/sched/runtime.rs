@@ -304,6 +304,7 @@ impl Builder {
             io: Mutex::new(None),
             main: MainSlot::new(),
         });
+        crate::sched::registry::register(&shared);
         let mut threads = Vec::with_capacity(procs);
         for (i, deque) in deques.into_iter().enumerate() {
             let sh = shared.clone();

@@ -138,6 +138,12 @@ pub(crate) struct Shared {
     pub(crate) main: MainSlot,
 }
 
+impl Drop for Shared {
+    fn drop(&mut self) {
+        crate::sched::registry::unregister(self.id);
+    }
+}
+
 impl Shared {
     /// Makes stealable work visible to idle procs: wakes one sleeper if nobody is searching.
     pub(crate) fn notify_idle(&self) {
@@ -361,7 +367,7 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
             e.token.set(token);
             e.wake_pending.set(false);
             ctx.budget.set(BUDGET);
-            prepare(Blocker::fiber(ctx.shared.clone(), ctx.index, slot, token));
+            prepare(Blocker::fiber(ctx.shared.id, ctx.index, slot, token));
             ctx.suspend(Suspend::Block);
             Ok(())
         }
@@ -370,17 +376,25 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
     }
 }
 
-/// Makes the fiber in `slot` of proc `proc` runnable if its token is still `token`.
-pub(crate) fn wake_fiber(shared: &Arc<Shared>, proc: usize, slot: usize, token: u64) {
+/// Makes the fiber in `slot` of proc `proc` of runtime `runtime` runnable if its token is
+/// still `token`. From the runtime's own procs this touches no shared reference count; from
+/// elsewhere it looks the runtime up (and does nothing if the runtime is gone: so is the
+/// fiber).
+pub(crate) fn wake_fiber(runtime: u64, proc: usize, slot: usize, token: u64) {
     if let Some(ctx) = context()
-        && ptr::eq(&*ctx.shared, &**shared)
-        && ctx.index == proc
+        && ctx.shared.id == runtime
     {
-        // On the home proc: no need for the inbox.
-        ctx.wake_local(slot, token);
+        if ctx.index == proc {
+            // On the home proc: no need for the inbox.
+            ctx.wake_local(slot, token);
+        } else {
+            ctx.shared.send_to(proc, InboxMsg::Wake { slot, token });
+        }
         return;
     }
-    shared.send_to(proc, InboxMsg::Wake { slot, token });
+    if let Some(shared) = crate::sched::registry::lookup(runtime) {
+        shared.send_to(proc, InboxMsg::Wake { slot, token });
+    }
 }
 
 /// Runs an unstarted fiber's body on the calling fiber's stack, if the caller is a fiber of a
