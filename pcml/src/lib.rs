@@ -5,8 +5,9 @@
 //! async tasks, the scheduler), events and channels ([`event`], [`chan`]) with the Parallel
 //! CML protocol, time ([`time`]: sleeps and timeouts as events), sync variables
 //! ([`sync_var`]: [`IVar`], [`MVar`], [`CVar`]), unbounded [`mailbox`]es, [`bounded`]
-//! buffered channels, [`multicast`] channels, and I/O as events ([`net`]: TCP and UDP sockets
-//! whose operations block only the calling fiber; [`io`]: any file descriptor's readiness).
+//! buffered channels, [`multicast`] channels, fiber-aware locks ([`lock`]: [`Mutex`],
+//! [`Semaphore`], [`Barrier`]), and I/O as events ([`net`]: TCP and UDP sockets whose
+//! operations block only the calling fiber; [`io`]: any file descriptor's readiness).
 //!
 //! ```
 //! let total = pcml::run(|| {
@@ -39,6 +40,7 @@ pub mod chan;
 pub mod event;
 pub mod fiber;
 pub mod io;
+pub mod lock;
 pub(crate) mod loom;
 pub mod mailbox;
 pub mod mp;
@@ -52,6 +54,7 @@ pub mod time;
 pub use bounded::BoundedChan;
 pub use chan::Chan;
 pub use event::{Event, always, choose, guard, never, select, sync, with_nack};
+pub use lock::{Barrier, Mutex, Semaphore};
 pub use mailbox::Mailbox;
 pub use mp::{ProcLocal, SpinLock, current_proc, procs};
 pub use multicast::Multicast;
