@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Run one built peer program and print its RESULT line (see README.md).
 #
-# Usage: run.sh PEER PROGRAM N [PROCS] [BRANCH]
+# Usage: run.sh PEER PROGRAM N [PROCS] [BRANCH | REPS]
 #   PEER     go | cml | erlang
-#   PROGRAM  spawn | pingpong | parpingpong | primes | skynet
-#   N        the count (skynet: the number of leaves)
+#   PROGRAM  spawn | pingpong | parpingpong | primes | skynet, or (erlang only) seed 000's
+#            skynet-paper | bombing1 | bombing2 | bitonic
+#   N        the count (skynet: the number of leaves; skynet-paper: the depth; bombing: the
+#            messages; bitonic: the numbers)
 #   PROCS    go: GOMAXPROCS; erlang: schedulers (+S PROCS); cml: must be 1 (it has one proc).
 #            Omitted: the peer's default (go: GOMAXPROCS from the environment or all cores;
 #            erlang: one scheduler per core).
 #   BRANCH   skynet only: children per node (default 10)
+#   REPS     skynet-paper, bombing1, bombing2, bitonic (required): timed runs to average
 #
 # Environment: SML_RTS_FLAGS, for cml only, adds SML/NJ run-time options before the program's
 # arguments, e.g. SML_RTS_FLAGS=@SMLalloc=4M (a larger allocation arena; skynet's million
@@ -22,6 +25,7 @@ TARGET="$HERE/target"
 
 usage() {
     echo "usage: run.sh (go|cml|erlang) (spawn|pingpong|parpingpong|primes|skynet) N [PROCS] [BRANCH]" >&2
+    echo "       run.sh erlang (skynet-paper|bombing1|bombing2|bitonic) N PROCS REPS" >&2
     exit 2
 }
 
@@ -30,6 +34,7 @@ PEER="$1"; PROGRAM="$2"; N="$3"; PROCS="${4:-}"; BRANCH="${5:-}"
 
 case "$PROGRAM" in
     spawn|pingpong|parpingpong|primes) [ -z "$BRANCH" ] || usage ;;
+    skynet-paper|bombing1|bombing2|bitonic) [ -n "$BRANCH" ] || usage ;;
     skynet) ;;
     *) usage ;;
 esac

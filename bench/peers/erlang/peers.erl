@@ -12,6 +12,18 @@
 %%   skynet L [B]     a tree of processes, B children per node (default 10), L leaves; the
 %%                    leaves' numbers are summed up the tree
 %%
+%% and the actor programs of seed 000 (chapter 4), tiny programs whose `seconds=` is the mean
+%% of REPS timed runs after one untimed cold run, which also gives `peak_rss_added=`:
+%%
+%%   skynet-paper D REPS   the thesis's skynet: a 3-ary tree of processes of depth D; each leaf
+%%                         sends 1, each node the sum of its three children's (3^D in all)
+%%   bombing1 M REPS       message bombing 1: a receiver takes M {msg, 6, 3} messages by
+%%                         selective receive while M {badmsg, 6, 3} ones, sent first by another
+%%                         process, stay unreceived in its mailbox; it sums 6 div 3 (2 M in all)
+%%   bombing2 M REPS       message bombing 2: the same without the M unreceived messages
+%%   bitonic N REPS        bitonic mergesort of N numbers (N a power of 2; N-1 down to 0) by
+%%                         processes, cutoff 2: every split sorts one half in a new process
+%%
 %% Each prints one line on stdout:
 %%
 %%   RESULT program=<name> n=<N> seconds=<float> check=<ok|FAIL> <key=value...>
@@ -35,7 +47,8 @@ main(Args) ->
          catch throw:usage ->
              io:format(standard_error,
                        "usage: peers (spawn|pingpong|parpingpong|primes) N"
-                       " | skynet LEAVES [BRANCH]~n", []),
+                       " | skynet LEAVES [BRANCH]"
+                       " | (skynet-paper DEPTH|bombing1 M|bombing2 M|bitonic N) REPS~n", []),
              erlang:halt(2)
          end,
     erlang:halt(case Ok of true -> 0; false -> 1 end).
@@ -48,6 +61,14 @@ run(["skynet", L]) -> skynet_bench(pos_int(L), 10);
 run(["skynet", L, B]) ->
     case pos_int(B) of
         Branch when Branch >= 2 -> skynet_bench(pos_int(L), Branch);
+        _ -> throw(usage)
+    end;
+run(["skynet-paper", D, Reps]) -> paper_skynet_bench(pos_int(D), pos_int(Reps));
+run(["bombing1", M, Reps]) -> bombing_bench(1, pos_int(M), pos_int(Reps));
+run(["bombing2", M, Reps]) -> bombing_bench(2, pos_int(M), pos_int(Reps));
+run(["bitonic", N, Reps]) ->
+    case pos_int(N) of
+        Len when Len band (Len - 1) =:= 0 -> bitonic_bench(Len, pos_int(Reps));
         _ -> throw(usage)
     end;
 run(_) -> throw(usage).
@@ -278,3 +299,174 @@ skynet_bench(Leaves, Branch) ->
     report("skynet", Leaves, Secs, Ok,
            ["branch=" ++ integer_to_list(Branch), "sum=" ++ integer_to_list(Sum),
             "threads=" ++ integer_to_list(skynet_threads(Leaves, Branch))]).
+
+%% ---- seed 000's actor programs: timing and memory ----
+
+%% vm_status(Key) is the value of Key ("VmRSS", "VmHWM") of /proc/self/status, in bytes.
+vm_status(Key) ->
+    {ok, Status} = file:read_file("/proc/self/status"),
+    [Line] = [L || L <- string:split(binary_to_list(Status), "\n", all),
+                   lists:prefix(Key ++ ":", L)],
+    [_, Kb | _] = string:lexemes(Line, " \t"),
+    list_to_integer(Kb) * 1024.
+
+%% cold(F) runs F() once in this fresh VM and returns {Result, PeakRssAdded}: the peak
+%% resident set during the run (VmHWM, reset first through /proc/self/clear_refs) less the
+%% resident set before it, as the Rust harness measures pcml's fresh process; -1 where
+%% /proc cannot be written.
+cold(F) ->
+    Base = vm_status("VmRSS"),
+    case file:write_file("/proc/self/clear_refs", "5") of
+        ok ->
+            X = F(),
+            {X, vm_status("VmHWM") - Base};
+        {error, _} ->
+            {F(), -1}
+    end.
+
+%% actor_bench(Name, N, Reps, Run, Good, Extras): one cold run (its memory), then Reps timed
+%% runs; seconds= is their mean. Every run's answer must satisfy Good.
+actor_bench(Name, N, Reps, Run, Good, Extras) ->
+    {First, Peak} = cold(Run),
+    {Goods, Secs} = timed(fun() -> repeat_count(Reps, Run, Good, 0) end),
+    Ok = Good(First) andalso Goods =:= Reps,
+    report(Name, N, Secs / Reps, Ok,
+           Extras ++ ["reps=" ++ integer_to_list(Reps),
+                      "peak_rss_added=" ++ integer_to_list(Peak)]).
+
+%% repeat_count(K, Run, Good, Acc) runs Run() K times and counts the good answers.
+repeat_count(0, _Run, _Good, Acc) -> Acc;
+repeat_count(K, Run, Good, Acc) ->
+    X = Run(),
+    repeat_count(K - 1, Run, Good, case Good(X) of true -> Acc + 1; false -> Acc end).
+
+%% ---- skynet, as in the thesis ----
+
+%% paper_node(0, Parent) is a leaf: it sends 1. paper_node(D, Parent) spawns three children of
+%% depth D-1, takes their three sums and sends their total.
+paper_node(0, Parent) ->
+    Parent ! {sum, 1};
+paper_node(D, Parent) ->
+    Self = self(),
+    spawn(fun() -> paper_node(D - 1, Self) end),
+    spawn(fun() -> paper_node(D - 1, Self) end),
+    spawn(fun() -> paper_node(D - 1, Self) end),
+    Parent ! {sum, collect_sums(3, 0)}.
+
+pow3(0) -> 1;
+pow3(D) -> 3 * pow3(D - 1).
+
+paper_skynet_bench(Depth, Reps) ->
+    Leaves = pow3(Depth),
+    Run = fun() ->
+                  Main = self(),
+                  spawn(fun() -> paper_node(Depth, Main) end),
+                  receive {sum, S} -> S end
+          end,
+    actor_bench("skynet-paper", Depth, Reps, Run, fun(S) -> S =:= Leaves end,
+                ["leaves=" ++ integer_to_list(Leaves),
+                 "threads=" ++ integer_to_list((3 * Leaves - 1) div 2)]).
+
+%% ---- message bombing ----
+
+%% The receiver takes M {msg, Num, Den} messages, summing Num div Den, and sends the sum to
+%% Parent. Its receive names {msg, _, _} only, so {badmsg, _, _} messages stay in its mailbox
+%% and every receive passes over those ahead of the next {msg, ...}.
+bomb_receiver(0, Acc, Parent) -> Parent ! {bombed, Acc};
+bomb_receiver(K, Acc, Parent) ->
+    receive
+        {msg, Num, Den} -> bomb_receiver(K - 1, Acc + Num div Den, Parent)
+    end.
+
+bomb_send(0, _To, _Msg) -> ok;
+bomb_send(K, To, Msg) -> To ! Msg, bomb_send(K - 1, To, Msg).
+
+%% bombing 1: the bad sender is spawned before the good one; bombing 2 has no bad sender.
+bombing_run(Variant, M) ->
+    Main = self(),
+    A = spawn(fun() -> bomb_receiver(M, 0, Main) end),
+    case Variant of
+        1 -> spawn(fun() -> bomb_send(M, A, {badmsg, 6, 3}) end);
+        2 -> ok
+    end,
+    spawn(fun() -> bomb_send(M, A, {msg, 6, 3}) end),
+    receive {bombed, Sum} -> Sum end.
+
+bombing_bench(Variant, M, Reps) ->
+    Name = "bombing" ++ integer_to_list(Variant),
+    Sent = case Variant of 1 -> 2 * M; 2 -> M end,
+    actor_bench(Name, M, Reps, fun() -> bombing_run(Variant, M) end,
+                fun(S) -> S =:= 2 * M end,
+                ["msgs=" ++ integer_to_list(Sent)]).
+
+%% ---- bitonic mergesort ----
+
+%% halves(Xs) splits Xs into its first and second halves (Xs of even length).
+halves(Xs) -> lists:split(length(Xs) div 2, Xs).
+
+%% min_max(Left, Right): the pairwise minima and maxima of two lists of one length.
+min_max(Left, Right) -> min_max(Left, Right, [], []).
+
+min_max([], [], Mins, Maxs) -> {lists:reverse(Mins), lists:reverse(Maxs)};
+min_max([A | As], [B | Bs], Mins, Maxs) ->
+    min_max(As, Bs, [min(A, B) | Mins], [max(A, B) | Maxs]).
+
+%% in_child(F) runs F() in a new process; await(Ref) takes its answer. The reference makes the
+%% receive selective: answers of deeper calls made in between may already be waiting.
+in_child(F) ->
+    Parent = self(),
+    Ref = make_ref(),
+    spawn(fun() -> Parent ! {Ref, F()} end),
+    Ref.
+
+await(Ref) ->
+    receive {Ref, X} -> X end.
+
+%% merge(Xs, Cutoff): sorts the bitonic list Xs (ascending, then descending). Above the
+%% cutoff the maxima are merged in a new process while this one merges the minima.
+merge(Xs, Cutoff) when length(Xs) =< Cutoff -> merge_seq(Xs);
+merge(Xs, Cutoff) ->
+    {Left, Right} = halves(Xs),
+    {Mins, Maxs} = min_max(Left, Right),
+    Ref = in_child(fun() -> merge(Maxs, Cutoff) end),
+    Low = merge(Mins, Cutoff),
+    Low ++ await(Ref).
+
+merge_seq([]) -> [];
+merge_seq([X]) -> [X];
+merge_seq(Xs) ->
+    {Left, Right} = halves(Xs),
+    {Mins, Maxs} = min_max(Left, Right),
+    merge_seq(Mins) ++ merge_seq(Maxs).
+
+%% msort(Xs, Cutoff): above the cutoff the second half is sorted (and reversed, to make the
+%% whole bitonic) in a new process while this one sorts the first half; then they are merged.
+msort(Xs, Cutoff) when length(Xs) =< Cutoff -> msort_seq(Xs);
+msort(Xs, Cutoff) ->
+    {Left, Right} = halves(Xs),
+    Ref = in_child(fun() -> lists:reverse(msort(Right, Cutoff)) end),
+    Low = msort(Left, Cutoff),
+    merge(Low ++ await(Ref), Cutoff).
+
+msort_seq([]) -> [];
+msort_seq([X]) -> [X];
+msort_seq(Xs) ->
+    {Left, Right} = halves(Xs),
+    merge_seq(msort_seq(Left) ++ lists:reverse(msort_seq(Right))).
+
+-define(BITONIC_CUTOFF, 2).
+
+%% the processes one sort makes: a split of a list longer than the cutoff makes one
+bitonic_threads(N) when N =< ?BITONIC_CUTOFF -> 0;
+bitonic_threads(N) -> 1 + 2 * bitonic_threads(N div 2) + merge_threads(N).
+
+merge_threads(N) when N =< ?BITONIC_CUTOFF -> 0;
+merge_threads(N) -> 1 + 2 * merge_threads(N div 2).
+
+bitonic_bench(N, Reps) ->
+    Input = lists:seq(N - 1, 0, -1),
+    Want = lists:seq(0, N - 1),
+    actor_bench("bitonic", N, Reps, fun() -> msort(Input, ?BITONIC_CUTOFF) end,
+                fun(S) -> S =:= Want end,
+                ["cutoff=" ++ integer_to_list(?BITONIC_CUTOFF),
+                 "threads=" ++ integer_to_list(bitonic_threads(N))]).
