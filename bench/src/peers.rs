@@ -228,6 +228,20 @@ impl Peers {
         args: &PeerArgs,
         ops_key: Option<&str>,
     ) -> Result<std::result::Result<Sample, String>> {
+        Ok(self
+            .run_line(peer, program, args)?
+            .and_then(|line| line.sample(args, ops_key)))
+    }
+
+    /// Runs `program` of `peer` once and returns its checked RESULT line (`check=ok`).
+    ///
+    /// `Ok(Err(why))` when the peer cannot run (the row is skipped); `Err` on a wrong answer.
+    pub fn run_line(
+        &self,
+        peer: Peer,
+        program: &str,
+        args: &PeerArgs,
+    ) -> Result<std::result::Result<ResultLine, String>> {
         if let Err(why) = self.status(peer) {
             return Ok(Err(why));
         }
@@ -235,10 +249,11 @@ impl Peers {
         cmd.arg(peer.script_name())
             .arg(program)
             .arg(args.n.to_string());
-        if args.procs.is_some() || args.branch.is_some() {
+        let last = args.branch.or(args.reps);
+        if args.procs.is_some() || last.is_some() {
             cmd.arg(args.procs.map_or(String::new(), |p| p.to_string()));
         }
-        if let Some(b) = args.branch {
+        if let Some(b) = last {
             cmd.arg(b.to_string());
         }
         if peer == Peer::Cml && program == "skynet" {
@@ -264,17 +279,7 @@ impl Peers {
                 peer.script_name()
             )));
         }
-        let Some(seconds) = result.get("seconds").and_then(|s| s.parse::<f64>().ok()) else {
-            return Ok(Err(format!("no seconds= in {line}")));
-        };
-        let ops = ops_key
-            .and_then(|k| result.get(k))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(args.n);
-        Ok(Ok(Sample {
-            seconds: seconds.max(1e-9),
-            ops,
-        }))
+        Ok(Ok(result))
     }
 
     /// Measures `program` of `peer` `runs` times and makes its row (skipped with the reason
@@ -322,6 +327,77 @@ impl Peers {
             &samples,
         ))
     }
+
+    /// Measures `program` of `peer` `runs` times and makes two rows from the same runs: its
+    /// time (`seconds=`, in `metric`, counting `ops_key` operations as [`Peers::run_once`])
+    /// under `row_program`, and the figure of the RESULT key `value.1` (e.g.
+    /// `peak_rss_added`, in `value.2`) under `value.0`. A negative figure means the peer could
+    /// not measure it: that row is skipped.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rows_with_value(
+        &self,
+        progress: &Progress,
+        row_program: &str,
+        peer: Peer,
+        program: &str,
+        args: &PeerArgs,
+        metric: Metric,
+        ops_key: Option<&str>,
+        value: (&str, &str, Metric),
+        runs: usize,
+    ) -> Result<(Row, Row)> {
+        let (value_program, key, value_metric) = value;
+        let p = args.procs.unwrap_or(1);
+        let procs = Some(p);
+        let mut samples = Vec::with_capacity(runs);
+        let mut values = Vec::with_capacity(runs);
+        let skip = |why: &str| {
+            (
+                Row::skipped(row_program, peer.system(), procs, metric, why),
+                Row::skipped(value_program, peer.system(), procs, value_metric, why),
+            )
+        };
+        for i in 0..runs {
+            progress.step(&format!(
+                "{row_program}: {} on {} procs, run {}/{runs}",
+                peer.system(),
+                p,
+                i + 1
+            ));
+            let line = match self.run_line(peer, program, args)? {
+                Ok(l) => l,
+                Err(why) => return Ok(skip(&why)),
+            };
+            match line.sample(args, ops_key) {
+                Ok(s) => samples.push(s),
+                Err(why) => return Ok(skip(&why)),
+            }
+            match line.get(key).and_then(|v| v.parse::<f64>().ok()) {
+                Some(v) if v >= 0.0 => values.push(v),
+                _ => {}
+            }
+        }
+        let time = Row::measured(row_program, peer.system(), procs, metric, &samples);
+        let value_row = if values.len() == runs {
+            Row::from_values(
+                value_program,
+                peer.system(),
+                procs,
+                1,
+                value_metric,
+                &values,
+            )
+        } else {
+            Row::skipped(
+                value_program,
+                peer.system(),
+                procs,
+                value_metric,
+                &format!("the peer gave no {key}= figure"),
+            )
+        };
+        Ok((time, value_row))
+    }
 }
 
 /// The arguments of one peer run.
@@ -333,6 +409,9 @@ pub struct PeerArgs {
     pub procs: Option<usize>,
     /// skynet's branching factor.
     pub branch: Option<u64>,
+    /// The timed runs one invocation averages (seed 000's tiny programs); passed where
+    /// `branch` would be, so at most one of the two is set.
+    pub reps: Option<u64>,
 }
 
 /// A parsed `RESULT key=value ...` line.
@@ -366,5 +445,34 @@ impl ResultLine {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The sample the line gives: its `seconds=`, and as the operation count the value of
+    /// `ops_key` (`None`, or a key the line lacks: `args.n`). `Err` when `seconds=` is missing.
+    ///
+    /// ```
+    /// use pcml_bench::peers::{PeerArgs, ResultLine};
+    /// let args = PeerArgs { n: 10, procs: Some(1), branch: None, reps: None };
+    /// let r = ResultLine::parse("RESULT program=spawn n=10 seconds=0.5 check=ok threads=9");
+    /// let s = r.sample(&args, Some("threads")).unwrap();
+    /// assert_eq!((s.seconds, s.ops), (0.5, 9));
+    /// assert!(ResultLine::parse("RESULT check=ok").sample(&args, None).is_err());
+    /// ```
+    pub fn sample(
+        &self,
+        args: &PeerArgs,
+        ops_key: Option<&str>,
+    ) -> std::result::Result<Sample, String> {
+        let Some(seconds) = self.get("seconds").and_then(|s| s.parse::<f64>().ok()) else {
+            return Err("no seconds= in the RESULT line".to_string());
+        };
+        let ops = ops_key
+            .and_then(|k| self.get(k))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(args.n);
+        Ok(Sample {
+            seconds: seconds.max(1e-9),
+            ops,
+        })
     }
 }

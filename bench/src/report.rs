@@ -20,7 +20,7 @@ use plotters::prelude::*;
 use crate::machine::Machine;
 use crate::programs::Config;
 use crate::runner::Metric;
-use crate::table::{Goal, Outcome, Row, Section};
+use crate::table::{Goal, Outcome, Ratio, Row, Section};
 
 /// A whole run's results.
 #[derive(Debug, Clone)]
@@ -141,6 +141,29 @@ fn row_markdown(r: &Row) -> String {
     )
 }
 
+/// A ratio's value, goal and status cells: a ratio shows as `2.5x`, a figure held against a
+/// limit ([`Section::add_limit`](crate::table::Section::add_limit)) in its metric's unit.
+fn ratio_cells(q: &Ratio) -> (String, String, String) {
+    let show = |v: f64| match q.absolute {
+        Some(m) => fmt_value(m, v),
+        None => format!("{}x", sig3(v)),
+    };
+    let goal = match q.goal {
+        Some(Goal::AtLeast(g)) => format!(">= {}", show(g)),
+        Some(Goal::AtMost(g)) => format!("<= {}", show(g)),
+        None => String::new(),
+    };
+    let (value, status) = match (&q.value, q.goal) {
+        (Ok(v), Some(g)) => (
+            show(*v),
+            if g.met(*v) { "met" } else { "**not met**" }.to_string(),
+        ),
+        (Ok(v), None) => (show(*v), String::new()),
+        (Err(why), _) => ("-".to_string(), format!("n/a: {why}")),
+    };
+    (value, goal, status)
+}
+
 /// One section as markdown: the table, ratios, the paper's figures and notes.
 pub fn section_markdown(sec: &Section) -> String {
     let mut md = String::new();
@@ -155,19 +178,7 @@ pub fn section_markdown(sec: &Section) -> String {
     if !sec.ratios.is_empty() {
         md.push_str("\n| ratio (same run) | value | goal | |\n| --- | ---: | --- | --- |\n");
         for q in &sec.ratios {
-            let (value, status) = match (&q.value, q.goal) {
-                (Ok(v), Some(g)) => (
-                    format!("{}x", sig3(*v)),
-                    if g.met(*v) { "met" } else { "**not met**" }.to_string(),
-                ),
-                (Ok(v), None) => (format!("{}x", sig3(*v)), String::new()),
-                (Err(why), _) => ("-".to_string(), format!("n/a: {why}")),
-            };
-            let goal = match q.goal {
-                Some(Goal::AtLeast(g)) => format!(">= {}x", sig3(g)),
-                Some(Goal::AtMost(g)) => format!("<= {}x", sig3(g)),
-                None => String::new(),
-            };
+            let (value, goal, status) = ratio_cells(q);
             let _ = writeln!(md, "| {} | {value} | {goal} | {status} |", q.label);
         }
     }
@@ -242,19 +253,7 @@ pub fn goals_markdown(sections: &[Section]) -> String {
     for sec in sections {
         for q in sec.ratios.iter().filter(|q| q.goal.is_some()) {
             any = true;
-            let goal = match q.goal {
-                Some(Goal::AtLeast(g)) => format!(">= {}x", sig3(g)),
-                Some(Goal::AtMost(g)) => format!("<= {}x", sig3(g)),
-                None => String::new(),
-            };
-            let (value, status) = match (&q.value, q.goal) {
-                (Ok(v), Some(g)) => (
-                    format!("{}x", sig3(*v)),
-                    if g.met(*v) { "met" } else { "**not met**" }.to_string(),
-                ),
-                (Ok(v), None) => (format!("{}x", sig3(*v)), String::new()),
-                (Err(why), _) => ("-".to_string(), format!("n/a: {why}")),
-            };
+            let (value, goal, status) = ratio_cells(q);
             let _ = writeln!(
                 md,
                 "| {} | {} | {value} | {goal} | {status} |",

@@ -156,7 +156,7 @@ impl Goal {
     }
 }
 
-/// A ratio of two rows' medians, with an optional goal.
+/// A ratio of two rows' medians, or one row's median against a limit, with an optional goal.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ratio {
     /// What is divided by what, in words.
@@ -165,6 +165,9 @@ pub struct Ratio {
     pub value: Result<f64, String>,
     /// The goal this ratio tracks, if any.
     pub goal: Option<Goal>,
+    /// `None` for a ratio (shown as `2.5x`); for a row's own median held against a limit
+    /// ([`Section::add_limit`]), the metric the value and the goal are in.
+    pub absolute: Option<Metric>,
 }
 
 /// A row key: program, system, procs.
@@ -237,6 +240,39 @@ impl Section {
             label: label.to_string(),
             value,
             goal,
+            absolute: None,
+        });
+    }
+
+    /// Adds the median of `key` itself, held against `goal` in the row's metric (for a goal
+    /// such as "under 0.5 s"); `why_missing` says why there is no figure when the row is
+    /// absent (e.g. the size is only run with `--full`).
+    ///
+    /// ```
+    /// use pcml_bench::runner::{Metric, Sample};
+    /// use pcml_bench::table::{Goal, Row, Section};
+    /// let mut s = Section::new("x", "X", "");
+    /// let run = [Sample { seconds: 0.25, ops: 1 }];
+    /// s.rows.push(Row::measured("p", "a", Some(2), Metric::Seconds, &run));
+    /// s.add_limit("p under 0.5 s", ("p", "a", Some(2)), Goal::AtMost(0.5), "not run");
+    /// s.add_limit("q under 0.5 s", ("q", "a", Some(2)), Goal::AtMost(0.5), "not run");
+    /// assert_eq!(s.ratios[0].value, Ok(0.25));
+    /// assert_eq!(s.ratios[1].value, Err("not run".to_string()));
+    /// ```
+    pub fn add_limit(&mut self, label: &str, key: Key<'_>, goal: Goal, why_missing: &str) {
+        let (metric, value) = match self.find(key) {
+            Some(r) => (
+                r.metric,
+                r.median()
+                    .ok_or_else(|| format!("{} {} not measured", r.system, r.program)),
+            ),
+            None => (Metric::Seconds, Err(why_missing.to_string())),
+        };
+        self.ratios.push(Ratio {
+            label: label.to_string(),
+            value,
+            goal: Some(goal),
+            absolute: Some(metric),
         });
     }
 

@@ -103,6 +103,35 @@ fn skynet_sums_its_leaves() {
 }
 
 #[test]
+fn seed000_actor_programs_check_their_answers() {
+    use pcml_bench::programs::seed000::Kind;
+    use pcml_bench::programs::{actor_skynet, bitonic, bombing};
+    for procs in [1, 2] {
+        for kind in Kind::BOTH {
+            one_sample(
+                actor_skynet::measure_paper(procs, 3, kind, 1, 2).unwrap(),
+                2,
+            );
+            one_sample(bombing::measure(procs, 1, 50, kind, 1, 2).unwrap(), 2);
+            one_sample(bombing::measure(procs, 2, 50, kind, 1, 2).unwrap(), 2);
+            one_sample(bitonic::measure(procs, 32, kind, 1, 2).unwrap(), 2);
+        }
+        one_sample(
+            actor_skynet::measure_wide(procs, 1000, 10, Kind::Async, 1).unwrap(),
+            1000,
+        );
+        one_sample(
+            actor_skynet::measure_wide(procs, 100, 10, Kind::Fibers, 1).unwrap(),
+            100,
+        );
+    }
+    assert_eq!(bitonic::actors(32), 64);
+    assert!(bitonic::measure(1, 24, Kind::Fibers, 1, 1).is_err());
+    assert!(bombing::measure(1, 3, 10, Kind::Fibers, 1, 1).is_err());
+    assert!(actor_skynet::measure_wide(1, 10, 1, Kind::Async, 1).is_err());
+}
+
+#[test]
 fn seed001_programs_check_their_answers_in_both_styles() {
     use pcml_bench::programs::kpn::{self, Style, hamming};
     use pcml_bench::programs::{sieve, sorter};
@@ -123,6 +152,11 @@ fn memory_probes_run_in_process() {
         probe("sorter", kind, 20, 0).unwrap();
         probe("sorter-d", kind, 20, 0).unwrap();
         probe("skynet", kind, 100, 10).unwrap();
+        probe("actor-skynet", kind, 3, 0).unwrap();
+        probe("actor-skynet", kind, 100, 10).unwrap();
+        probe("bombing1", kind, 20, 0).unwrap();
+        probe("bombing2", kind, 20, 0).unwrap();
+        probe("bitonic", kind, 16, 0).unwrap();
     }
     assert!(probe("nope", "tasks", 1, 1).is_err());
     assert!(probe("sorter", "threads", 10, 0).is_err());

@@ -13,7 +13,7 @@
 %%                    leaves' numbers are summed up the tree
 %%
 %% and the actor programs of seed 000 (chapter 4), tiny programs whose `seconds=` is the mean
-%% of REPS timed runs after one untimed cold run, which also gives `peak_rss_added=`:
+%% of REPS timed runs after two untimed ones, the second of which gives `peak_rss_added=`:
 %%
 %%   skynet-paper D REPS   the thesis's skynet: a 3-ary tree of processes of depth D; each leaf
 %%                         sends 1, each node the sum of its three children's (3^D in all)
@@ -310,11 +310,13 @@ vm_status(Key) ->
     [_, Kb | _] = string:lexemes(Line, " \t"),
     list_to_integer(Kb) * 1024.
 
-%% cold(F) runs F() once in this fresh VM and returns {Result, PeakRssAdded}: the peak
-%% resident set during the run (VmHWM, reset first through /proc/self/clear_refs) less the
-%% resident set before it, as the Rust harness measures pcml's fresh process; -1 where
-%% /proc cannot be written.
-cold(F) ->
+%% warm(F) runs F() twice and returns {Result, PeakRssAdded} of the second run: the peak
+%% resident set during it (VmHWM, reset first through /proc/self/clear_refs) less the resident
+%% set before it, as the Rust harness measures pcml after a warm-up run; -1 where /proc cannot
+%% be written. The first run warms the VM's allocators, so the figure is what a run needs
+%% beyond what the last one left.
+warm(F) ->
+    F(),
     Base = vm_status("VmRSS"),
     case file:write_file("/proc/self/clear_refs", "5") of
         ok ->
@@ -324,10 +326,10 @@ cold(F) ->
             {F(), -1}
     end.
 
-%% actor_bench(Name, N, Reps, Run, Good, Extras): one cold run (its memory), then Reps timed
-%% runs; seconds= is their mean. Every run's answer must satisfy Good.
+%% actor_bench(Name, N, Reps, Run, Good, Extras): two untimed runs (the second's memory), then
+%% Reps timed runs; seconds= is their mean. Every run's answer must satisfy Good.
 actor_bench(Name, N, Reps, Run, Good, Extras) ->
-    {First, Peak} = cold(Run),
+    {First, Peak} = warm(Run),
     {Goods, Secs} = timed(fun() -> repeat_count(Reps, Run, Good, 0) end),
     Ok = Good(First) andalso Goods =:= Reps,
     report(Name, N, Secs / Reps, Ok,

@@ -223,6 +223,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             n: ctx.size(1_000_000, 2_000_000),
             procs: None,
             branch: None,
+            reps: None,
         },
         Some("threads"),
         ns("thread"),

@@ -5,8 +5,8 @@
 //! published figures to its section, and checks its own answer: a wrong answer is an
 //! [`Error::WrongAnswer`](crate::runner::Error) that fails the run.
 //!
-//! Programs that need a layer pcml does not have yet (actors, a mutex) are listed with a
-//! pending row that says what they wait on, so the report shows plainly what is not measured.
+//! Rows that need a layer pcml does not have yet (a mutex) are listed as pending rows that say
+//! what they wait on, so the report shows plainly what is not measured.
 //!
 //! # Invariants
 //! - Every pcml measurement runs in a runtime built with the procs its row names.
@@ -20,6 +20,8 @@ use crate::runner::{Error, Metric, Progress, Result, Sample, reset_peak_rss, rss
 use crate::table::{Row, Section};
 
 pub mod abisort;
+pub mod actor_skynet;
+pub mod actor_stand_in;
 pub mod allpairs;
 pub mod bitonic;
 pub mod bombing;
@@ -31,6 +33,7 @@ pub mod mst;
 pub mod parpingpong;
 pub mod pingpong;
 pub mod primes;
+pub mod seed000;
 pub mod sieve;
 pub mod skynet;
 pub mod sorter;
@@ -143,7 +146,12 @@ impl Ctx<'_> {
             }
         }
         for (peer, procs) in runs_of {
-            let args = PeerArgs { n, procs, branch };
+            let args = PeerArgs {
+                n,
+                procs,
+                branch,
+                reps: None,
+            };
             let row = self.peers.row(
                 self.progress,
                 row_program,
@@ -240,6 +248,7 @@ pub fn all() -> Vec<Program> {
         p("sorter", SEED001, sorter::run),
         p("weigh", SEED002, weigh::run),
         p("skynet", SEED000, skynet::run),
+        p("actor-skynet", SEED000, actor_skynet::run),
         p("bombing", SEED000, bombing::run),
         p("bitonic", SEED000, bitonic::run),
         p("fig9", SEED004, fig9::run),
@@ -285,14 +294,6 @@ where
         .map_err(|e| Error::Failed(format!("pcml runtime: {e}")))?
 }
 
-/// Adds pending pcml rows for `program` (fibers and tasks, the two thread kinds).
-pub fn pending_pcml(sec: &mut Section, program: &str, metric: Metric, why: &str) {
-    sec.rows
-        .push(Row::pending(program, "pcml fibers", metric, why));
-    sec.rows
-        .push(Row::pending(program, "pcml tasks", metric, why));
-}
-
 /// `sum of 0..n`, the answer of the spawn loops.
 pub fn triangle(n: u64) -> u64 {
     n * n.saturating_sub(1) / 2
@@ -317,8 +318,10 @@ where
 
 /// The hidden probe mode of the binary: `pcml-bench --probe PROGRAM KIND A B` runs one
 /// program once in this fresh process and returns the peak memory it added, in bytes.
-/// PROGRAM: `skynet` (A leaves, B branch), `sorter` or `sorter-d` (A numbers); KIND:
-/// `fibers` or `tasks`.
+/// PROGRAM: `skynet` (A leaves, B branch), `sorter` or `sorter-d` (A numbers), seed 000's
+/// actor programs `actor-skynet` (B 0: the thesis's tree of depth A; else A leaves, B
+/// branch), `bombing1`, `bombing2` (A messages) and `bitonic` (A numbers); KIND: `fibers` or
+/// `tasks` (for actors: fiber or async actors).
 pub fn probe(program: &str, kind: &str, a: u64, b: u64) -> Result<u64> {
     let fibers = match kind {
         "fibers" => true,
@@ -330,6 +333,11 @@ pub fn probe(program: &str, kind: &str, a: u64, b: u64) -> Result<u64> {
     } else {
         kpn::Style::Indirect
     };
+    let actor_kind = if fibers {
+        seed000::Kind::Fibers
+    } else {
+        seed000::Kind::Async
+    };
     match program {
         "skynet" => {
             let kind = if fibers {
@@ -339,6 +347,10 @@ pub fn probe(program: &str, kind: &str, a: u64, b: u64) -> Result<u64> {
             };
             skynet::probe_memory(kind, a, b)
         }
+        "actor-skynet" => actor_skynet::probe_memory(actor_kind, a, b),
+        "bombing1" => bombing::probe_memory(1, a, actor_kind),
+        "bombing2" => bombing::probe_memory(2, a, actor_kind),
+        "bitonic" => bitonic::probe_memory(a, actor_kind),
         "sorter" => sorter::probe_memory(a as usize, style, false),
         "sorter-d" => sorter::probe_memory(a as usize, style, true),
         _ => Err(Error::Failed(format!("probe: unknown program {program}"))),

@@ -7,7 +7,8 @@
 //! pcml runs it with async tasks (`spawn_task`, `send_evt(..).await`) on every size, and with
 //! fibers where the tree's live fibers fit under the fiber cap (see the crate docs of pcml:
 //! each started, unfinished fiber holds a stack): up to [`FIBER_LEAVES_MAX`] leaves.
-//! Actors are not in pcml yet; channels stand in for mailboxes.
+//! These rows use channels where actors would use mailboxes; the actor rows of the same tree
+//! are [`super::actor_skynet`]'s.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,7 +24,7 @@ pub const FIBER_LEAVES_MAX: u64 = 10_000;
 
 /// The slices of `leaves` leaves starting at `first`, for `branch` children (empty ones left
 /// out).
-fn slices(first: u64, leaves: u64, branch: u64) -> impl Iterator<Item = (u64, u64)> {
+pub(crate) fn slices(first: u64, leaves: u64, branch: u64) -> impl Iterator<Item = (u64, u64)> {
     (0..branch).filter_map(move |i| {
         let lo = first + leaves * i / branch;
         let hi = first + leaves * (i + 1) / branch;
@@ -223,8 +224,8 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     }
     sec.notes.push(format!(
         "skynet LEAVES/BRANCH: 729 leaves of a 3-ary tree (the paper's), {big} of a 10-ary \
-         tree; pcml's threads report to their parents over channels (actors are not in pcml \
-         yet)."
+         tree; the \"pcml fibers\" and \"pcml tasks\" rows report to their parents over \
+         channels (the actor rows are the actor-skynet program's)."
     ));
     sec.publish("skynet 729/3", "MLKit actors", "177.3 ms");
     sec.publish("skynet 729/3", "Erlang", "2.7 ms");
