@@ -6,8 +6,9 @@
 //! CML protocol, time ([`time`]: sleeps and timeouts as events), sync variables
 //! ([`sync_var`]: [`IVar`], [`MVar`], [`CVar`]), unbounded [`mailbox`]es, [`bounded`]
 //! buffered channels, [`multicast`] channels, fiber-aware locks ([`lock`]: [`Mutex`],
-//! [`Semaphore`], [`Barrier`]), and I/O as events ([`net`]: TCP and UDP sockets whose
-//! operations block only the calling fiber; [`io`]: any file descriptor's readiness).
+//! [`Semaphore`], [`Barrier`]), RPC as events ([`rpc`]), and I/O as events ([`net`]: TCP
+//! and UDP sockets whose operations block only the calling fiber; [`io`]: any file
+//! descriptor's readiness).
 //!
 //! ```
 //! let total = pcml::run(|| {
@@ -46,6 +47,7 @@ pub mod mailbox;
 pub mod mp;
 pub mod multicast;
 pub mod net;
+pub mod rpc;
 pub mod sched;
 pub mod sync_var;
 pub mod task;
