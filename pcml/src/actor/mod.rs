@@ -76,8 +76,17 @@ use std::time::Duration;
 use crate::event::Event;
 use crate::sched::blocker::Blocker;
 
-pub(crate) mod link;
-pub(crate) mod record;
+mod any;
+mod link;
+mod record;
+mod registry;
+mod supervisor;
+
+pub use link::{MonitorRef, Received, Signal};
+pub use registry::{
+    NamedSendError, RegistryError, register, send_named, try_whereis, unregister, whereis,
+};
+pub use supervisor::{Child, ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorMsg};
 
 use record::{Record, RecvEvt, Scan, park, wake};
 
@@ -329,6 +338,8 @@ pub enum ExitReason {
     Killed(Arc<str>),
     /// It was dropped unfinished because its runtime shut down.
     Shutdown,
+    /// It had already ended when it was linked or monitored (Erlang's `noproc`).
+    NoActor,
 }
 
 impl ExitReason {
@@ -354,6 +365,7 @@ impl fmt::Display for ExitReason {
             }
             ExitReason::Killed(why) => write!(f, "killed: {why}"),
             ExitReason::Shutdown => f.write_str("dropped at runtime shutdown"),
+            ExitReason::NoActor => f.write_str("no such actor (it had already ended)"),
         }
     }
 }
@@ -378,7 +390,7 @@ pub(crate) fn finish<M: Send + 'static>(
     if let Some(report) = report
         && !observed
     {
-        eprintln!("pcml: actor {} died unobserved: {report}", rec.id);
+        eprintln!("pcml: {} died unobserved: {report}", rec.id);
     }
     if let Some(ext) = ext {
         (*ext).notify(rec.id, &reason);
@@ -450,7 +462,7 @@ where
 }
 
 fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>) {
-    let rec = Record::new();
+    let rec = Record::new(false);
     (
         Pid { rec: rec.clone() },
         Ctx {
@@ -605,7 +617,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub fn new() -> Self {
         Ctx {
-            rec: Record::new(),
+            rec: Record::new(true),
             detached: true,
         }
     }
@@ -666,7 +678,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub fn receive(&mut self) -> M {
         loop {
-            let mut st = self.rec.lock();
+            let mut st = self.rec.lock_owner();
             if let Some(m) = st.pop() {
                 return m;
             }
@@ -683,7 +695,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.try_receive(), Some(1));
     /// ```
     pub fn try_receive(&mut self) -> Option<M> {
-        self.rec.lock().pop()
+        self.rec.lock_owner().pop()
     }
 
     /// Selective receive: takes the oldest message `f` accepts, blocking until one arrives.
@@ -706,7 +718,7 @@ impl<M: Send + 'static> Ctx<M> {
     pub fn receive_match(&mut self, mut f: impl FnMut(&M) -> bool) -> M {
         let mut scan = Scan::new();
         loop {
-            let mut st = self.rec.lock();
+            let mut st = self.rec.lock_owner();
             if let Some(m) = st.take_match(&mut scan, &mut f) {
                 return m;
             }
@@ -773,7 +785,7 @@ impl<M: Send + 'static> Ctx<M> {
     pub fn recv_many(&mut self, n: usize) -> Vec<M> {
         let mut out = Vec::with_capacity(n);
         loop {
-            let mut st = self.rec.lock();
+            let mut st = self.rec.lock_owner();
             st.drain_into(&mut out, n);
             if out.len() == n {
                 return out;
@@ -801,11 +813,17 @@ impl<M: Send + 'static> Ctx<M> {
     /// });
     /// ```
     pub fn receive_evt(&self) -> Event<M> {
+        self.recv_evt_with(None)
+    }
+
+    fn recv_evt_with(&self, pred: Option<record::Pred<M>>) -> Event<M> {
+        let (id, detached) = (self.rec.id, self.rec.detached);
         Event::from_base(RecvEvt {
             rec: self.rec.clone(),
-            pred: None,
+            pred,
             slot: None,
         })
+        .wrap(move |r| r.unwrap_or_else(|reason| record::raise(id, detached, reason)))
     }
 
     /// Selective receive as an event: enabled while the mailbox holds a message `f` accepts;
@@ -827,11 +845,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub fn receive_match_evt(&self, f: impl FnMut(&M) -> bool + Send + 'static) -> Event<M> {
         let pred: record::Pred<M> = Arc::new(std::sync::Mutex::new(f));
-        Event::from_base(RecvEvt {
-            rec: self.rec.clone(),
-            pred: Some(pred),
-            slot: None,
-        })
+        self.recv_evt_with(Some(pred))
     }
 
     /// Receives the oldest message, for async actors.
@@ -847,7 +861,7 @@ impl<M: Send + 'static> Ctx<M> {
     pub async fn recv(&mut self) -> M {
         let rec = &self.rec;
         poll_fn(|cx| {
-            let mut st = rec.lock();
+            let mut st = rec.lock_owner();
             match st.pop() {
                 Some(m) => Poll::Ready(m),
                 None => {
@@ -877,7 +891,7 @@ impl<M: Send + 'static> Ctx<M> {
         let rec = &self.rec;
         let mut scan = Scan::new();
         poll_fn(|cx| {
-            let mut st = rec.lock();
+            let mut st = rec.lock_owner();
             match st.take_match(&mut scan, &mut f) {
                 Some(m) => Poll::Ready(m),
                 None => {
@@ -931,7 +945,7 @@ impl<M: Send + 'static> Ctx<M> {
         let rec = &self.rec;
         let mut out = Vec::with_capacity(n);
         poll_fn(|cx| {
-            let mut st = rec.lock();
+            let mut st = rec.lock_owner();
             st.drain_into(&mut out, n);
             if out.len() == n {
                 return Poll::Ready(std::mem::take(&mut out));

@@ -40,6 +40,12 @@ use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, deliv
 use super::link::Ext;
 use super::{ActorId, ExitReason};
 
+/// What a blocked receive event is handed: a message, or the reason its actor was killed.
+pub(crate) type Delivery<M> = Result<M, ExitReason>;
+
+/// A blocked receive event: its offer and its predicate (`None`: accept anything).
+pub(crate) type RecvOffer<M> = (Offer<Delivery<M>>, Option<Pred<M>>);
+
 /// A selective-receive predicate shared between a blocked event and the senders that test it.
 pub(crate) type Pred<M> = Arc<Mutex<dyn FnMut(&M) -> bool + Send>>;
 
@@ -51,6 +57,11 @@ fn lock_pred<M>(p: &Pred<M>) -> MutexGuard<'_, dyn FnMut(&M) -> bool + Send + 's
 /// The shared record of one actor.
 pub(crate) struct Record<M> {
     pub(crate) id: ActorId,
+    /// Made by `Ctx::new` (not a spawned actor): a kill panics with a message instead of
+    /// unwinding to an actor root.
+    pub(crate) detached: bool,
+    /// `M` is `AnyMsg`: signals are delivered as ordinary messages.
+    pub(crate) untyped: bool,
     pub(crate) state: Mutex<State<M>>,
 }
 
@@ -62,7 +73,7 @@ pub(crate) struct State<M> {
     /// The owner parked in a direct receive; taken and woken by the next send or signal.
     pub(crate) parked: Option<Blocker>,
     /// Blocked receive events with their predicates (`None`: accept anything), oldest first.
-    pub(crate) offers: Queue<(Offer<M>, Option<Pred<M>>)>,
+    pub(crate) offers: Queue<RecvOffer<M>>,
     /// False once the actor ended; set once, by its exit.
     pub(crate) alive: bool,
     /// Links, monitors, signals, names: allocated on first use.
@@ -109,10 +120,12 @@ fn next_id() -> ActorId {
     ActorId(std::num::NonZeroU64::new(n).expect("pcml: actor ids start at 1"))
 }
 
-impl<M> Record<M> {
-    pub(crate) fn new() -> Arc<Self> {
+impl<M: 'static> Record<M> {
+    pub(crate) fn new(detached: bool) -> Arc<Self> {
         Arc::new(Record {
             id: next_id(),
+            detached,
+            untyped: std::any::TypeId::of::<M>() == std::any::TypeId::of::<super::AnyMsg>(),
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 taken: 0,
@@ -123,9 +136,23 @@ impl<M> Record<M> {
             }),
         })
     }
+}
 
+impl<M> Record<M> {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State<M>> {
         lock(&self.state)
+    }
+
+    /// Locks the record for a receive by its owner, raising a pending kill.
+    #[inline]
+    pub(crate) fn lock_owner(&self) -> MutexGuard<'_, State<M>> {
+        let st = self.lock();
+        if let Some(k) = st.kill() {
+            let k = k.clone();
+            drop(st);
+            raise(self.id, self.detached, k);
+        }
+        st
     }
 
     pub(crate) fn is_alive(&self) -> bool {
@@ -134,6 +161,17 @@ impl<M> Record<M> {
 }
 
 impl<M> State<M> {
+    /// The reason this actor is being killed, if it is.
+    #[inline]
+    pub(crate) fn kill(&self) -> Option<&ExitReason> {
+        self.ext.as_ref()?.kill.as_ref()
+    }
+
+    /// The extension, allocated on first use.
+    pub(crate) fn ext(&mut self) -> &mut Ext {
+        self.ext.get_or_insert_with(Default::default)
+    }
+
     /// Takes the oldest message.
     pub(crate) fn pop(&mut self) -> Option<M> {
         let m = self.queue.pop_front()?;
@@ -192,10 +230,10 @@ impl<M> State<M> {
                 continue;
             }
             let (o, _) = self.offers.q.remove(i).expect("index in range");
-            match deliver(&o, m) {
+            match deliver(&o, Ok(m)) {
                 Ok(()) => return false,
                 // It died since we looked: try the next one.
-                Err(back) => m = back,
+                Err(back) => m = back.unwrap_or_else(|_| unreachable!("we sent Ok")),
             }
         }
         self.queue.push_back(m);
@@ -267,12 +305,14 @@ pub(crate) struct Remains<M> {
     pub(crate) parked: Option<Blocker>,
 }
 
-/// The base event of `receive_evt` and `receive_match_evt`.
+/// The base event of `receive_evt` and `receive_match_evt`. Its output is the message, or the
+/// reason the actor is being killed (the public event unwraps it in a wrapper, which may
+/// unwind; base-event phases never do).
 pub(crate) struct RecvEvt<M> {
     pub(crate) rec: Arc<Record<M>>,
     pub(crate) pred: Option<Pred<M>>,
     /// Our queued offer's slot while blocked.
-    pub(crate) slot: Option<Slot<M>>,
+    pub(crate) slot: Option<Slot<Delivery<M>>>,
 }
 
 impl<M> RecvEvt<M> {
@@ -286,30 +326,35 @@ impl<M> RecvEvt<M> {
             }
         }
     }
+
+    /// A kill, or the first accepted message, taken now.
+    fn take_now(&self, st: &mut State<M>) -> Option<Delivery<M>> {
+        if let Some(k) = st.kill() {
+            return Some(Err(k.clone()));
+        }
+        let i = self.find(st)?;
+        st.taken += 1;
+        st.queue.remove(i).map(Ok)
+    }
 }
 
 impl<M: Send + 'static> BaseEvent for RecvEvt<M> {
-    type Output = M;
+    type Output = Delivery<M>;
 
     fn poll(&mut self) -> bool {
         let st = self.rec.lock();
-        self.find(&st).is_some()
+        st.kill().is_some() || self.find(&st).is_some()
     }
 
-    fn try_do(&mut self) -> Option<M> {
-        let mut st = self.rec.lock();
-        let i = self.find(&st)?;
-        st.taken += 1;
-        st.queue.remove(i)
+    fn try_do(&mut self) -> Option<Delivery<M>> {
+        self.take_now(&mut self.rec.lock())
     }
 
-    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M> {
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<Delivery<M>> {
         let mut st = self.rec.lock();
-        if let Some(i) = self.find(&st) {
+        if st.kill().is_some() || self.find(&st).is_some() {
             return complete_self(me, || {
-                st.taken += 1;
-                st.queue
-                    .remove(i)
+                self.take_now(&mut st)
                     .expect("pcml: actor mailbox changed under its lock")
             });
         }
@@ -326,13 +371,24 @@ impl<M: Send + 'static> BaseEvent for RecvEvt<M> {
         Blocked::Waiting
     }
 
-    fn complete(&mut self) -> M {
+    fn complete(&mut self) -> Delivery<M> {
         delivered(
             self.slot
                 .as_ref()
                 .expect("pcml: actor receive event completed unblocked"),
         )
     }
+}
+
+/// Ends the calling actor's body because it was killed: unwinds to the actor's root, or, for
+/// a context made with `Ctx::new`, panics saying why.
+pub(crate) fn raise(id: ActorId, detached: bool, reason: ExitReason) -> ! {
+    if detached {
+        panic!(
+            "pcml: actor {id} (a Ctx::new context) was killed: {reason}; trap exits with Ctx::trap_exits(true) to receive exit signals instead"
+        );
+    }
+    std::panic::resume_unwind(Box::new(super::link::KillSignal(reason)))
 }
 
 /// Why an actor's body ended, from its caught unwind payload, with the full panic report

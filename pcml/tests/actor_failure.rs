@@ -1,0 +1,368 @@
+//! Actors failing the Erlang way: links, trapped exits, monitors, kills, under panics, in
+//! fiber and async actors.
+
+use std::time::Duration;
+
+use pcml::actor::{self, Ctx, ExitReason, Received, Signal};
+
+fn rt() -> pcml::Runtime {
+    pcml::Runtime::builder().procs(2).build().unwrap()
+}
+
+fn panic_reason(m: &str) -> ExitReason {
+    ExitReason::Panic(m.into())
+}
+
+/// A panic kills the linked peer (which does not trap), whose death reaches a trapping
+/// observer with the chain of reasons.
+#[test]
+fn a_panic_kills_linked_peers_that_do_not_trap() {
+    rt().block_on(|| {
+        let mut me = Ctx::<()>::new();
+        me.trap_exits(true);
+        // `peer` links to `crasher` and waits; `me` links to `peer`.
+        let crasher = actor::spawn(|mut ctx: Ctx<()>| {
+            ctx.receive();
+            panic!("crash");
+        });
+        let c = crasher.clone();
+        let peer = me.spawn_link(move |mut ctx: Ctx<u8>| {
+            ctx.link(&c);
+            ctx.receive(); // killed here
+            unreachable!("a killed actor's receive never returns");
+        });
+        // Make sure the peer is linked before the crash.
+        while !peer.is_alive() {
+            pcml::yield_now();
+        }
+        pcml::time::sleep(Duration::from_millis(2));
+        crasher.send(()).unwrap();
+        match me.receive_signal() {
+            Signal::Exit { from, reason } => {
+                assert_eq!(from, peer.id());
+                assert_eq!(
+                    reason,
+                    ExitReason::Linked {
+                        from: crasher.id(),
+                        reason: panic_reason("crash").into()
+                    }
+                );
+            }
+            s => panic!("unexpected {s:?}"),
+        }
+        assert!(!peer.is_alive() && !crasher.is_alive());
+    })
+    .unwrap();
+}
+
+/// A trapping actor survives its linked peer's panic and gets the exit as a signal; its
+/// messages are untouched.
+#[test]
+fn trapping_actors_receive_exits_as_signals() {
+    rt().block_on(|| {
+        let mut me = Ctx::<String>::new();
+        let reply = me.pid();
+        let trapper = actor::spawn(move |mut ctx: Ctx<u32>| {
+            ctx.trap_exits(true);
+            let child = ctx.spawn_link(|mut c: Ctx<()>| {
+                c.receive();
+                panic!("child failed");
+            });
+            child.send(()).unwrap();
+            let first = ctx.receive_any();
+            let msg = match first {
+                Received::Signal(Signal::Exit { from, reason }) => {
+                    assert_eq!(from, child.id());
+                    reason.to_string()
+                }
+                other => format!("unexpected {other:?}"),
+            };
+            reply.send(msg).unwrap();
+            // Still alive and receiving.
+            let n = ctx.receive();
+            reply.send(format!("got {n}")).unwrap();
+        });
+        assert_eq!(me.receive(), "panicked: child failed");
+        trapper.send(5).unwrap();
+        assert_eq!(me.receive(), "got 5");
+    })
+    .unwrap();
+}
+
+/// A normal exit does not kill a linked peer that does not trap.
+#[test]
+fn normal_exits_do_not_kill_linked_peers() {
+    rt().block_on(|| {
+        let mut me = Ctx::<&'static str>::new();
+        let reply = me.pid();
+        let pid = actor::spawn(move |mut ctx: Ctx<u8>| {
+            let child = ctx.spawn_link(|_: Ctx<()>| {});
+            while child.is_alive() {
+                pcml::yield_now();
+            }
+            ctx.receive();
+            reply.send("survived").unwrap();
+        });
+        pid.send(0).unwrap();
+        assert_eq!(me.receive(), "survived");
+    })
+    .unwrap();
+}
+
+/// Monitors get down signals with the reason for every way an actor ends; a monitor of a
+/// dead actor reports NoActor at once; demonitor drops a queued down.
+#[test]
+fn monitors_report_every_end() {
+    rt().block_on(|| {
+        let mut me = Ctx::<()>::new();
+        let cases: Vec<(ExitReason, actor::Pid<()>, actor::MonitorRef)> = vec![
+            {
+                let (p, m) = me.spawn_monitor(|_: Ctx<()>| {});
+                (ExitReason::Normal, p, m)
+            },
+            {
+                let (p, m) = me.spawn_monitor(|_: Ctx<()>| panic!("fiber"));
+                (panic_reason("fiber"), p, m)
+            },
+            {
+                let (p, m) = me.spawn_monitor_async(|_: Ctx<()>| async { panic!("task") });
+                (panic_reason("task"), p, m)
+            },
+            {
+                let (p, m) = me.spawn_monitor(|_: Ctx<()>| pcml::exit());
+                (ExitReason::Exited, p, m)
+            },
+            {
+                let (p, m) = me.spawn_monitor(|mut c: Ctx<()>| {
+                    c.receive();
+                });
+                p.kill("stop");
+                (ExitReason::Killed("stop".into()), p, m)
+            },
+        ];
+        let mut downs = Vec::new();
+        for _ in 0..cases.len() {
+            downs.push(me.receive_signal());
+        }
+        for (reason, pid, mref) in cases {
+            let expected = Signal::Down {
+                monitor: mref,
+                actor: pid.id(),
+                reason,
+            };
+            assert!(
+                downs.contains(&expected),
+                "missing {expected:?} in {downs:?}"
+            );
+        }
+        // Monitoring the dead.
+        let dead = Ctx::<u8>::new().pid();
+        let m = me.monitor(&dead);
+        assert_eq!(
+            me.receive_signal(),
+            Signal::Down {
+                monitor: m,
+                actor: dead.id(),
+                reason: ExitReason::NoActor
+            }
+        );
+        // Demonitor before and after the death.
+        let other = Ctx::<u8>::new();
+        let m1 = me.monitor(&other.pid());
+        let m2 = me.monitor(&other.pid());
+        me.demonitor(&m1);
+        drop(other);
+        me.demonitor(&m2);
+        assert_eq!(me.try_receive_signal(), None);
+    })
+    .unwrap();
+}
+
+/// A kill ends an actor blocked in each kind of receive: direct, selective, many, signal,
+/// a receive event in a choice, and async.
+#[test]
+fn kills_interrupt_every_kind_of_receive() {
+    rt().block_on(|| {
+        let mut me = Ctx::<()>::new();
+        let ch = pcml::Chan::<u8>::new();
+        let mut pids = Vec::new();
+        pids.push(me.spawn_monitor(|mut c: Ctx<u8>| {
+            c.receive();
+        }));
+        pids.push(me.spawn_monitor(|mut c: Ctx<u8>| {
+            c.receive_match(|m| *m == 9);
+        }));
+        pids.push(me.spawn_monitor(|mut c: Ctx<u8>| {
+            c.recv_many(3);
+        }));
+        pids.push(me.spawn_monitor(|mut c: Ctx<u8>| {
+            c.receive_signal();
+        }));
+        let ch2 = ch.clone();
+        pids.push(me.spawn_monitor(move |c: Ctx<u8>| {
+            pcml::select([c.receive_evt(), ch2.recv_evt()]);
+        }));
+        pids.push(me.spawn_monitor_async(|mut c: Ctx<u8>| async move {
+            c.recv().await;
+        }));
+        pids.push(me.spawn_monitor_async(|c: Ctx<u8>| async move {
+            c.receive_evt().await;
+        }));
+        // Let them block (a kill before they block works too), then kill them all.
+        pcml::time::sleep(Duration::from_millis(5));
+        for (p, _) in &pids {
+            p.kill("test");
+        }
+        for _ in 0..pids.len() {
+            let Signal::Down { reason, .. } = me.receive_signal() else {
+                panic!("only downs expected")
+            };
+            assert_eq!(reason, ExitReason::Killed("test".into()));
+        }
+    })
+    .unwrap();
+}
+
+/// Killed for sure while blocked: nobody sends them anything.
+#[test]
+fn kills_end_blocked_actors_with_the_kill_reason() {
+    rt().block_on(|| {
+        let mut me = Ctx::<()>::new();
+        let ch = pcml::Chan::<u8>::new();
+        let ch2 = ch.clone();
+        let a = me.spawn_monitor(move |c: Ctx<u8>| {
+            pcml::select([c.receive_evt(), ch2.recv_evt()]);
+        });
+        let b = me.spawn_monitor_async(|mut c: Ctx<u8>| async move {
+            c.recv_match(|m| *m == 0).await;
+        });
+        let c = me.spawn_monitor(|mut c: Ctx<u8>| {
+            c.receive_any();
+        });
+        pcml::time::sleep(Duration::from_millis(5));
+        for p in [&a.0, &b.0, &c.0] {
+            p.kill("why");
+        }
+        for _ in 0..3 {
+            let Signal::Down { reason, .. } = me.receive_signal() else {
+                unreachable!()
+            };
+            assert_eq!(reason, ExitReason::Killed("why".into()));
+        }
+    })
+    .unwrap();
+}
+
+/// Linking to an actor that has ended gives a NoActor exit at once (trapped here).
+#[test]
+fn linking_to_the_dead_gives_no_actor() {
+    let mut me = Ctx::<()>::new();
+    me.trap_exits(true);
+    let dead = Ctx::<u8>::new().pid();
+    me.link(&dead);
+    assert_eq!(
+        me.receive_signal(),
+        Signal::Exit {
+            from: dead.id(),
+            reason: ExitReason::NoActor
+        }
+    );
+}
+
+/// Unlinked actors are not told; a chain of links takes everyone down except the trapper at
+/// its end.
+#[test]
+fn a_chain_of_links_falls_together() {
+    rt().block_on(|| {
+        let mut me = Ctx::<()>::new();
+        me.trap_exits(true);
+        // me <- a0 <- a1 <- ... <- a19, each linked to the previous; the last one panics.
+        let mut prev = me.spawn_link(|mut c: Ctx<u8>| {
+            c.receive();
+        });
+        let first = prev.clone();
+        let mut all = vec![prev.clone()];
+        for i in 0..19 {
+            let p = prev.clone();
+            let last = i == 18;
+            let mut started = Ctx::<()>::new();
+            let ready = started.pid();
+            let next = actor::spawn(move |mut c: Ctx<u8>| {
+                c.link(&p);
+                ready.send(()).unwrap();
+                c.receive();
+                if last {
+                    panic!("end of chain");
+                }
+            });
+            started.receive();
+            all.push(next.clone());
+            prev = next;
+        }
+        prev.send(0).unwrap();
+        let Signal::Exit { from, reason } = me.receive_signal() else {
+            unreachable!()
+        };
+        assert_eq!(from, first.id());
+        assert!(matches!(reason, ExitReason::Linked { .. }));
+        for p in &all {
+            while p.is_alive() {
+                pcml::yield_now();
+            }
+        }
+    })
+    .unwrap();
+}
+
+/// Many linked pairs fail at once on both procs: every trapper sees exactly one exit.
+#[test]
+fn many_panics_under_links_and_monitors() {
+    const N: usize = 500;
+    rt().block_on(|| {
+        let mut me = Ctx::<()>::new();
+        me.trap_exits(true);
+        let mut ids = std::collections::HashSet::new();
+        for i in 0..N {
+            let pid = if i % 2 == 0 {
+                me.spawn_link(|mut c: Ctx<u32>| {
+                    let n = c.receive();
+                    assert!(n > 1_000, "small {n}");
+                })
+            } else {
+                me.spawn_link_async(|mut c: Ctx<u32>| async move {
+                    let n = c.recv().await;
+                    assert!(n > 1_000, "small {n}");
+                })
+            };
+            me.monitor(&pid);
+            ids.insert(pid.id());
+            pid.send(i as u32).unwrap();
+        }
+        let (mut exits, mut downs) = (ids.clone(), ids);
+        for _ in 0..2 * N {
+            match me.receive_signal() {
+                Signal::Exit { from, reason } => {
+                    assert!(matches!(reason, ExitReason::Panic(_)));
+                    assert!(exits.remove(&from));
+                }
+                Signal::Down { actor, reason, .. } => {
+                    assert!(matches!(reason, ExitReason::Panic(_)));
+                    assert!(downs.remove(&actor));
+                }
+            }
+        }
+        assert!(exits.is_empty() && downs.is_empty());
+    })
+    .unwrap();
+}
+
+/// A `Ctx::new` context that is killed panics with a message saying why.
+#[test]
+fn a_killed_plain_context_panics_with_the_reason() {
+    let mut me = Ctx::<u8>::new();
+    me.pid().kill("from a test");
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| me.receive()))
+        .expect_err("a killed context's receive panics");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("killed: from a test"), "{msg}");
+}
