@@ -357,3 +357,28 @@ fn competing_acceptors_in_choices_share_connections_exactly_once() {
         "each connection accepted exactly once"
     );
 }
+
+#[test]
+fn a_dropped_accept_future_gives_its_connection_back() {
+    use std::future::{Future, IntoFuture};
+    use std::task::{Context, Poll, Waker};
+
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut fut = Box::pin(l.accept_evt().into_future());
+    // Nothing to accept: the accept is now queued on the listener.
+    assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Pending));
+    let client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    // Give the I/O driver time to hand the connection to the queued accept (if it has not by
+    // then, dropping the future withdraws the accept and the connection stays queued in the
+    // kernel: the assertion below holds either way).
+    std::thread::sleep(Duration::from_millis(50));
+    drop(fut);
+    let (conn, peer) = l
+        .accept_evt()
+        .sync_timeout(Duration::from_secs(10))
+        .expect("the connection was lost with the dropped future")
+        .unwrap();
+    assert_eq!(peer, client.local_addr().unwrap());
+    drop(conn);
+}

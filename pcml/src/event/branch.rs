@@ -76,9 +76,11 @@ where
         (self.f)(v)
     }
     fn discard(mut self: Box<Self>) {
-        if self.out.take().is_none() {
-            drop(self.base.complete());
-        }
+        let v = match self.out.take() {
+            Some(v) => v,
+            None => self.base.complete(),
+        };
+        self.base.discard(v);
     }
     fn cancel(&mut self) {
         self.base.cancel();

@@ -533,7 +533,9 @@ pub enum Blocked<O> {
 ///    find a partner and [`OwnWaiter::try_match`] it (never your own sync's offers:
 ///    [`Waiter::same_sync`]), or complete at once with [`OwnWaiter::synch_self`].
 /// 4. Afterwards, exactly one of: `complete` if this event won through its published offer
-///    (a partner delivered), or `cancel` if another branch won or the sync was abandoned.
+///    (a partner delivered), or `cancel` if another branch won or the sync was abandoned;
+///    if the sync was abandoned after this event won (a dropped `.await`), `discard` gets the
+///    value that nobody will see.
 ///
 /// Rules: never block, yield or sync inside these methods; hold at most one lock at a time;
 /// a partner that wins a waiter ([`TrySynch::Won`]) delivers into the offer, then publishes.
@@ -609,6 +611,14 @@ pub trait BaseEvent: Send + 'static {
     /// reclaim whatever it holds. Called at most once; the default does nothing (dead offers
     /// are then swept by their object).
     fn cancel(&mut self) {}
+
+    /// This event won, but its sync was abandoned before the value reached the syncing thread
+    /// (a dropped `.await` whose partner had already delivered): `out` is that value. The
+    /// default drops it; an object whose values must not vanish (a listener's accepted
+    /// connection) takes it back. Called at most once, instead of returning the value.
+    fn discard(&mut self, out: Self::Output) {
+        drop(out);
+    }
 }
 
 #[cfg(all(test, not(pcml_loom)))]

@@ -36,7 +36,8 @@
 //! accepted connection. It accepts only while committing, and a connection that a losing
 //! branch accepted (it won the system call, then found its sync completed by another branch) is
 //! handed back to the listener's queue, where the next accept takes it first: a choice between
-//! accepting and a timeout never drops a connection. While accepts are blocked, the I/O driver
+//! accepting and a timeout never drops a connection. So is a connection delivered to an
+//! `accept_evt().await` whose future is dropped before it sees it. While accepts are blocked, the I/O driver
 //! accepts on their behalf when the listener becomes readable and hands each connection to the
 //! first live blocked accept.
 //!
@@ -422,6 +423,17 @@ impl BaseEvent for AcceptEvt {
                 .as_ref()
                 .expect("pcml: accept completed without blocking"),
         )
+    }
+
+    fn discard(&mut self, out: io::Result<Accepted>) {
+        // Our `.await` was dropped after a connection was handed to us: give it back.
+        if let Ok(c) = out {
+            let mut q = lock(&self.l.queue);
+            if !q.closed {
+                q.pending.push_front(c);
+                self.l.serve(&mut q);
+            }
+        }
     }
 }
 
