@@ -37,6 +37,9 @@ use std::fmt;
 use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch};
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
 
+#[cfg(all(test, pcml_loom))]
+mod tests;
+
 /// The error of [`BoundedChan::try_send`]: the buffer is full. Holds the message back.
 ///
 /// # Examples

@@ -35,6 +35,9 @@
 //! - `Barrier`: `arrived < n`; the threads of one generation wait on that generation's IVar,
 //!   which the `n`th arrival fills after starting a new generation.
 
+#[cfg(all(test, pcml_loom))]
+mod tests;
+
 mod barrier;
 mod mutex;
 mod semaphore;
