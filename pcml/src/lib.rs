@@ -8,7 +8,8 @@
 //! buffered channels, [`multicast`] channels, fiber-aware locks ([`lock`]: [`Mutex`],
 //! [`Semaphore`], [`Barrier`]), RPC as events ([`rpc`]), and I/O as events ([`net`]: TCP
 //! and UDP sockets whose operations block only the calling fiber; [`io`]: any file
-//! descriptor's readiness).
+//! descriptor's readiness), and Erlang-style [`actor`]s (typed pids, mailboxes with selective
+//! receive, a registry, links, monitors, supervisors).
 //!
 //! ```
 //! let total = pcml::run(|| {

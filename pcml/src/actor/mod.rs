@@ -726,6 +726,18 @@ impl<M: Send + 'static> Ctx<M> {
         }
     }
 
+    /// Selective receive without blocking: takes the oldest message `f` accepts, if any.
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// me.pid().send_many([1, 2]).unwrap();
+    /// assert_eq!(me.try_receive_match(|m| *m == 3), None);
+    /// assert_eq!(me.try_receive_match(|m| *m == 2), Some(2));
+    /// ```
+    pub fn try_receive_match(&mut self, mut f: impl FnMut(&M) -> bool) -> Option<M> {
+        self.rec.lock_owner().take_match(&mut Scan::new(), &mut f)
+    }
+
     /// Receives the oldest message, or `None` if none arrives within `d`.
     ///
     /// # Panics
