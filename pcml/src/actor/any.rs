@@ -25,6 +25,11 @@
 //! });
 //! ```
 
+//!
+//! # Invariants
+//! - A message is unboxed only after its type was tested (`is::<T>`) under the mailbox lock, so
+//!   the downcasts cannot fail.
+
 use std::any::Any;
 use std::time::Duration;
 

@@ -47,11 +47,43 @@
 //! - Async actors use [`Ctx::recv`], [`Ctx::recv_match`], [`Ctx::recv_timeout`] and
 //!   [`Ctx::recv_many_async`], or `.await` the events.
 //!
+//! Each new `receive_match` starts from the oldest message, as Erlang's `receive` does, so a
+//! mailbox that keeps many messages nobody accepts makes every selective receive scan them
+//! (seed 000's message-bombing benchmark measures that cost).
+//!
+//! # Failure
+//! An actor ends when its body returns ([`ExitReason::Normal`]), panics (the panic is caught:
+//! the actor dies alone, [`ExitReason::Panic`]), calls [`pcml::exit`](crate::exit), or is
+//! killed. Then its mailbox is closed, its names are freed, and whoever watches it is told:
+//! - **Links** ([`Ctx::link`], [`Ctx::spawn_link`]) join two actors both ways. When one ends
+//!   abnormally the other is killed too ([`ExitReason::Linked`]), unless it traps exits
+//!   ([`Ctx::trap_exits`]); then it gets a [`Signal::Exit`] with the reason. A normal end
+//!   kills nobody.
+//! - **Monitors** ([`Ctx::monitor`], [`Ctx::spawn_monitor`]) watch one way: a
+//!   [`Signal::Down`] with the reason when the watched actor ends ([`ExitReason::NoActor`] at
+//!   once if it already has).
+//! - [`Pid::kill`] kills an actor whether it traps exits or not.
+//! - A panic that nobody links to or monitors is printed to stderr.
+//!
+//! Signals are not `M`s: a typed actor keeps them in a second queue, read with
+//! [`Ctx::receive_signal`], [`Ctx::signal_evt`] and [`Ctx::recv_signal`], or together with
+//! messages (signals first) by [`Ctx::receive_any`] and [`Ctx::recv_any`]. An untyped actor
+//! (`M` = [`AnyMsg`]) gets them as ordinary messages of type [`Signal`], matched by type
+//! ([`Ctx::receive_type`]).
+//!
+//! A [`Supervisor`] starts children from [`ChildSpec`]s, links to them, and restarts them
+//! ([`Strategy::OneForOne`] or [`Strategy::OneForAll`], [`Restart`] per child) until they fail
+//! more often than its restart intensity allows. [`register`], [`whereis`] and [`send_named`]
+//! give actors process-wide names.
+//!
 //! # Differences from seed 000 and Erlang
 //! - Mailboxes are typed: a `Pid<M>` accepts only `M`s, so there is no serialisation. For
 //!   Erlang-like code that matches on types, use `M = Box<dyn Any + Send>` (see [`AnyMsg`]).
 //! - Actors share memory (messages are moved, not copied) and are scheduled cooperatively: an
-//!   actor that computes without receiving is not interrupted.
+//!   actor that computes without receiving is not interrupted, and a kill takes effect at its
+//!   next receive (a blocked receive, including a receive event in a `select`, is woken by
+//!   it). A killed actor unwinds its stack (destructors run) with a private payload that its
+//!   root catches: do not catch it and carry on, or the next receive unwinds again.
 //! - There is no `self()` free function: a fiber that blocks on a channel lets other actors run
 //!   on the same OS thread, so a thread-local "current actor" would be wrong; use
 //!   [`Ctx::pid`].

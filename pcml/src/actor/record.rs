@@ -408,3 +408,76 @@ pub(crate) fn reason_of(payload: Box<dyn std::any::Any + Send>) -> (ExitReason, 
         }
     }
 }
+
+#[cfg(all(test, not(pcml_loom)))]
+mod unit {
+    //! The mailbox state's transitions, one thread at a time.
+
+    use super::*;
+
+    fn state(msgs: impl IntoIterator<Item = u32>) -> Arc<Record<u32>> {
+        let rec = Record::<u32>::new(true);
+        for m in msgs {
+            rec.send(m).unwrap();
+        }
+        rec
+    }
+
+    #[test]
+    fn a_scan_resumes_where_it_stopped() {
+        let rec = state([1, 3, 5]);
+        let mut st = rec.lock();
+        let mut scan = Scan::new();
+        let mut tested = Vec::new();
+        let mut even = |m: &u32| {
+            tested.push(*m);
+            m % 2 == 0
+        };
+        assert_eq!(st.take_match(&mut scan, &mut even), None);
+        st.push(7);
+        st.push(8);
+        assert_eq!(st.take_match(&mut scan, &mut even), Some(8));
+        // The second scan tested only the new messages.
+        assert_eq!(tested, [1, 3, 5, 7, 8]);
+        assert_eq!(st.queue, [1, 3, 5, 7]);
+    }
+
+    #[test]
+    fn a_removal_by_someone_else_restarts_the_scan() {
+        let rec = state([1, 2, 3]);
+        let mut st = rec.lock();
+        let mut scan = Scan::new();
+        assert_eq!(st.take_match(&mut scan, &mut |m| *m > 5), None);
+        assert_eq!(st.pop(), Some(1));
+        st.push(6);
+        let mut tested = Vec::new();
+        let got = st.take_match(&mut scan, &mut |m| {
+            tested.push(*m);
+            *m > 5
+        });
+        assert_eq!(got, Some(6));
+        assert_eq!(tested, [2, 3, 6]);
+    }
+
+    #[test]
+    fn drain_fills_up_to_n() {
+        let rec = state(0..5);
+        let mut st = rec.lock();
+        let mut out = vec![100];
+        st.drain_into(&mut out, 3);
+        assert_eq!(out, [100, 0, 1]);
+        st.drain_into(&mut out, 10);
+        assert_eq!(out, [100, 0, 1, 2, 3, 4]);
+        assert_eq!(st.taken, 5);
+    }
+
+    #[test]
+    fn a_dead_record_refuses_sends_and_dies_once() {
+        let rec = state([1, 2]);
+        let remains = rec.die().expect("alive");
+        assert_eq!(remains.left, [1, 2]);
+        assert!(rec.die().is_none());
+        assert_eq!(rec.send(3), Err(3));
+        assert!(rec.lock().queue.is_empty());
+    }
+}

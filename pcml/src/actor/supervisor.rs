@@ -48,6 +48,16 @@
 //!     sup.send(actor::SupervisorMsg::Stop).unwrap();
 //! });
 //! ```
+//!
+//! A start function that panics takes the supervisor down (and, through the links, the children
+//! already started).
+//!
+//! # Invariants
+//! - The supervisor traps exits, so every child's end reaches it as one `Signal::Exit` (a child
+//!   that ended before it was linked gives one with `NoActor`).
+//! - `Running::child` is `Some` exactly while the supervisor has not yet seen that child's
+//!   exit; restarts and `terminate_all` keep it so, which is how an exit is matched to its
+//!   child.
 
 use std::collections::VecDeque;
 use std::fmt;
