@@ -301,3 +301,40 @@ fn stress_across_procs_every_message_once() {
     got.sort_unstable();
     assert_eq!(got, (0..PRODUCERS * PER).collect::<Vec<_>>());
 }
+
+/// Polls `fut` once with a waker that does nothing.
+fn poll_once<F: std::future::Future + Unpin>(fut: &mut F) -> std::task::Poll<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::Pin::new(fut).poll(&mut cx)
+}
+
+#[test]
+fn a_receive_dropped_after_it_won_gives_its_message_back() {
+    use std::future::IntoFuture;
+    // Blocked, handed a message directly by a send, then dropped before it saw it.
+    let ch = BoundedChan::new(2);
+    let mut fut = Box::pin(ch.recv_evt().into_future());
+    assert!(poll_once(&mut fut).is_pending());
+    ch.send(1);
+    assert_eq!(ch.len(), 0); // the message went to the blocked receive
+    drop(fut);
+    assert_eq!(ch.try_recv(), Some(1));
+
+    // Meanwhile the buffer filled up: the message goes back to the front, over capacity,
+    // and a blocked sender waits until there is room again.
+    let mut fut = Box::pin(ch.recv_evt().into_future());
+    assert!(poll_once(&mut fut).is_pending());
+    for i in 1..=3 {
+        ch.send(i);
+    }
+    drop(fut);
+    assert_eq!(ch.len(), 3);
+    let tx = ch.clone();
+    let t = std::thread::spawn(move || tx.send(4));
+    wait_until(|| ch.queue_lens().0 == 1);
+    assert_eq!(ch.recv(), 1);
+    assert_eq!(ch.queue_lens().0, 1, "no room yet: the sender still waits");
+    assert_eq!(ch.recv(), 2);
+    t.join().unwrap();
+    assert_eq!((ch.recv(), ch.recv(), ch.try_recv()), (3, 4, None));
+}

@@ -295,3 +295,20 @@ fn stress_timeouts_and_dropped_futures_never_lose_the_lock() {
     let g = m.try_lock().expect("the mutex was left locked");
     assert_eq!(g.0, counted);
 }
+
+#[test]
+fn a_lock_dropped_after_the_hand_off_passes_the_lock_on() {
+    use std::future::IntoFuture;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let m = Mutex::new(0);
+    let held = m.lock();
+    let mut fut = Box::pin(m.lock_evt().into_future());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    let m2 = m.clone();
+    let next = std::thread::spawn(move || *m2.lock() += 1);
+    wait_until(|| m.queue_len() == 2);
+    drop(held); // handed to the future, which nobody polls again
+    drop(fut); // ... and passed on to the thread
+    next.join().unwrap();
+    assert_eq!(*m.try_lock().unwrap(), 1);
+}

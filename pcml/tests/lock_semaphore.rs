@@ -193,3 +193,16 @@ fn stress_timeouts_never_lose_a_permit() {
         .unwrap();
     assert_eq!(sem.available_permits(), 2);
 }
+
+#[test]
+fn an_acquire_dropped_after_the_hand_off_releases_its_permit() {
+    use std::future::IntoFuture;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let sem = Semaphore::new(0);
+    let mut fut = Box::pin(sem.acquire_evt().into_future());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    sem.release(1); // handed to the future
+    assert_eq!(sem.available_permits(), 0);
+    drop(fut);
+    assert_eq!(sem.available_permits(), 1);
+}

@@ -249,3 +249,20 @@ fn stress_across_procs_every_port_gets_every_message_once() {
     let want: u64 = (0..u64::from(N)).sum();
     assert!(sums.iter().all(|&s| s == want), "{sums:?}");
 }
+
+#[test]
+fn a_receive_dropped_after_it_won_gives_its_message_back() {
+    use std::future::IntoFuture;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mc = Multicast::new();
+    let p = mc.port();
+    let mut fut = Box::pin(p.recv_evt().into_future());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    mc.send(1);
+    mc.send(2);
+    drop(fut);
+    assert_eq!(
+        (p.try_recv(), p.try_recv(), p.try_recv()),
+        (Some(1), Some(2), None)
+    );
+}

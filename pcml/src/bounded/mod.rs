@@ -21,7 +21,9 @@
 //! - The buffer and both queues are touched only under the lock; the lock is never held
 //!   across a block or a yield, and the only lock taken under it is a waiter's slot lock, a
 //!   leaf. Deliveries and wake-ups happen under the lock (a wake-up only schedules its thread).
-//! - `buf.len() <= cap`. While the buffer has room, no live sender is queued (a receive that
+//! - `buf.len() <= cap`, except after a receive whose `.await` was dropped once it had won
+//!   gives its message back to the front of a buffer that filled up meanwhile (`cap + 1`
+//!   until the next receive). While the buffer has room, no live sender is queued (a receive that
 //!   makes room refills from the first live sender at once); while it is non-empty, no live
 //!   receiver is queued (a send serves receivers first). So messages leave in the order they
 //!   entered, and blocked senders enter in the order they blocked.
@@ -119,9 +121,14 @@ struct State<T> {
 }
 
 impl<T> State<T> {
-    /// Takes the oldest message, then lets the first live blocked sender's message in.
-    fn pop(&mut self) -> Option<T> {
+    /// Takes the oldest message, then lets the first live blocked sender's message in if that
+    /// made room.
+    fn pop(&mut self, cap: usize) -> Option<T> {
         let v = self.buf.pop_front()?;
+        if self.buf.len() >= cap {
+            // Over capacity (a message given back by a dropped receive): no room yet.
+            return Some(v);
+        }
         while let Some((_, s)) = self.senders.take_match(None) {
             if let Some(commit) = s.w.synch_spinning() {
                 let m = lock(&s.slot).take();
@@ -329,7 +336,7 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(ch.try_recv(), Some(1));
     /// ```
     pub fn try_recv(&self) -> Option<T> {
-        lock(&self.inner.state).pop()
+        lock(&self.inner.state).pop(self.inner.cap)
     }
 }
 
@@ -432,7 +439,7 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     }
 
     fn try_do(&mut self) -> Option<T> {
-        lock(&self.ch.state).pop()
+        lock(&self.ch.state).pop(self.ch.cap)
     }
 
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
@@ -440,7 +447,9 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
         if !st.buf.is_empty() {
             // Complete our sync first, so that a sender of our own sync queued here is dead
             // before `pop` looks for one to let in.
-            return complete_self(me, || st.pop().expect("pcml: bounded channel emptied"));
+            return complete_self(me, || {
+                st.pop(self.ch.cap).expect("pcml: bounded channel emptied")
+            });
         }
         let slot = Slot::default();
         st.receivers.push(Offer {
@@ -458,5 +467,17 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
                 .as_ref()
                 .expect("pcml: bounded recv completed unblocked"),
         )
+    }
+
+    fn discard(&mut self, v: T) {
+        // Our `.await` was dropped after a message was handed to us: it was the oldest, so it
+        // goes back to the front (to a blocked receiver if the buffer is empty). The buffer
+        // may hold one message over capacity until the next receive.
+        let mut st = lock(&self.ch.state);
+        if st.buf.is_empty() {
+            st.push(v);
+        } else {
+            st.buf.push_front(v);
+        }
     }
 }

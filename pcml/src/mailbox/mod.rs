@@ -261,4 +261,23 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
                 .expect("pcml: mailbox recv completed unblocked"),
         )
     }
+
+    fn discard(&mut self, v: T) {
+        // Our `.await` was dropped after a message was handed to us: it was the oldest, so it
+        // goes back to the front (to a blocked receiver if the buffer is empty).
+        let mut st = lock(&self.mb.state);
+        if !st.buf.is_empty() {
+            st.buf.push_front(v);
+            return;
+        }
+        let mut v = v;
+        while let Some((_, r)) = st.receivers.take_match(None) {
+            match deliver(&r, v) {
+                Ok(()) => return,
+                // Dead receiver: next.
+                Err(back) => v = back,
+            }
+        }
+        st.buf.push_back(v);
+    }
 }
