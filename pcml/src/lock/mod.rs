@@ -19,9 +19,9 @@
 //! check or repair them after locking.
 //!
 //! # Differences from the CML library
-//! CML has no locks (its `Mutex` module is the runtime's internal spin lock); these follow the
-//! CML style: an MVar-like object whose blocking operations are events. The [`Barrier`] is
-//! not an event (see its docs).
+//! The CML library has no locks (CML programs get mutual exclusion from an MVar or a server
+//! thread); these follow its style: MVar-like objects whose blocking operations are events.
+//! The [`Barrier`] is not an event (see its docs).
 //!
 //! # Invariants
 //! - Each object's state is touched only under its `std::sync::Mutex`, never held across a

@@ -149,8 +149,16 @@ impl<Req: Send + 'static, Resp: Send + 'static> Client<Req, Resp> {
     /// Calls the server with `req` and blocks for its answer. In async code use
     /// `client.call_evt(req).await`.
     ///
+    /// A call waits as long as the server does not answer, even if every [`Server`] handle is
+    /// gone (inside a runtime, deadlock detection then reports it): give it a timeout with
+    /// `call_evt(req).sync_timeout(d)` if the server may fail.
+    ///
     /// # Examples
-    /// See [`channel`].
+    /// ```
+    /// let (client, server) = pcml::rpc::channel::<String, usize>();
+    /// std::thread::spawn(move || server.serve(|s| s.len()));
+    /// assert_eq!(client.call("hello".to_string()), 5);
+    /// ```
     pub fn call(&self, req: Req) -> Resp {
         self.call_evt(req).sync()
     }
@@ -185,7 +193,13 @@ impl<Req: Send + 'static, Resp: Send + 'static> Server<Req, Resp> {
     /// Takes the oldest request, blocking while there is none.
     ///
     /// # Examples
-    /// See [`Server`].
+    /// ```
+    /// let (client, server) = pcml::rpc::channel::<u8, bool>();
+    /// let c = std::thread::spawn(move || client.call(4));
+    /// let (n, reply) = server.recv();
+    /// reply.send(n % 2 == 0);
+    /// assert!(c.join().unwrap());
+    /// ```
     pub fn recv(&self) -> (Req, Reply<Resp>) {
         self.recv_evt().sync()
     }
@@ -294,7 +308,14 @@ impl<Resp: Send + 'static> Reply<Resp> {
     /// async code use `reply.send_evt(resp).await`.
     ///
     /// # Examples
-    /// See [`Reply`].
+    /// ```
+    /// use std::time::Duration;
+    /// let (client, server) = pcml::rpc::channel::<(), u8>();
+    /// // The caller gives up before the server answers: the answer is not delivered.
+    /// assert_eq!(client.call_evt(()).sync_timeout(Duration::from_millis(1)), None);
+    /// let ((), reply) = server.recv();
+    /// assert!(!reply.send(1));
+    /// ```
     pub fn send(self, resp: Resp) -> bool {
         self.send_evt(resp).sync()
     }
