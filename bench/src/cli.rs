@@ -149,7 +149,9 @@ pub fn run_programs(
 }
 
 /// The hidden `--probe PROGRAM KIND A B` mode: one program in this fresh process, printing
-/// `PEAK_BYTES n` (the peak resident set it added); see [`programs::probe`].
+/// `PEAK_BYTES n` (the peak resident set it added) and, where the counting allocator is
+/// installed, `HEAP_PEAK_BYTES n` (the peak growth of live heap bytes); see
+/// [`programs::probe`].
 fn probe(args: &[String]) -> i32 {
     let num = |i: usize| args.get(i).and_then(|v| v.parse::<u64>().ok());
     let (Some(program), Some(kind), Some(a), Some(b)) = (args.first(), args.get(1), num(2), num(3))
@@ -158,8 +160,11 @@ fn probe(args: &[String]) -> i32 {
         return 2;
     };
     match programs::probe(program, kind, a, b) {
-        Ok(bytes) => {
-            println!("PEAK_BYTES {bytes}");
+        Ok(peak) => {
+            println!("PEAK_BYTES {}", peak.rss);
+            if let Some(heap) = peak.heap {
+                println!("HEAP_PEAK_BYTES {heap}");
+            }
             0
         }
         Err(e) => {

@@ -10,6 +10,7 @@
 //! sizes) and a thin binary, [`cli::main`].
 //!
 //! # Layout
+//! - [`alloc`]: the counting allocator the memory probes read.
 //! - [`cli`]: flags, the run over every selected program, exit status.
 //! - [`runner`]: timing one operation count over several runs; medians and spread.
 //! - [`table`]: what a run produces: sections, rows, ratios and the papers' figures.
@@ -22,6 +23,7 @@
 //! - A program that computes a wrong answer returns `Err`, and the run exits non-zero.
 //! - Every ratio in a report compares figures measured in the same invocation.
 
+pub mod alloc;
 pub mod cli;
 pub mod machine;
 pub mod peers;

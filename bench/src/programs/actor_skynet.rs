@@ -222,7 +222,7 @@ pub fn measure_wide(
 /// The memory probe, run in a fresh process on one proc: the peak resident set, in bytes,
 /// added by the thesis's tree of depth `a` after a warm-up tree (`branch` 0), or by one tree of
 /// `a` leaves and `branch` children per node, cold (as the channel rows of that tree).
-pub fn probe_memory(kind: Kind, a: u64, branch: u64) -> Result<u64> {
+pub fn probe_memory(kind: Kind, a: u64, branch: u64) -> Result<super::Peak> {
     let tree = if branch == 0 {
         Tree::Paper {
             depth: u32::try_from(a).unwrap_or(u32::MAX),

@@ -264,7 +264,7 @@ pub fn measure(procs: usize, n: u64, kind: Kind, runs: usize, reps: u64) -> Resu
 
 /// The memory probe, run in a fresh process: a sort of `n` numbers on one proc after a
 /// warm-up sort; the peak resident set it added, in bytes.
-pub fn probe_memory(n: u64, kind: Kind) -> Result<u64> {
+pub fn probe_memory(n: u64, kind: Kind) -> Result<super::Peak> {
     if !n.is_power_of_two() {
         return Err(Error::Failed(format!(
             "bitonic needs a power of 2 numbers (got {n})"

@@ -130,7 +130,7 @@ pub fn measure(
 
 /// The memory probe, run in a fresh process: a run of bombing `variant` on one proc after a
 /// warm-up run; the peak resident set it added, in bytes.
-pub fn probe_memory(variant: u8, n: u64, kind: Kind) -> Result<u64> {
+pub fn probe_memory(variant: u8, n: u64, kind: Kind) -> Result<super::Peak> {
     seed000::peak_after_warmup(move || one(variant, n, kind))
 }
 

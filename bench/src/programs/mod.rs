@@ -299,30 +299,48 @@ pub fn triangle(n: u64) -> u64 {
     n * n.saturating_sub(1) / 2
 }
 
-/// Runs `work` in a fresh one-proc runtime and returns the peak resident set it added, in
-/// bytes (for the memory probes, each in a fresh process).
-pub fn peak_added<F>(work: F) -> Result<u64>
+/// What a memory probe measured, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peak {
+    /// The peak resident set the work added (`VmHWM` less `VmRSS` before it).
+    pub rss: u64,
+    /// The peak growth of live heap bytes during the work ([`crate::alloc::track`]); `None`
+    /// where the counting allocator is not installed (outside the `pcml-bench` binary).
+    pub heap: Option<u64>,
+}
+
+/// Runs `work` in a fresh one-proc runtime and returns the peak memory it added (for the
+/// memory probes, each in a fresh process).
+pub fn peak_added<F>(work: F) -> Result<Peak>
 where
     F: FnOnce() -> Result<()> + Send + 'static,
 {
-    in_pcml(1, move || {
-        let (base, _) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
-        if !reset_peak_rss() {
-            return Err(Error::Failed("cannot reset the peak RSS".into()));
-        }
-        work()?;
-        let (_, peak) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
-        Ok(peak.saturating_sub(base))
+    in_pcml(1, move || peak_of(work))
+}
+
+/// Runs `work` here and returns the peak memory it added: the resident set's peak is reset
+/// first, and the heap's growth is counted while it runs.
+pub fn peak_of(work: impl FnOnce() -> Result<()>) -> Result<Peak> {
+    let (base, _) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
+    if !reset_peak_rss() {
+        return Err(Error::Failed("cannot reset the peak RSS".into()));
+    }
+    let (done, heap) = crate::alloc::track(work);
+    done?;
+    let (_, peak) = rss().ok_or_else(|| Error::Failed("no /proc/self/status".into()))?;
+    Ok(Peak {
+        rss: peak.saturating_sub(base),
+        heap,
     })
 }
 
 /// The hidden probe mode of the binary: `pcml-bench --probe PROGRAM KIND A B` runs one
-/// program once in this fresh process and returns the peak memory it added, in bytes.
+/// program in this fresh process and returns the peak memory it added.
 /// PROGRAM: `skynet` (A leaves, B branch), `sorter` or `sorter-d` (A numbers), seed 000's
 /// actor programs `actor-skynet` (B 0: the thesis's tree of depth A; else A leaves, B
 /// branch), `bombing1`, `bombing2` (A messages) and `bitonic` (A numbers); KIND: `fibers` or
 /// `tasks` (for actors: fiber or async actors).
-pub fn probe(program: &str, kind: &str, a: u64, b: u64) -> Result<u64> {
+pub fn probe(program: &str, kind: &str, a: u64, b: u64) -> Result<Peak> {
     let fibers = match kind {
         "fibers" => true,
         "tasks" => false,
@@ -358,7 +376,7 @@ pub fn probe(program: &str, kind: &str, a: u64, b: u64) -> Result<u64> {
 }
 
 /// A memory row: runs `pcml-bench --probe PROGRAM KIND A B` in a fresh process `runs` times
-/// and reports the peak memory added per thread (`threads` threads). Skipped, with the reason,
+/// and reports the peak RSS added per thread (`threads` threads). Skipped, with the reason,
 /// when not run from the `pcml-bench` binary (the tests).
 pub fn memory_row(
     row_program: &str,
@@ -368,20 +386,35 @@ pub fn memory_row(
     metric: Metric,
     runs: usize,
 ) -> Result<Row> {
+    let (rss, _) = memory_rows(row_program, "", system, probe, threads, metric, runs)?;
+    Ok(rss)
+}
+
+/// [`memory_row`], and from the same probes the row `heap_program` of the peak growth of live
+/// heap bytes per thread ([`crate::alloc`]).
+pub fn memory_rows(
+    row_program: &str,
+    heap_program: &str,
+    system: &str,
+    probe: (&str, &str, u64, u64),
+    threads: u64,
+    metric: Metric,
+    runs: usize,
+) -> Result<(Row, Row)> {
     let (program, kind, a, b) = probe;
+    let skip = |why: &str| {
+        (
+            Row::skipped(row_program, system, Some(1), metric, why),
+            Row::skipped(heap_program, system, Some(1), metric, why),
+        )
+    };
     let exe = match std::env::current_exe() {
         Ok(e) if e.file_stem().is_some_and(|n| n == "pcml-bench") => e,
-        _ => {
-            return Ok(Row::skipped(
-                row_program,
-                system,
-                Some(1),
-                metric,
-                "memory is probed only by the pcml-bench binary",
-            ));
-        }
+        _ => return Ok(skip("memory is probed only by the pcml-bench binary")),
     };
-    let mut values = Vec::with_capacity(runs);
+    let per = |bytes: f64| bytes / threads.max(1) as f64;
+    let mut rss = Vec::with_capacity(runs);
+    let mut heap = Vec::with_capacity(runs);
     for _ in 0..runs {
         let out = std::process::Command::new(&exe)
             .args(["--probe", program, kind, &a.to_string(), &b.to_string()])
@@ -389,11 +422,12 @@ pub fn memory_row(
             .output()
             .map_err(|e| Error::Failed(format!("memory probe: {e}")))?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let Some(bytes) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("PEAK_BYTES "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-        else {
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        let Some(bytes) = field("PEAK_BYTES ") else {
             let err = String::from_utf8_lossy(&out.stderr);
             if err.contains("wrong answer") {
                 return Err(Error::WrongAnswer(format!(
@@ -401,18 +435,26 @@ pub fn memory_row(
                     err.trim()
                 )));
             }
-            return Ok(Row::skipped(
-                row_program,
-                system,
-                Some(1),
-                metric,
-                &format!("memory probe failed: {}", err.trim()),
-            ));
+            return Ok(skip(&format!("memory probe failed: {}", err.trim())));
         };
-        values.push(bytes / threads.max(1) as f64);
+        rss.push(per(bytes));
+        if let Some(h) = field("HEAP_PEAK_BYTES ") {
+            heap.push(per(h));
+        }
     }
-    Ok(
-        Row::from_values(row_program, system, Some(1), threads, metric, &values)
-            .with_note("peak RSS added, per thread, fresh process"),
-    )
+    let rss_row = Row::from_values(row_program, system, Some(1), threads, metric, &rss)
+        .with_note("peak RSS added, per thread, fresh process");
+    let heap_row = if heap.len() == runs {
+        Row::from_values(heap_program, system, Some(1), threads, metric, &heap)
+            .with_note("peak growth of live heap bytes, per thread, fresh process")
+    } else {
+        Row::skipped(
+            heap_program,
+            system,
+            Some(1),
+            metric,
+            "the probe did not count heap bytes",
+        )
+    };
+    Ok((rss_row, heap_row))
 }

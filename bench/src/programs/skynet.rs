@@ -132,7 +132,7 @@ pub fn nodes(leaves: u64, branch: u64) -> u64 {
 
 /// The memory probe, run in a fresh process: builds one tree on one proc and returns the
 /// peak resident set it added, in bytes.
-pub fn probe_memory(kind: Kind, leaves: u64, branch: u64) -> Result<u64> {
+pub fn probe_memory(kind: Kind, leaves: u64, branch: u64) -> Result<super::Peak> {
     super::peak_added(move || tree(leaves, branch, kind))
 }
 

@@ -175,7 +175,7 @@ pub fn measure(n: usize, style: Style, build_only: bool, runs: usize) -> Result<
 }
 
 /// The memory probe (run in a fresh process): the peak resident set one sort (or build) adds.
-pub fn probe_memory(n: usize, style: Style, build_only: bool) -> Result<u64> {
+pub fn probe_memory(n: usize, style: Style, build_only: bool) -> Result<super::Peak> {
     super::peak_added(move || {
         if build_only {
             drop(build(n, style));
