@@ -21,7 +21,6 @@ use crate::table::{Row, Section};
 
 pub mod abisort;
 pub mod actor_skynet;
-pub mod actor_stand_in;
 pub mod allpairs;
 pub mod bitonic;
 pub mod bombing;

@@ -2,8 +2,9 @@
 //! actor layer they run on, the timing of tiny programs (the mean of many runs per sample, as
 //! the thesis averaged 100), the Erlang rows with their peak memory, and the goal rows.
 //!
-//! Every pcml program of this chapter is written twice, with fiber actors (direct style:
-//! `receive` blocks the fiber) and with async actors (indirect style: `recv().await`).
+//! Every pcml program of this chapter is written twice over `pcml::actor`, with fiber actors
+//! (direct style: `receive` blocks the fiber) and with async actors (indirect style:
+//! `recv().await`).
 //!
 //! # Invariants
 //! - A sample of a tiny program is the mean of `reps` runs (its `ops` is `reps`), on pcml and
@@ -17,10 +18,7 @@ use crate::peers::{Peer, PeerArgs};
 use crate::runner::{Metric, Result, Sample, repeat};
 use crate::table::{Goal, Ratio, Row, Section};
 
-pub use super::actor_stand_in as actor;
-
-/// Whether the actors are `pcml::actor` (`false`) or the stand-in over `Mailbox` (`true`).
-pub const STAND_IN: bool = true;
+pub use pcml::actor;
 
 /// The row system of fiber actors.
 pub const FIBERS: &str = "pcml actors (fibers)";
@@ -283,15 +281,9 @@ pub fn renew_summary(sec: &mut Section) {
 
 /// The note every seed-000 section gets once: what the actor rows run on.
 pub fn note_actors(sec: &mut Section) {
-    let note = if STAND_IN {
-        "pcml actors here are a STAND-IN (bench/src/programs/actor_stand_in.rs: pcml::Mailbox \
-         with a private save queue for selective receive, over pcml::spawn and \
-         pcml::spawn_task), because pcml::actor was not on main when these programs were \
-         written."
-    } else {
-        "pcml actors are pcml::actor: fiber actors (actor::spawn, blocking receive) and async \
-         actors (actor::spawn_async, recv().await)."
-    };
+    let note = "pcml actors are pcml::actor: fiber actors (actor::spawn, blocking receive) and \
+                async actors (actor::spawn_async, recv().await); a run's root hands its answer \
+                to the timing fiber through an IVar.";
     let tiny = "The tiny programs (skynet depth 6, bombing, bitonic) report the mean time of \
                 one run: each sample averages 100 runs after a warm-up (\"runs x ops\" reads \
                 samples x runs averaged), on pcml and in each Erlang VM alike. Their memory is \
