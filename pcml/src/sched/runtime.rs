@@ -301,7 +301,7 @@ impl Builder {
             tasks: TaskRegistry::new(),
             blocking: BlockingPool::new(),
             wake_sources: AtomicUsize::new(0),
-            io: Mutex::new(None),
+            io: std::sync::OnceLock::new(),
             main: MainSlot::new(),
         });
         crate::sched::registry::register(&shared);

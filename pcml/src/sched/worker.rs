@@ -133,7 +133,7 @@ pub(crate) struct Shared {
     pub(crate) wake_sources: AtomicUsize,
     /// The runtime's I/O driver (`sched::io`), started by the first registration from a proc
     /// and stopped by `Runtime::drop`.
-    pub(crate) io: Mutex<Option<Arc<crate::sched::io::Driver>>>,
+    pub(crate) io: std::sync::OnceLock<Arc<crate::sched::io::Driver>>,
     /// How `block_on` learns that main ended or that the runtime deadlocked.
     pub(crate) main: MainSlot,
 }
@@ -872,6 +872,9 @@ impl Context {
                 found = true;
                 break;
             }
+            // Collect ready I/O here rather than wait for the driver thread to get a core
+            // (it wakes our fibers through our own queue: `has_work` sees them next look).
+            sh.poll_io_now();
             let spun = start.elapsed();
             if spun >= SPIN {
                 break;
