@@ -26,16 +26,16 @@ fn a_panic_kills_linked_peers_that_do_not_trap() {
             panic!("crash");
         });
         let c = crasher.clone();
+        let mut linked = Ctx::<()>::new();
+        let ready = linked.pid();
         let peer = me.spawn_link(move |mut ctx: Ctx<u8>| {
             ctx.link(&c);
+            ready.send(()).unwrap();
             ctx.receive(); // killed here
             unreachable!("a killed actor's receive never returns");
         });
-        // Make sure the peer is linked before the crash.
-        while !peer.is_alive() {
-            pcml::yield_now();
-        }
-        pcml::time::sleep(Duration::from_millis(2));
+        // The peer is linked before the crash.
+        linked.receive();
         crasher.send(()).unwrap();
         match me.receive_signal() {
             Signal::Exit { from, reason } => {
@@ -53,6 +53,40 @@ fn a_panic_kills_linked_peers_that_do_not_trap() {
         assert!(!peer.is_alive() && !crasher.is_alive());
     })
     .unwrap();
+}
+
+/// Actors still blocked when their runtime shuts down are closed quietly: their pids report
+/// them dead, sends fail, and nobody is told (their watchers are going too).
+#[test]
+fn blocked_actors_end_at_runtime_shutdown() {
+    let pids = rt()
+        .block_on(|| {
+            let watcher = actor::spawn(|mut c: Ctx<()>| {
+                c.trap_exits(true);
+                c.receive_signal();
+            });
+            let mut pids = Vec::new();
+            for _ in 0..10 {
+                let p = actor::spawn(|mut c: Ctx<u8>| {
+                    c.receive();
+                });
+                let q = actor::spawn_async(|mut c: Ctx<u8>| async move {
+                    c.recv().await;
+                });
+                pids.push(p);
+                pids.push(q);
+            }
+            // Let them block.
+            pcml::time::sleep(Duration::from_millis(2));
+            (pids, watcher)
+        })
+        .unwrap();
+    let (pids, watcher) = pids;
+    assert!(!watcher.is_alive());
+    for p in pids {
+        assert!(!p.is_alive());
+        assert_eq!(p.send(1).unwrap_err().into_inner(), 1);
+    }
 }
 
 /// A trapping actor survives its linked peer's panic and gets the exit as a signal; its

@@ -366,10 +366,8 @@ pub enum ExitReason {
         /// Why it died.
         reason: Arc<ExitReason>,
     },
-    /// It was told to stop (by its supervisor, or an exit signal sent to it), with this reason.
+    /// It was killed ([`Pid::kill`], or its supervisor shutting it down), with this reason.
     Killed(Arc<str>),
-    /// It was dropped unfinished because its runtime shut down.
-    Shutdown,
     /// It had already ended when it was linked or monitored (Erlang's `noproc`).
     NoActor,
 }
@@ -396,7 +394,6 @@ impl fmt::Display for ExitReason {
                 write!(f, "linked actor {from} ended ({reason})")
             }
             ExitReason::Killed(why) => write!(f, "killed: {why}"),
-            ExitReason::Shutdown => f.write_str("dropped at runtime shutdown"),
             ExitReason::NoActor => f.write_str("no such actor (it had already ended)"),
         }
     }
