@@ -290,6 +290,11 @@ impl<T: AsRawFd> Async<T> {
         &self.reg.source().0
     }
 
+    #[cfg(test)]
+    pub(crate) fn sio(&self) -> &Arc<ScheduledIo> {
+        self.reg.sio()
+    }
+
     /// An event enabled when the descriptor is readable (or hung up, or failed): see the
     /// module docs on why it is only a hint.
     ///

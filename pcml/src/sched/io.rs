@@ -537,3 +537,53 @@ impl<S: Source + fmt::Debug> fmt::Debug for Registered<S> {
 pub(crate) fn closed_error() -> io::Error {
     stopped_error()
 }
+
+#[cfg(all(test, not(pcml_loom)))]
+mod tests {
+    use std::future::{Future, IntoFuture};
+    use std::task::{Context, Waker};
+
+    use super::*;
+
+    impl ScheduledIo {
+        fn queued(&self, d: Dir) -> usize {
+            lock(self.dir(d)).waiters.q.len()
+        }
+    }
+
+    #[test]
+    fn abandoned_readiness_waits_are_swept_not_kept() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let a = crate::io::Async::new(a).unwrap();
+        let sio = a.sio().clone();
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..1000 {
+            // Queue a readiness wait, then abandon it (a dropped `.await`).
+            let mut fut = Box::pin(a.readable_evt().into_future());
+            assert!(fut.as_mut().poll(&mut cx).is_pending());
+        }
+        assert!(
+            sio.queued(Dir::Read) <= 2 * crate::sync_var::waiters::SWEEP_AT,
+            "{} dead waiters kept",
+            sio.queued(Dir::Read)
+        );
+    }
+
+    #[test]
+    fn a_stale_clear_keeps_a_newer_edge() {
+        let sio = ScheduledIo::new();
+        let before = sio.generation(Dir::Read);
+        sio.set_ready(Dir::Read); // an edge arrives during the operation
+        sio.clear_ready(Dir::Read, before); // the operation saw WouldBlock
+        assert!(sio.is_ready(Dir::Read), "the edge was lost");
+        sio.clear_ready(Dir::Read, sio.generation(Dir::Read));
+        assert!(!sio.is_ready(Dir::Read));
+        sio.close();
+        sio.clear_ready(Dir::Read, sio.generation(Dir::Read));
+        assert!(
+            sio.is_ready(Dir::Read) && sio.is_ready(Dir::Write),
+            "closed stays ready"
+        );
+    }
+}
