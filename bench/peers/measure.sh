@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run every built peer program RUNS times (default 3) and print a table of medians.
+# Run every built peer program RUNS times (default 3) and print a table of medians (the programs
+# all three peers have; seed 000's Erlang-only programs run from pcml-bench).
 #
 # Usage: measure.sh [small|paper|all] [RUNS]      (default: paper 3)
 #   small: quick sizes, to check the programs; paper: the sizes of the papers (BENCHMARKS.md).
