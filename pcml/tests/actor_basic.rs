@@ -335,3 +335,54 @@ fn contexts_work_on_os_threads() {
     assert_eq!(me.recv_many(99), (0..99).collect::<Vec<_>>());
     t.join().unwrap();
 }
+
+/// `self_pid` finds the calling actor in fibers (also after blocking, with other actors
+/// running meanwhile) and in tasks (also after migrating), and refuses the wrong type or a
+/// caller that is not an actor.
+#[test]
+fn self_pid_finds_the_calling_actor() {
+    rt(2)
+        .block_on(|| {
+            let mut me = Ctx::<bool>::new();
+            for i in 0..50 {
+                let reply = me.pid();
+                if i % 2 == 0 {
+                    actor::spawn(move |mut ctx: Ctx<u8>| {
+                        let before = actor::self_pid::<u8>() == ctx.pid();
+                        ctx.receive();
+                        pcml::yield_now();
+                        let after = actor::self_pid::<u8>() == ctx.pid();
+                        reply.send(before && after).unwrap();
+                    })
+                    .send(0)
+                    .unwrap();
+                } else {
+                    actor::spawn_async(move |mut ctx: Ctx<u8>| async move {
+                        let before = actor::self_pid::<u8>() == ctx.pid();
+                        ctx.recv().await;
+                        pcml::yield_async().await;
+                        let after = actor::self_pid::<u8>() == ctx.pid();
+                        reply.send(before && after).unwrap();
+                    })
+                    .send(0)
+                    .unwrap();
+                }
+            }
+            assert!(me.recv_many(50).into_iter().all(|ok| ok));
+            // Not an actor: the main fiber, a plain task.
+            assert!(std::panic::catch_unwind(actor::self_pid::<u8>).is_err());
+            let t = pcml::spawn_task(async {
+                std::panic::catch_unwind(actor::self_pid::<u8>).is_err()
+            });
+            assert!(t.join().unwrap());
+            // The wrong type.
+            let reply = me.pid();
+            actor::spawn(move |_: Ctx<u8>| {
+                let err = std::panic::catch_unwind(actor::self_pid::<String>).unwrap_err();
+                let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+                reply.send(msg.contains("takes u8")).unwrap();
+            });
+            assert!(me.receive());
+        })
+        .unwrap();
+}

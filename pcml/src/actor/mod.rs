@@ -84,9 +84,9 @@
 //!   next receive (a blocked receive, including a receive event in a `select`, is woken by
 //!   it). A killed actor unwinds its stack (destructors run) with a private payload that its
 //!   root catches: do not catch it and carry on, or the next receive unwinds again.
-//! - There is no `self()` free function: a fiber that blocks on a channel lets other actors run
-//!   on the same OS thread, so a thread-local "current actor" would be wrong; use
-//!   [`Ctx::pid`].
+//! - Erlang's `self()` is [`Ctx::pid`], or the free function [`self_pid`] where no context is
+//!   at hand (it costs a lookup: fiber actors are found by pcml thread id in a table of the
+//!   OS thread they live on, async actors through a slot set around each poll).
 //! - Fiber actors that are blocked hold a stack each (see the crate docs on the fiber cap);
 //!   use [`spawn_async`] for millions of actors.
 //!
@@ -109,11 +109,13 @@ use crate::event::Event;
 use crate::sched::blocker::Blocker;
 
 mod any;
+mod current;
 mod link;
 mod record;
 mod registry;
 mod supervisor;
 
+pub use current::self_pid;
 pub use link::{MonitorRef, Received, Signal};
 pub use registry::{
     NamedSendError, RegistryError, register, send_named, try_whereis, unregister, whereis,
@@ -510,6 +512,7 @@ where
         rec: Some(ctx.rec.clone()),
     };
     drop(crate::spawn(move || {
+        let _current = current::FiberActor::enter(ctx.rec.clone());
         match catch_unwind(AssertUnwindSafe(move || f(ctx))) {
             // The fiber is being dropped at shutdown: `life` ends it silently as the unwind
             // goes on to the fiber's root.
@@ -567,17 +570,24 @@ where
     let life = Life {
         rec: Some(ctx.rec.clone()),
     };
+    let me: Arc<dyn link::Peer> = ctx.rec.clone();
     drop(crate::spawn_task(async move {
-        let outcome = match catch_unwind(AssertUnwindSafe(move || f(ctx))) {
+        let outcome = match catch_unwind(AssertUnwindSafe(|| {
+            let _current = current::Polling::enter(&me);
+            f(ctx)
+        })) {
             Ok(fut) => {
                 let mut fut = std::pin::pin!(fut);
-                poll_fn(
-                    |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                poll_fn(|cx| {
+                    match catch_unwind(AssertUnwindSafe(|| {
+                        let _current = current::Polling::enter(&me);
+                        fut.as_mut().poll(cx)
+                    })) {
                         Ok(Poll::Pending) => Poll::Pending,
                         Ok(Poll::Ready(())) => Poll::Ready(Ok(())),
                         Err(p) => Poll::Ready(Err(p)),
-                    },
-                )
+                    }
+                })
                 .await
             }
             Err(p) => Err(p),
