@@ -49,7 +49,9 @@
 //!
 //! Each new `receive_match` starts from the oldest message, as Erlang's `receive` does, so a
 //! mailbox that keeps many messages nobody accepts makes every selective receive scan them
-//! (seed 000's message-bombing benchmark measures that cost).
+//! (seed 000's message-bombing benchmark measures that cost). A reply to a request can skip
+//! them: take a [`Ctx::mark`] before sending the request, then
+//! [`Ctx::receive_match_since`] the mark (Erlang's fresh-reference optimisation).
 //!
 //! # Failure
 //! An actor ends when its body returns ([`ExitReason::Normal`]), panics (the panic is caught:
@@ -306,6 +308,22 @@ impl<M: Send + 'static> Pid<M> {
         wake(b);
         Ok(())
     }
+}
+
+/// A position in an actor's mailbox, from [`Ctx::mark`]: receives "since" it test only the
+/// messages that arrived after it.
+///
+/// ```
+/// let me = pcml::actor::Ctx::<u8>::new();
+/// let mark: pcml::actor::Mark = me.mark();
+/// # let _ = mark;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    /// The mailbox's removal count when marked.
+    taken: u64,
+    /// The mailbox's length when marked.
+    len: usize,
 }
 
 /// The error of a send to an actor that has ended: holds the message(s) back.
@@ -765,6 +783,58 @@ impl<M: Send + 'static> Ctx<M> {
         }
     }
 
+    /// A mark of the mailbox's current end, for [`receive_match_since`](Self::receive_match_since).
+    ///
+    /// ```
+    /// let mut me = pcml::actor::Ctx::new();
+    /// me.pid().send(1).unwrap();
+    /// let mark = me.mark();
+    /// me.pid().send(2).unwrap();
+    /// assert_eq!(me.receive_match_since(mark, |_| true), 2);
+    /// ```
+    pub fn mark(&self) -> Mark {
+        let st = self.rec.lock();
+        Mark {
+            taken: st.taken,
+            len: st.queue.len(),
+        }
+    }
+
+    /// Selective receive of a message that arrived after `mark` was taken: the oldest such
+    /// message `f` accepts. The messages queued before the mark are not tested (Erlang's
+    /// optimisation of a receive that matches a fresh reference), so a request-reply exchange
+    /// costs the same however many other messages wait; older messages stay in order.
+    ///
+    /// If a message was removed from the mailbox between the mark and this call, the scan
+    /// starts from the oldest message instead (still correct, no longer cheaper).
+    ///
+    /// ```
+    /// use pcml::actor::{self, Ctx, Pid};
+    ///
+    /// pcml::run(|| {
+    ///     let server = actor::spawn(|mut ctx: Ctx<(u64, Pid<(u64, u64)>)>| loop {
+    ///         let (n, reply) = ctx.receive();
+    ///         let _ = reply.send((n, n * n));
+    ///     });
+    ///     let mut me = Ctx::new();
+    ///     me.pid().send_many((0..1000).map(|i| (i, 0))).unwrap(); // noise nobody wants
+    ///     let mark = me.mark();
+    ///     server.send((12, me.pid())).unwrap();
+    ///     assert_eq!(me.receive_match_since(mark, |m| m.0 == 12), (12, 144));
+    ///     assert_eq!(me.len(), 1000);
+    /// });
+    /// ```
+    pub fn receive_match_since(&mut self, mark: Mark, mut f: impl FnMut(&M) -> bool) -> M {
+        let mut scan = Scan::since(mark);
+        loop {
+            let mut st = self.rec.lock_owner();
+            if let Some(m) = st.take_match(&mut scan, &mut f) {
+                return m;
+            }
+            park("actor receive_match_since", st);
+        }
+    }
+
     /// Selective receive without blocking: takes the oldest message `f` accepts, if any.
     ///
     /// ```
@@ -941,6 +1011,38 @@ impl<M: Send + 'static> Ctx<M> {
     pub async fn recv_match(&mut self, mut f: impl FnMut(&M) -> bool) -> M {
         let rec = &self.rec;
         let mut scan = Scan::new();
+        poll_fn(|cx| {
+            let mut st = rec.lock_owner();
+            match st.take_match(&mut scan, &mut f) {
+                Some(m) => Poll::Ready(m),
+                None => {
+                    st.parked = Some(Blocker::from_waker(cx.waker().clone()));
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+
+    /// [`receive_match_since`](Self::receive_match_since) for async actors.
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     pcml::spawn_task(async {
+    ///         let mut me = pcml::actor::Ctx::new();
+    ///         me.pid().send(1).unwrap();
+    ///         let mark = me.mark();
+    ///         me.pid().send(1).unwrap();
+    ///         me.recv_match_since(mark, |m| *m == 1).await;
+    ///         assert_eq!(me.len(), 1);
+    ///     })
+    ///     .join()
+    ///     .unwrap();
+    /// });
+    /// ```
+    pub async fn recv_match_since(&mut self, mark: Mark, mut f: impl FnMut(&M) -> bool) -> M {
+        let rec = &self.rec;
+        let mut scan = Scan::since(mark);
         poll_fn(|cx| {
             let mut st = rec.lock_owner();
             match st.take_match(&mut scan, &mut f) {

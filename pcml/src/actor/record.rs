@@ -95,6 +95,15 @@ impl Scan {
             next: 0,
         }
     }
+
+    /// A scan that skips the messages that were queued when `mark` was taken (if none has
+    /// been removed since: otherwise it starts from the oldest, which is still correct).
+    pub(crate) fn since(mark: super::Mark) -> Self {
+        Scan {
+            taken: mark.taken,
+            next: mark.len,
+        }
+    }
 }
 
 /// A fresh actor id. Ids are handed to each OS thread in blocks, so spawning an actor touches
@@ -457,6 +466,29 @@ mod unit {
         });
         assert_eq!(got, Some(6));
         assert_eq!(tested, [2, 3, 6]);
+    }
+
+    #[test]
+    fn a_scan_since_a_mark_skips_older_messages_unless_one_was_removed() {
+        let rec = state([1, 2]);
+        let mut st = rec.lock();
+        let mark = super::super::Mark {
+            taken: st.taken,
+            len: st.queue.len(),
+        };
+        st.push(3);
+        let mut tested = Vec::new();
+        let got = st.take_match(&mut Scan::since(mark), &mut |m| {
+            tested.push(*m);
+            true
+        });
+        assert_eq!((got, &tested[..]), (Some(3), &[3][..]));
+        // Since then a message was removed: the mark is stale, the scan starts over.
+        let got = st.take_match(&mut Scan::since(mark), &mut |m| {
+            tested.push(*m);
+            true
+        });
+        assert_eq!((got, &tested[..]), (Some(1), &[3, 1][..]));
     }
 
     #[test]
