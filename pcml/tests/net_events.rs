@@ -382,3 +382,17 @@ fn a_dropped_accept_future_gives_its_connection_back() {
     assert_eq!(peer, client.local_addr().unwrap());
     drop(conn);
 }
+
+#[test]
+fn connecting_to_a_closed_port_fails_instead_of_hanging() {
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }; // closed again: nobody listens there now
+    let err = runtime()
+        .block_on(move || TcpStream::connect(addr).unwrap_err())
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+    let err = TcpStream::connect(addr).unwrap_err(); // on a plain OS thread
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+}

@@ -41,6 +41,13 @@
 //! accepts on their behalf when the listener becomes readable and hands each connection to the
 //! first live blocked accept.
 //!
+//! # Which poller
+//! A socket registers, when it is made, with the I/O driver of the runtime whose proc makes it,
+//! or with the process-wide driver if an OS thread or another executor makes it; accepted
+//! connections register with their listener's. Any thread may then use it. A socket made in a
+//! runtime that is later dropped stops getting readiness: its operations then fail with an
+//! error saying so instead of blocking forever, so make long-lived sockets where they live.
+//!
 //! # Closing
 //! Dropping a socket deregisters it; syncs blocked on its readiness events wake (the events
 //! become enabled), and accepts blocked on a dropped listener return an error. A blocked
