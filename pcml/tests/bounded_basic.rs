@@ -338,3 +338,40 @@ fn a_receive_dropped_after_it_won_gives_its_message_back() {
     t.join().unwrap();
     assert_eq!((ch.recv(), ch.recv(), ch.try_recv()), (3, 4, None));
 }
+
+#[test]
+fn a_fiber_that_never_blocks_still_lets_others_run() {
+    // One proc: a fiber looping on operations that never block must yield now and then.
+    pcml::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+            let (started, stop) = (
+                Arc::new(AtomicBool::new(false)),
+                Arc::new(AtomicBool::new(false)),
+            );
+            let (st, sp) = (started.clone(), stop.clone());
+            let busy = pcml::spawn(move || {
+                st.store(true, Relaxed);
+                let ch = BoundedChan::new(1);
+                let (m, sem) = (pcml::Mutex::new(0u64), pcml::Semaphore::new(1));
+                let mc = pcml::Multicast::new();
+                let port = mc.port();
+                while !sp.load(Relaxed) {
+                    ch.send(1u64);
+                    let _p = sem.acquire();
+                    mc.send(ch.recv());
+                    *m.lock() += port.recv();
+                }
+            });
+            // Once the busy fiber has started, we run again only if it yields.
+            while !started.load(Relaxed) {
+                pcml::yield_now();
+            }
+            stop.store(true, Relaxed);
+            busy.join().unwrap();
+        })
+        .unwrap();
+}

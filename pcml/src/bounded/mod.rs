@@ -37,6 +37,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch};
+use crate::sched::worker;
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
 
 #[cfg(all(test, pcml_loom))]
@@ -258,7 +259,13 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(t.join().unwrap(), (1, 2));
     /// ```
     pub fn send(&self, v: T) {
-        self.send_evt(v).sync()
+        // Fast path: room now (one lock, no event). A queued sender means the buffer is full,
+        // so this cannot pass a blocked sender.
+        match self.try_send(v) {
+            // Like a sync that commits at once, count it against the fiber's budget.
+            Ok(()) => worker::consume_budget(),
+            Err(TrySendError::Full(v)) => self.send_evt(v).sync(),
+        }
     }
 
     /// An event enabled while the buffer has room; syncing on it sends `v`. If it loses a
@@ -306,7 +313,15 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(ch.recv(), 'x');
     /// ```
     pub fn recv(&self) -> T {
-        self.recv_evt().sync()
+        // Fast path: a message now (one lock, no event). While messages are buffered no
+        // receiver is queued, so this cannot pass a blocked receiver.
+        match self.try_recv() {
+            Some(v) => {
+                worker::consume_budget();
+                v
+            }
+            None => self.recv_evt().sync(),
+        }
     }
 
     /// An event enabled while a message is buffered; syncing on it receives the oldest one.

@@ -5,6 +5,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
+use crate::sched::worker;
 use crate::sync_var::waiters::{Offer, Offers, Slot, delivered, lock};
 
 /// A mutual-exclusion lock whose waiters block only their own fiber, OS thread or task, and
@@ -166,7 +167,15 @@ impl<T: Send + 'static> Mutex<T> {
     /// assert_eq!(*m.lock(), "hi");
     /// ```
     pub fn lock(&self) -> MutexGuard<T> {
-        self.lock_evt().sync()
+        // Fast path: unlocked now (no event). While waiters are queued the mutex stays
+        // locked (an unlock hands it over), so this cannot pass them.
+        match self.try_lock() {
+            Some(g) => {
+                worker::consume_budget();
+                g
+            }
+            None => self.lock_evt().sync(),
+        }
     }
 
     /// An event enabled while the mutex is unlocked; syncing on it locks the mutex. If it

@@ -4,6 +4,7 @@ use crate::loom::sync::{Arc, Mutex as StateLock};
 use std::fmt;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
+use crate::sched::worker;
 use crate::sync_var::waiters::{Offer, Offers, Slot, delivered, lock};
 
 /// A counting semaphore: [`acquire`](Semaphore::acquire) takes one permit, blocking (only its
@@ -168,7 +169,15 @@ impl Semaphore {
     /// let _again = sem.acquire();
     /// ```
     pub fn acquire(&self) -> Permit {
-        self.acquire_evt().sync()
+        // Fast path: a free permit now (no event). While waiters are queued no permit is free
+        // (a release hands it over), so this cannot pass them.
+        match self.try_acquire() {
+            Some(p) => {
+                worker::consume_budget();
+                p
+            }
+            None => self.acquire_evt().sync(),
+        }
     }
 
     /// An event enabled while a permit is free; syncing on it takes one. If it loses a
