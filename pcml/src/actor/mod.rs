@@ -126,6 +126,16 @@ pub use supervisor::{Child, ChildInfo, ChildSpec, Restart, Strategy, Supervisor,
 
 use record::{Record, RecvEvt, Scan, park, wake};
 
+/// Pids are `Send + Sync` and contexts `Send` for any `Send` message type, `Sync` or not.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Pid<std::cell::Cell<u8>>>();
+    send::<Ctx<std::cell::Cell<u8>>>();
+    send_sync::<Signal>();
+    send_sync::<MonitorRef>();
+};
+
 /// An alias for the message type of untyped, Erlang-like actors.
 ///
 /// ```
