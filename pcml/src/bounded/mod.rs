@@ -204,7 +204,9 @@ impl<T> BoundedChan<T> {
         }
     }
 
-    /// How many messages are buffered (blocked senders' messages not counted).
+    /// How many messages are buffered (blocked senders' messages not counted). At most the
+    /// capacity, or one more just after a receive whose `.await` was dropped once it had won
+    /// gave its message back to a full buffer.
     ///
     /// # Examples
     /// ```
