@@ -179,3 +179,11 @@ fn raw_pipe_from_os_thread_and_async_task() {
     close(r);
     close(w);
 }
+
+#[test]
+fn a_blocking_descriptor_is_refused() {
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let err = Async::new(a).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("non-blocking"), "{err}");
+}

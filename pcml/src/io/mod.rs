@@ -214,8 +214,8 @@ impl<T: AsRawFd> Source for FdSource<T> {
 ///
 /// # The caller's obligations
 /// - The descriptor must be in non-blocking mode (`O_NONBLOCK`; `set_nonblocking(true)` on
-///   std's types): pcml does not change it, and a blocking descriptor would block the whole
-///   proc in `read_with`.
+///   std's types): pcml does not change it ([`Async::new`] refuses a blocking one, which would
+///   block a whole proc in `read_with`), and it must stay non-blocking.
 /// - It must stay open while the `Async` lives. With an owning `T` that is automatic; with a
 ///   bare [`RawFd`] it is yours to ensure (closing it first can make the number name another
 ///   file, whose readiness the poller would then report).
@@ -260,8 +260,9 @@ impl<T: AsRawFd> Async<T> {
     /// Registers `io`'s descriptor with the calling thread's I/O driver.
     ///
     /// # Errors
-    /// If the poller refuses it (already registered, not pollable such as a regular file), or
-    /// the driver cannot be started.
+    /// `InvalidInput` if the descriptor is in blocking mode; else if the poller refuses it
+    /// (already registered, not pollable such as a regular file), or the driver cannot be
+    /// started.
     ///
     /// # Examples
     /// ```
@@ -271,6 +272,22 @@ impl<T: AsRawFd> Async<T> {
     /// assert!(a.get_ref().peer_addr().is_ok());
     /// ```
     pub fn new(io: T) -> io::Result<Async<T>> {
+        let fd = io.as_raw_fd();
+        // SAFETY: F_GETFL only reads the flags of `fd`, which `io` keeps open (or, for a bare
+        // descriptor, the caller promises is open); an invalid one yields -1 and EBADF.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if flags & libc::O_NONBLOCK == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "pcml: descriptor {fd} is in blocking mode, which would block a whole proc; \
+                     make it non-blocking first (set_nonblocking(true), or O_NONBLOCK)"
+                ),
+            ));
+        }
         let reg = current_driver()?.register(FdSource(io))?;
         Ok(Async { reg })
     }
