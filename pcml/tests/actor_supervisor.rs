@@ -272,3 +272,73 @@ fn many_restarts_of_async_children() {
     })
     .unwrap();
 }
+
+/// A transient child that ends normally at once is not restarted: it is linked before it
+/// starts, so its real reason reaches the supervisor (not "no such actor").
+#[test]
+fn an_instantly_finished_transient_child_stays_finished() {
+    rt().block_on(|| {
+        for _ in 0..50 {
+            let starts = Arc::new(AtomicUsize::new(0));
+            let s = starts.clone();
+            let sup = Supervisor::new(Strategy::OneForOne)
+                .child(
+                    ChildSpec::new("instant", move || {
+                        s.fetch_add(1, Ordering::SeqCst);
+                        actor::spawn_async(|_: Ctx<()>| async {})
+                    })
+                    .restart(Restart::Transient),
+                )
+                .start();
+            while children(&sup)[0].id.is_some() {
+                pcml::yield_now();
+            }
+            // Give a wrong restart time to happen.
+            pcml::time::sleep(Duration::from_millis(1));
+            assert_eq!(starts.load(Ordering::SeqCst), 1);
+            sup.send(SupervisorMsg::Stop).unwrap();
+        }
+    })
+    .unwrap();
+}
+
+/// Other actors a start function spawns are not the supervisor's children: their failures
+/// neither restart the child nor end the supervisor.
+#[test]
+fn helpers_spawned_by_a_start_function_are_not_supervised() {
+    rt().block_on(|| {
+        let starts = Arc::new(AtomicUsize::new(0));
+        let s = starts.clone();
+        let mut me = Ctx::<()>::new();
+        let sup = Supervisor::new(Strategy::OneForOne)
+            .intensity(0, Duration::from_secs(60))
+            .child(ChildSpec::new("with-helper", move || {
+                s.fetch_add(1, Ordering::SeqCst);
+                let helper = actor::spawn(|mut c: Ctx<()>| {
+                    c.receive();
+                    panic!("helper fails");
+                });
+                let h = helper.clone();
+                actor::spawn(move |mut c: Ctx<u32>| {
+                    actor::register("with-helper", &c.pid()).unwrap();
+                    h.send(()).unwrap();
+                    c.receive();
+                })
+            }))
+            .start();
+        me.monitor(&sup);
+        next_pid("with-helper", None);
+        pcml::time::sleep(Duration::from_millis(5));
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
+        assert_eq!(me.try_receive_signal(), None, "the supervisor is alive");
+        sup.send(SupervisorMsg::Stop).unwrap();
+        assert!(matches!(
+            me.receive_signal(),
+            Signal::Down {
+                reason: ExitReason::Normal,
+                ..
+            }
+        ));
+    })
+    .unwrap();
+}

@@ -29,6 +29,52 @@ thread_local! {
     static FIBERS: RefCell<HashMap<ThreadId, Arc<dyn Peer>>> = RefCell::new(HashMap::new());
 }
 
+/// A supervisor starting a child, and the actors spawned meanwhile.
+type Linking = Option<(Arc<dyn Peer>, Vec<Arc<dyn Peer>>)>;
+
+thread_local! {
+    /// While a supervisor starts a child: the supervisor, and the actors spawned meanwhile on
+    /// this OS thread, each linked to it before it starts.
+    static LINKING: RefCell<Linking> = const { RefCell::new(None) };
+}
+
+/// Runs `start` with every actor it spawns (on this OS thread) linked to `sup` before the
+/// actor starts; returns its result and those actors.
+pub(super) fn linking_spawns<R>(
+    sup: Arc<dyn Peer>,
+    start: impl FnOnce() -> R,
+) -> (R, Vec<Arc<dyn Peer>>) {
+    struct Reset(Linking);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            let _ = LINKING.try_with(|l| *l.borrow_mut() = prev);
+        }
+    }
+    let reset = Reset(LINKING.with(|l| l.replace(Some((sup, Vec::new())))));
+    let r = start();
+    let spawned = LINKING
+        .with(|l| l.borrow_mut().as_mut().map(|(_, v)| std::mem::take(v)))
+        .unwrap_or_default();
+    drop(reset);
+    (r, spawned)
+}
+
+/// Called for every new actor before it starts: links it to the supervisor starting a child
+/// on this thread, if any.
+#[inline]
+pub(super) fn on_new_actor<M: Send + 'static>(rec: &Arc<Record<M>>) {
+    LINKING.with(|l| {
+        if let Some((sup, spawned)) = l.borrow_mut().as_mut() {
+            let new: Arc<dyn Peer> = rec.clone();
+            // Both alive: the new actor has not started, the supervisor is running this.
+            new.add_link(sup.clone());
+            sup.add_link(new.clone());
+            spawned.push(new);
+        }
+    });
+}
+
 /// Marks an async actor as the one being polled, until dropped.
 pub(super) struct Polling(Option<Arc<dyn Peer>>);
 

@@ -470,7 +470,7 @@ impl<M: Send + 'static> Pid<M> {
 }
 
 impl<M: Send + 'static> Ctx<M> {
-    fn peer(&self) -> Arc<dyn Peer> {
+    pub(super) fn peer(&self) -> Arc<dyn Peer> {
         self.rec.clone()
     }
 

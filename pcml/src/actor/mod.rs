@@ -522,6 +522,7 @@ where
 
 fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>) {
     let rec = Record::new(false);
+    current::on_new_actor(&rec);
     (
         Pid { rec: rec.clone() },
         Ctx {

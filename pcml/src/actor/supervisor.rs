@@ -53,8 +53,10 @@
 //! already started).
 //!
 //! # Invariants
-//! - The supervisor traps exits, so every child's end reaches it as one `Signal::Exit` (a child
-//!   that ended before it was linked gives one with `NoActor`).
+//! - The supervisor traps exits, so every child's end reaches it as one `Signal::Exit`. A child
+//!   spawned by its start function is linked before it starts, so the exit carries its real
+//!   reason (a returned pid spawned elsewhere is linked afterwards, and gives `NoActor` if it
+//!   had already ended).
 //! - `Running::child` is `Some` exactly while the supervisor has not yet seen that child's
 //!   exit; restarts and `terminate_all` keep it so, which is how an exit is matched to its
 //!   child.
@@ -325,7 +327,7 @@ impl Supervisor {
     /// });
     /// ```
     pub fn start(self) -> Pid<SupervisorMsg> {
-        super::spawn_async(move |ctx| self.run(ctx))
+        super::spawn_async(move |ctx| self.run(ctx, None))
     }
 
     /// Spawns the supervisor linked to `parent` before it starts.
@@ -342,10 +344,11 @@ impl Supervisor {
     /// });
     /// ```
     pub fn start_link<N: Send + 'static>(self, parent: &Ctx<N>) -> Pid<SupervisorMsg> {
-        parent.spawn_link_async(move |ctx| self.run(ctx))
+        let parent_id = parent.id();
+        parent.spawn_link_async(move |ctx| self.run(ctx, Some(parent_id)))
     }
 
-    async fn run(self, mut ctx: Ctx<SupervisorMsg>) {
+    async fn run(self, mut ctx: Ctx<SupervisorMsg>, parent: Option<ActorId>) {
         ctx.trap_exits(true);
         let Supervisor {
             strategy,
@@ -390,8 +393,9 @@ impl Supervisor {
                 .iter()
                 .position(|k| k.child.as_ref().is_some_and(|c| c.id() == from))
             else {
-                // Not a child: a linked parent. If it failed, so do we (after the children).
-                if reason.is_abnormal() {
+                // Not a child. If it is our parent and it failed, so do we (after the
+                // children); anything else linked to us (someone called `link`) is ignored.
+                if Some(from) == parent && reason.is_abnormal() {
                     terminate_all(&mut ctx, &mut kids, None).await;
                     raise(
                         ctx.id(),
@@ -447,9 +451,25 @@ impl Supervisor {
     }
 }
 
+/// Starts a child. Every actor its start function spawns is linked to the supervisor before
+/// it starts (so even a child that ends at once reports its real reason); the ones that are
+/// not the returned child are unlinked again. A returned pid that was not spawned by the call
+/// is linked now.
 fn start_child(ctx: &Ctx<SupervisorMsg>, k: &mut Running) {
-    let child = (k.spec.start)();
-    ctx.link_peer(child.0.clone());
+    let me = ctx.peer();
+    let (child, spawned) = super::current::linking_spawns(me.clone(), || (k.spec.start)());
+    let mut linked = false;
+    for s in spawned {
+        if s.peer_id() == child.id() {
+            linked = true;
+        } else {
+            s.remove_link(me.peer_id());
+            me.remove_link(s.peer_id());
+        }
+    }
+    if !linked {
+        ctx.link_peer(child.0.clone());
+    }
     k.child = Some(child);
 }
 
