@@ -143,6 +143,33 @@ fn installed_peers_pass_their_own_checks() {
 }
 
 #[test]
+fn the_erlang_seed000_programs_pass_their_own_checks() {
+    let peers = Peers::built_only();
+    if peers.status(Peer::Erlang).is_err() {
+        return; // not installed or not built here: the report says so; nothing to check
+    }
+    for (program, n) in [
+        ("skynet-paper", 2),
+        ("bombing1", 10),
+        ("bombing2", 10),
+        ("bitonic", 16),
+    ] {
+        let args = PeerArgs {
+            n,
+            procs: Some(2),
+            branch: None,
+            reps: Some(2),
+        };
+        let line = peers
+            .run_line(Peer::Erlang, program, &args)
+            .unwrap()
+            .unwrap_or_else(|why| panic!("{program}: {why}"));
+        assert_eq!(line.get("reps"), Some("2"), "{program}");
+        assert!(line.get("peak_rss_added").is_some(), "{program}");
+    }
+}
+
+#[test]
 fn flags_select_programs_and_reject_unknown_names() {
     let a = parse(["--only", "spawn", "--no-peers", "--full"].map(String::from)).unwrap();
     assert!(a.cfg.full && !a.cfg.peers);
