@@ -30,8 +30,10 @@
 //! - `taken` counts every removal from `queue`, so a parked scan whose count changed rescans.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::loom::sync::{Mutex, MutexGuard};
 
 use crate::event::{BaseEvent, Blocked, OwnWaiter};
 use crate::sched::blocker::{self, Blocker};
@@ -47,10 +49,11 @@ pub(crate) type Delivery<M> = Result<M, ExitReason>;
 pub(crate) type RecvOffer<M> = (Offer<Delivery<M>>, Option<Pred<M>>);
 
 /// A selective-receive predicate shared between a blocked event and the senders that test it.
-pub(crate) type Pred<M> = Arc<Mutex<dyn FnMut(&M) -> bool + Send>>;
+/// (A std mutex even under loom: loom's cannot hold an unsized closure.)
+pub(crate) type Pred<M> = Arc<std::sync::Mutex<dyn FnMut(&M) -> bool + Send>>;
 
 /// Locks a predicate (a leaf lock; poisoning from a panicking predicate is ignored).
-fn lock_pred<M>(p: &Pred<M>) -> MutexGuard<'_, dyn FnMut(&M) -> bool + Send + 'static> {
+fn lock_pred<M>(p: &Pred<M>) -> std::sync::MutexGuard<'_, dyn FnMut(&M) -> bool + Send + 'static> {
     p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
