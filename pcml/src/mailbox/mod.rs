@@ -30,6 +30,7 @@ use std::sync::{Arc, Weak};
 use crate::loom::sync::Mutex;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
+use crate::sched::worker;
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
 
 /// An unbounded FIFO channel: `send` never blocks, `recv` blocks while it is empty.
@@ -160,7 +161,16 @@ impl<T: Send + 'static> Mailbox<T> {
     /// assert_eq!(mb.recv(), 'x');
     /// ```
     pub fn recv(&self) -> T {
-        self.recv_evt().sync()
+        // Fast path: a buffered message now (one lock, no event). While messages are buffered
+        // no receiver is queued, so this cannot pass a blocked receiver.
+        match self.try_recv() {
+            Some(v) => {
+                // Like a sync that commits at once, count it against the fiber's budget.
+                worker::consume_budget();
+                v
+            }
+            None => self.recv_evt().sync(),
+        }
     }
 
     /// An event enabled while a message is buffered; syncing on it receives the oldest one.

@@ -29,7 +29,6 @@ use crate::loom::sync::Mutex;
 
 use crate::event::Event;
 use crate::mailbox::{Mailbox, WeakMailbox};
-use crate::sched::worker;
 use crate::sync_var::waiters::lock;
 
 /// A multicast channel: every message sent goes to every live [`Port`]. Sending never blocks.
@@ -200,14 +199,7 @@ impl<T: Send + 'static> Port<T> {
     /// assert_eq!(t.join().unwrap(), 1);
     /// ```
     pub fn recv(&self) -> T {
-        // Fast path: a buffered message now (one lock, no event).
-        match self.mb.try_recv() {
-            Some(v) => {
-                worker::consume_budget();
-                v
-            }
-            None => self.mb.recv(),
-        }
+        self.mb.recv()
     }
 
     /// An event enabled while a message is buffered for this port; syncing on it receives the
