@@ -36,6 +36,10 @@
 //! 4. Then exactly one of [`BaseEvent::complete`] (a partner won your offer: return what it
 //!    delivered) or [`BaseEvent::cancel`] (another branch won, or the sync was abandoned: your
 //!    offer is dead and nobody else will touch it; reclaim what it holds).
+//! 5. Rarely, [`BaseEvent::discard`]: the event won, but its sync was abandoned before the
+//!    value reached the syncing thread (an `.await` dropped right after a partner delivered).
+//!    The default drops the value; a buffered object puts it back (a mailbox returns the
+//!    message to the front of its queue), so nothing is lost.
 //!
 //! ## The rules
 //! - Never block, yield, sync or call user code inside a phase. Hold at most one lock at a
