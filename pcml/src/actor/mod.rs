@@ -71,7 +71,10 @@
 //! [`Ctx::receive_signal`], [`Ctx::signal_evt`] and [`Ctx::recv_signal`], or together with
 //! messages (signals first) by [`Ctx::receive_any`] and [`Ctx::recv_any`]. An untyped actor
 //! (`M` = [`AnyMsg`]) gets them as ordinary messages of type [`Signal`], matched by type
-//! ([`Ctx::receive_type`]).
+//! ([`Ctx::receive_type`]). Unlike Erlang, where an `'EXIT'` message queues behind the dead
+//! actor's earlier messages, a typed actor's signal may be received before messages its
+//! sender sent earlier (`receive_any` takes signals first); an untyped actor gets both in
+//! arrival order.
 //!
 //! A [`Supervisor`] starts children from [`ChildSpec`]s, links to them, and restarts them
 //! ([`Strategy::OneForOne`] or [`Strategy::OneForAll`], [`Restart`] per child) until they fail
