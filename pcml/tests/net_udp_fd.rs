@@ -187,3 +187,38 @@ fn a_blocking_descriptor_is_refused() {
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("non-blocking"), "{err}");
 }
+
+#[test]
+fn a_fiber_reading_an_always_ready_descriptor_lets_others_run() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const BYTES: usize = 64 * 1024;
+    // One proc: a fiber whose reads always find data must still yield, or the fiber that stops
+    // it would not run until the data ran out.
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    let read = rt
+        .block_on(|| {
+            let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            b.write_all(&[7u8; BYTES]).unwrap(); // a Unix socket delivers at once
+            let a = Async::new(a).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let reader = spawn(move || {
+                let mut n = 0;
+                while !s.load(Ordering::Relaxed) && n < BYTES {
+                    let mut byte = [0u8; 1];
+                    n += a.read_with(|mut s| s.read(&mut byte)).unwrap();
+                }
+                n
+            });
+            spawn(move || stop.store(true, Ordering::Relaxed));
+            let n = reader.join().unwrap();
+            drop(b);
+            n
+        })
+        .unwrap();
+    assert!(read < BYTES, "the reader never yielded ({read} bytes read)");
+}

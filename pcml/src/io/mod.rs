@@ -156,10 +156,21 @@ pub(crate) fn blocking_io<S: Source, R>(
     dir: Dir,
     mut f: impl FnMut(&S) -> io::Result<R>,
 ) -> io::Result<R> {
+    let mut waited = false;
     loop {
         match attempt(reg, dir, &mut f) {
-            Attempt::Done(r) => return r,
-            Attempt::Wait => ready_evt(reg.sio(), dir).sync(),
+            Attempt::Done(r) => {
+                if !waited {
+                    // Done without blocking: count it, so a fiber reading a stream that is
+                    // always ready still lets the other threads of its proc run.
+                    crate::sched::worker::consume_budget();
+                }
+                return r;
+            }
+            Attempt::Wait => {
+                waited = true;
+                ready_evt(reg.sio(), dir).sync();
+            }
         }
     }
 }
