@@ -1,6 +1,7 @@
 //! I/O readiness as events: any file descriptor's readable and writable states as
 //! [`Event`]s that compose in `choose` with timeouts and channels, and operations that block
-//! only the calling fiber (seed 004's I/O layer, in CML's style of first-class events).
+//! only the calling fiber (seed 004's section 4.4 asks that I/O never block a proc; here it
+//! does not, and is first class in CML's style).
 //!
 //! [`Async`] wraps a non-blocking file descriptor (a pipe end, a terminal, an `eventfd`, a
 //! socket made elsewhere) and registers it with pcml's I/O poller; [`Async::readable_evt`] and

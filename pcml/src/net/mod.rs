@@ -37,9 +37,9 @@
 //! branch accepted (it won the system call, then found its sync completed by another branch) is
 //! handed back to the listener's queue, where the next accept takes it first: a choice between
 //! accepting and a timeout never drops a connection. So is a connection delivered to an
-//! `accept_evt().await` whose future is dropped before it sees it. While accepts are blocked, the I/O driver
-//! accepts on their behalf when the listener becomes readable and hands each connection to the
-//! first live blocked accept.
+//! `accept_evt().await` whose future is dropped before it sees it. While accepts are blocked,
+//! the I/O driver accepts on their behalf when the listener becomes readable and hands each
+//! connection to the first live blocked accept.
 //!
 //! # Which poller
 //! A socket registers, when it is made, with the I/O driver of the runtime whose proc makes it,
@@ -511,8 +511,11 @@ impl TcpStream {
     /// ```
     /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
     /// let addr = l.local_addr().unwrap();
-    /// let s = pcml::run(move || pcml::net::TcpStream::connect(addr).unwrap().peer_addr().unwrap());
-    /// assert_eq!(s, addr);
+    /// let peer = pcml::run(move || {
+    ///     let s = pcml::net::TcpStream::connect(addr).unwrap();
+    ///     s.peer_addr().unwrap()
+    /// });
+    /// assert_eq!(peer, addr);
     /// ```
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         each_addr(addr, |a| {
