@@ -202,38 +202,48 @@ pub fn erlang_rows(
 }
 
 /// Adds, for `prog` on the most procs run, the ratio Erlang time / pcml time for each actor
-/// kind, and the goal row "at least 5x faster than Erlang" for the faster kind; then renews
-/// the chapter's summary goal row ([`renew_summary`]).
+/// kind; then the goal row "at least 5x faster than Erlang", which holds Erlang's fastest
+/// row (over proc counts) against pcml's fastest (over actor kinds and proc counts), so that
+/// neither side is judged on a proc count that does not suit it (Erlang's tiny programs run
+/// slower on two schedulers than on one); then renews the chapter's summary goal row
+/// ([`renew_summary`]).
 pub fn vs_erlang(ctx: &Ctx<'_>, sec: &mut Section, prog: &str) {
     let p = *ctx.cfg.procs.iter().max().unwrap_or(&1);
-    let erlang = (prog, "Erlang", Some(p));
     for kind in Kind::BOTH {
         sec.add_ratio(
             &format!(
                 "{prog}: Erlang {p}P time / {} {p}P time (speed-up)",
                 kind.system()
             ),
-            erlang,
+            (prog, "Erlang", Some(p)),
             (prog, kind.system(), Some(p)),
             None,
         );
     }
-    let fastest = Kind::BOTH
-        .into_iter()
-        .filter_map(|k| {
-            sec.find((prog, k.system(), Some(p)))
-                .and_then(Row::median)
-                .map(|m| (k, m))
-        })
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map_or(Kind::Fibers, |(k, _)| k);
+    // The fastest of `systems` over the proc counts run: (system, procs, short name).
+    let fastest = |systems: &[(&'static str, &'static str)]| {
+        let mut best: Option<((&'static str, &'static str), usize, f64)> = None;
+        for &system in systems {
+            for &q in &ctx.cfg.procs {
+                let Some(m) = sec.find((prog, system.0, Some(q))).and_then(Row::median) else {
+                    continue;
+                };
+                if best.is_none_or(|(_, _, b)| m < b) {
+                    best = Some((system, q, m));
+                }
+            }
+        }
+        best.map_or((systems[0], p), |(system, q, _)| (system, q))
+    };
+    let ((erlang, _), ep) = fastest(&[("Erlang", "Erlang")]);
+    let ((ours, short), op) = fastest(&[(FIBERS, "fibers"), (ASYNC, "async")]);
     sec.add_ratio(
         &format!(
-            "{prog}: Erlang {p}P time / fastest {} {p}P time: at least {GOAL_VS_ERLANG}x",
-            fastest.system()
+            "{prog}: fastest Erlang time ({ep}P) / {PER_PROGRAM} time ({short}, {op}P): at \
+             least {GOAL_VS_ERLANG}x"
         ),
-        erlang,
-        (prog, fastest.system(), Some(p)),
+        (prog, erlang, Some(ep)),
+        (prog, ours, Some(op)),
         Some(Goal::AtLeast(GOAL_VS_ERLANG)),
     );
     renew_summary(sec);
