@@ -386,3 +386,41 @@ fn self_pid_finds_the_calling_actor() {
         })
         .unwrap();
 }
+
+/// A receive event whose `.await` is dropped after a message was handed to it takes nothing:
+/// the message goes back where it was, in order.
+#[test]
+fn a_dropped_receive_await_takes_nothing() {
+    use std::future::{Future, IntoFuture};
+    use std::task::{Context, Poll, Waker};
+
+    let mut cx = Context::from_waker(Waker::noop());
+    let drain = |me: &mut Ctx<u32>| std::iter::from_fn(|| me.try_receive()).collect::<Vec<_>>();
+    // Selective: the handed-over message goes back after the older ones it skipped.
+    let mut me = Ctx::<u32>::new();
+    me.pid().send_many([1, 2]).unwrap();
+    let mut fut = Box::pin(me.receive_match_evt(|m| *m > 10).into_future());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    me.pid().send(11).unwrap(); // handed to the blocked event
+    me.pid().send(3).unwrap(); // queued
+    drop(fut);
+    assert_eq!(drain(&mut me), vec![1, 2, 11, 3]);
+
+    // Plain: the handed-over message was the oldest; it goes back to the front.
+    let mut fut = Box::pin(me.receive_evt().into_future());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    me.pid().send_many([4, 5]).unwrap();
+    drop(fut);
+    assert_eq!(drain(&mut me), vec![4, 5]);
+
+    // Taken by the event's own commit (the message was there), then dropped unpolled after
+    // completion: still nothing lost.
+    me.pid().send(6).unwrap();
+    let mut fut = Box::pin(me.receive_evt().into_future());
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(6) => {}
+        other => panic!("expected Ready(6), got {other:?}"),
+    }
+    drop(fut);
+    assert!(me.is_empty());
+}

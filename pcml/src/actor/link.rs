@@ -432,6 +432,30 @@ impl<M: Send + 'static> BaseEvent for SignalEvt<M> {
                 .expect("pcml: signal event completed unblocked"),
         )
     }
+
+    fn discard(&mut self, out: Self::Output) {
+        // Our sync was abandoned after it took a signal: it goes back (to the front: it was
+        // the oldest).
+        if let Ok(s) = out {
+            let mut st = self.rec.lock();
+            if !st.alive {
+                return;
+            }
+            let ext = st.ext();
+            let mut s = s;
+            while let Some((_, o)) = ext.signal_offers.take_match(None) {
+                match deliver(&o, Ok(s)) {
+                    Ok(()) => return,
+                    // Dead offer: next.
+                    Err(back) => s = back.unwrap_or_else(|_| unreachable!("we sent Ok")),
+                }
+            }
+            ext.signals.push_front(s);
+            let b = st.take_parked();
+            drop(st);
+            wake(b);
+        }
+    }
 }
 
 impl<M> SignalEvt<M> {

@@ -958,7 +958,10 @@ impl<M: Send + 'static> Ctx<M> {
             pred,
             slot: None,
         })
-        .wrap(move |r| r.unwrap_or_else(|reason| record::raise(id, detached, reason)))
+        .wrap(move |r| match r {
+            Ok((m, _)) => m,
+            Err(reason) => record::raise(id, detached, reason),
+        })
     }
 
     /// Selective receive as an event: enabled while the mailbox holds a message `f` accepts;

@@ -42,8 +42,18 @@ use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, deliv
 use super::link::Ext;
 use super::{ActorId, ExitReason};
 
-/// What a blocked receive event is handed: a message, or the reason its actor was killed.
-pub(crate) type Delivery<M> = Result<M, ExitReason>;
+/// What a receive event gets: a message with where it was in the mailbox, or the reason its
+/// actor was killed.
+pub(crate) type Delivery<M> = Result<(M, Pos), ExitReason>;
+
+/// Where a message received by an event was, so an abandoned sync can put it back there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pos {
+    /// Its index in the queue (the queue's length for a message handed over directly).
+    index: usize,
+    /// `State::taken` just after it left (or was handed over).
+    taken: u64,
+}
 
 /// A blocked receive event: its offer and its predicate (`None`: accept anything).
 pub(crate) type RecvOffer<M> = (Offer<Delivery<M>>, Option<Pred<M>>);
@@ -242,14 +252,42 @@ impl<M> State<M> {
                 continue;
             }
             let (o, _) = self.offers.q.remove(i).expect("index in range");
-            match deliver(&o, Ok(m)) {
+            let pos = Pos {
+                index: self.queue.len(),
+                taken: self.taken,
+            };
+            match deliver(&o, Ok((m, pos))) {
                 Ok(()) => return false,
                 // It died since we looked: try the next one.
-                Err(back) => m = back.unwrap_or_else(|_| unreachable!("we sent Ok")),
+                Err(back) => m = back.map(|(m, _)| m).unwrap_or_else(|_| unreachable!()),
             }
         }
         self.queue.push_back(m);
         true
+    }
+
+    /// Puts back a message whose receive was abandoned after it was taken (see
+    /// `BaseEvent::discard`): to a blocked event that accepts it, else into the queue where it
+    /// was, as nearly as the removals since allow. Returns whether it was queued.
+    fn put_back(&mut self, m: M, pos: Pos) -> bool {
+        if !self.alive {
+            // Dropped with the rest of a dead actor's mailbox.
+            return false;
+        }
+        // A live blocked event rejects every queued message, so if it accepts this one, this
+        // one is the oldest it accepts: hand it over (`push` does exactly that first).
+        let queued = self.push(m);
+        if queued {
+            let m = self.queue.pop_back().expect("just pushed");
+            let removed = self.taken.saturating_sub(pos.taken);
+            let index = (pos.index as u64)
+                .saturating_sub(removed)
+                .min(self.queue.len() as u64) as usize;
+            self.queue.insert(index, m);
+            // Not an append: parked scans must start over.
+            self.taken += 1;
+        }
+        queued
     }
 
     /// Takes the parked owner's blocker, to wake after unlocking.
@@ -345,8 +383,15 @@ impl<M> RecvEvt<M> {
             return Some(Err(k.clone()));
         }
         let i = self.find(st)?;
+        let m = st.queue.remove(i)?;
         st.taken += 1;
-        st.queue.remove(i).map(Ok)
+        Some(Ok((
+            m,
+            Pos {
+                index: i,
+                taken: st.taken,
+            },
+        )))
     }
 }
 
@@ -389,6 +434,20 @@ impl<M: Send + 'static> BaseEvent for RecvEvt<M> {
                 .as_ref()
                 .expect("pcml: actor receive event completed unblocked"),
         )
+    }
+
+    fn discard(&mut self, out: Delivery<M>) {
+        // Our sync was abandoned (a dropped `.await`) after it took a message: put it back.
+        if let Ok((m, pos)) = out {
+            let mut st = self.rec.lock();
+            let b = if st.put_back(m, pos) {
+                st.take_parked()
+            } else {
+                None
+            };
+            drop(st);
+            wake(b);
+        }
     }
 }
 
