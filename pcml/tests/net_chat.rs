@@ -117,3 +117,59 @@ fn an_idle_client_is_shown_the_door() {
     stop.signal();
     assert_eq!(server.join().unwrap(), 1);
 }
+
+#[test]
+fn every_line_reaches_every_other_client_once_in_order() {
+    const LINES: usize = 50;
+    const CLIENTS: usize = 3;
+    let (addr, stop, server) = start(Duration::from_secs(60));
+    let mut clients: Vec<Client> = Vec::new();
+    for id in 0..CLIENTS {
+        let mut c = Client::connect(addr);
+        assert_eq!(c.line().unwrap(), format!("welcome, you are guest{id}"));
+        // Earlier clients hear this one arrive.
+        for earlier in clients.iter_mut() {
+            assert_eq!(earlier.line().unwrap(), format!("* guest{id} joined"));
+        }
+        clients.push(c);
+    }
+    // Everyone talks at once, from its own thread, while reading what the others say.
+    let threads: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(id, mut c)| {
+            std::thread::spawn(move || {
+                let mut out = c.out.try_clone().unwrap();
+                let writer = std::thread::spawn(move || {
+                    for k in 0..LINES {
+                        out.write_all(format!("line {k}\n").as_bytes()).unwrap();
+                    }
+                });
+                let mut next = [0usize; CLIENTS];
+                for _ in 0..(CLIENTS - 1) * LINES {
+                    let l = c.line().expect("the server closed early");
+                    let (who, text) = l.split_once(": ").expect("a chat line");
+                    let from: usize = who.trim_start_matches("guest").parse().unwrap();
+                    assert_ne!(from, id, "a client heard its own line");
+                    assert_eq!(text, format!("line {}", next[from]), "lost or reordered");
+                    next[from] += 1;
+                }
+                writer.join().unwrap();
+                c
+            })
+        })
+        .collect();
+    let clients: Vec<Client> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    stop.signal();
+    for mut c in clients {
+        let mut rest = Vec::new();
+        while let Some(l) = c.line() {
+            rest.push(l);
+        }
+        assert!(
+            rest.contains(&"the server is closing, bye".to_string()),
+            "{rest:?}"
+        );
+    }
+    assert_eq!(server.join().unwrap(), CLIENTS);
+}
