@@ -12,8 +12,9 @@
 //! - A fiber's entry is in the table of its own OS thread from its start to its end (a guard
 //!   removes it, also when the fiber unwinds).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::Pid;
@@ -23,8 +24,9 @@ use crate::sched::ThreadId;
 use crate::sched::worker::{self, Current};
 
 thread_local! {
-    /// The async actor being polled on this OS thread.
-    static POLLING: RefCell<Option<Arc<dyn Peer>>> = const { RefCell::new(None) };
+    /// The async actor being polled on this OS thread: a pointer to the `Arc` its root future
+    /// holds, or null. Non-null only while a `Polling` guard borrowing that `Arc` lives.
+    static POLLING: Cell<*const Arc<dyn Peer>> = const { Cell::new(std::ptr::null()) };
     /// The fiber actors living on this OS thread.
     static FIBERS: RefCell<HashMap<ThreadId, Arc<dyn Peer>>> = RefCell::new(HashMap::new());
 }
@@ -75,20 +77,38 @@ pub(super) fn on_new_actor<M: Send + 'static>(rec: &Arc<Record<M>>) {
     });
 }
 
-/// Marks an async actor as the one being polled, until dropped.
-pub(super) struct Polling(Option<Arc<dyn Peer>>);
+/// Marks an async actor as the one being polled, until dropped (which restores the previous
+/// value). It borrows the actor's `Arc` for its whole life, so the pointer in `POLLING` is
+/// valid while it is set. No reference count is touched per poll: this runs around every poll
+/// of every async actor.
+pub(super) struct Polling<'a> {
+    prev: *const Arc<dyn Peer>,
+    _me: PhantomData<&'a Arc<dyn Peer>>,
+}
 
-impl Polling {
-    pub(super) fn enter(me: &Arc<dyn Peer>) -> Self {
-        Polling(POLLING.with(|p| p.replace(Some(me.clone()))))
+impl<'a> Polling<'a> {
+    pub(super) fn enter(me: &'a Arc<dyn Peer>) -> Self {
+        Polling {
+            prev: POLLING.with(|p| p.replace(me)),
+            _me: PhantomData,
+        }
     }
 }
 
-impl Drop for Polling {
+impl Drop for Polling<'_> {
     fn drop(&mut self) {
-        let prev = self.0.take();
-        let _ = POLLING.try_with(|p| *p.borrow_mut() = prev);
+        let _ = POLLING.try_with(|p| p.set(self.prev));
     }
+}
+
+/// The async actor being polled on this OS thread, if any.
+fn polling() -> Option<Arc<dyn Peer>> {
+    let p = POLLING.with(|p| p.get());
+    // SAFETY: a non-null pointer was set by a `Polling` guard that is still alive on this
+    // thread (guards restore the previous value when dropped, also when unwinding, in LIFO
+    // order since they are stack values), and the guard borrows the `Arc` it points to, so
+    // the `Arc` is alive and unmoved.
+    (!p.is_null()).then(|| unsafe { (*p).clone() })
 }
 
 /// Enters a fiber actor in its OS thread's table, until dropped.
@@ -145,7 +165,7 @@ impl Drop for FiberActor {
 /// ```
 pub fn self_pid<M: Send + 'static>() -> Pid<M> {
     let peer = match worker::current() {
-        Some(Current::Task { .. }) => POLLING.with(|p| p.borrow().clone()),
+        Some(Current::Task { .. }) => polling(),
         Some(Current::Fiber { id, .. }) => FIBERS.with(|t| t.borrow().get(&id).cloned()),
         _ => None,
     };
