@@ -50,7 +50,10 @@
 //! ```
 //!
 //! A start function that panics takes the supervisor down (and, through the links, the children
-//! already started).
+//! already started). Killing a child is cooperative (it ends at its next receive), and the
+//! supervisor waits for each killed child's exit, so a child that computes forever without
+//! receiving holds up a one-for-all restart or a stop: Erlang's brutal kill after a shutdown
+//! timeout has no equivalent here.
 //!
 //! # Invariants
 //! - The supervisor traps exits, so every child's end reaches it as one `Signal::Exit`. A child
