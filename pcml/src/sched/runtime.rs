@@ -449,7 +449,9 @@ impl Drop for Runtime {
         }
         // The procs are stopped: drop what is left outside them.
         while !self.shared.injector.is_empty() {
-            let _ = self.shared.injector.steal();
+            if let crossbeam_deque::Steal::Success(r) = self.shared.injector.steal() {
+                crate::sched::worker::cancel_runnable(r);
+            }
         }
         for p in self.shared.procs.iter() {
             let mut left = Vec::new();

@@ -500,6 +500,43 @@ pub(crate) fn push_runnable(shared: &Arc<Shared>, r: Runnable) {
     }
 }
 
+/// Schedules a woken task of runtime `runtime`: on this proc's queue from one of its procs
+/// (no reference count on the runtime is touched), else through the runtime's injector;
+/// dropped if the runtime is shutting down or gone.
+pub(crate) fn push_task(runtime: u64, task: TaskRef) {
+    if let Some(ctx) = context()
+        && ctx.shared.id == runtime
+    {
+        if !ctx.shared.is_shutdown() {
+            ctx.local.push(Runnable::Task(task));
+            ctx.shared.notify_idle();
+        }
+        return;
+    }
+    if let Some(shared) = crate::sched::registry::lookup(runtime)
+        && !shared.is_shutdown()
+    {
+        shared.push_injector(Runnable::Task(task));
+    }
+}
+
+/// Registers a task that a poll left pending, so shutdown finds it. Called by the thread that
+/// polled it, a proc of its runtime.
+pub(crate) fn register_task(task: &TaskRef) {
+    if let Some(ctx) = context() {
+        ctx.shared.tasks.insert(task.clone());
+    }
+}
+
+/// Drops queued work at shutdown: a task's future is dropped (completing its join as
+/// cancelled) even if something else still holds the task.
+pub(crate) fn cancel_runnable(r: Runnable) {
+    match r {
+        Runnable::Task(t) => t.drop_future(),
+        Runnable::Fiber(f) => drop(f),
+    }
+}
+
 /// Whether a fiber could get a stack on the current proc right now without mapping one, and
 /// otherwise whether mapping one would be allowed. Maps one into the pool to find out.
 pub(crate) fn reserve_stack(shared: &Shared) -> Result<(), NoStack> {
@@ -737,7 +774,7 @@ impl Context {
         self.current.set(Current::Task {
             id: task.header().id,
         });
-        let outcome = task.clone().run();
+        let outcome = task.run(&task);
         self.current.set(Current::Scheduler);
         match outcome {
             TaskRun::Idle => {}
@@ -948,8 +985,12 @@ impl Context {
         self.shutting_down.set(true);
         self.drain_inbox();
         // Unstarted work: dropping a body completes its join state as cancelled.
-        self.placed.borrow_mut().clear();
-        while self.local.pop().is_some() {}
+        for r in self.placed.borrow_mut().drain(..) {
+            cancel_runnable(r);
+        }
+        while let Some(r) = self.local.pop() {
+            cancel_runnable(r);
+        }
         self.ready.borrow_mut().clear();
         for slot in self.fibers.keys() {
             // SAFETY: worker loop, no fiber running.

@@ -47,8 +47,9 @@ pub(crate) type TaskRef = Arc<dyn Task>;
 /// The operations of a task cell that do not depend on its future's type.
 pub(crate) trait Task: Send + Sync {
     fn header(&self) -> &Header;
-    /// Polls the task once. The caller moved it out of a run queue (state `SCHEDULED`).
-    fn run(self: Arc<Self>) -> TaskRun;
+    /// Polls the task once. The caller moved it out of a run queue (state `SCHEDULED`);
+    /// `this` is the caller's reference to this very task (to register it if it waits).
+    fn run(&self, this: &TaskRef) -> TaskRun;
     /// Drops the future of an unfinished task. Only after the procs have stopped.
     fn drop_future(&self);
 }
@@ -58,10 +59,16 @@ pub(crate) struct Header {
     pub(crate) id: ThreadId,
     /// See the module invariants.
     state: AtomicU8,
-    shared: Arc<Shared>,
-    /// The task's key in its registry shard; written once before the task is first scheduled.
+    /// The runtime's id (see `sched::registry`): a task holds no reference count on it.
+    runtime: u64,
+    /// The task's key in its registry shard, or `NOT_REGISTERED`: a task is registered the
+    /// first time a poll leaves it pending (tasks that finish in their first poll never are).
+    /// Written only by the thread holding the task in `RUNNING`.
     registry_key: AtomicUsize,
 }
+
+/// `Header::registry_key` of a task that never waited.
+const NOT_REGISTERED: usize = usize::MAX;
 
 /// What became of a task after one poll.
 pub(crate) enum TaskRun {
@@ -98,11 +105,13 @@ where
     );
 
     /// A waker that borrows `this` (no reference count taken) for the length of a poll.
-    fn borrowed_waker(this: &Arc<Self>) -> ManuallyDrop<Waker> {
-        let raw = RawWaker::new(Arc::as_ptr(this).cast(), &Self::VTABLE);
-        // SAFETY: the vtable's functions treat the pointer as an `Arc<Self>` that the waker
-        // owns; wrapping the waker in ManuallyDrop means this borrowed one never releases the
-        // count it does not own, and `this` outlives the poll it is used for.
+    fn borrowed_waker(this: &Self) -> ManuallyDrop<Waker> {
+        let raw = RawWaker::new(std::ptr::from_ref(this).cast(), &Self::VTABLE);
+        // SAFETY: every task cell lives in an `Arc` (tasks are made only by `spawn_on_runtime`),
+        // so `this` is the pointer `Arc::as_ptr` gives; the vtable's functions treat it as an
+        // `Arc<Self>` that the waker owns; wrapping the waker in ManuallyDrop means this
+        // borrowed one never releases the count it does not own, and `this` outlives the poll
+        // it is used for.
         ManuallyDrop::new(unsafe { Waker::from_raw(raw) })
     }
 
@@ -143,11 +152,8 @@ where
             // Release hands them on to the next runner.
             match state.compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) if next == SCHEDULED => {
-                    let shared = &this.header.shared;
-                    if !shared.is_shutdown() {
-                        let task: TaskRef = this.clone();
-                        worker::push_runnable(shared, Runnable::Task(task));
-                    }
+                    let task: TaskRef = this.clone();
+                    worker::push_task(this.header.runtime, task);
                     return;
                 }
                 // The runner will reschedule it.
@@ -168,13 +174,13 @@ where
         &self.header
     }
 
-    fn run(self: Arc<Self>) -> TaskRun {
+    fn run(&self, this: &TaskRef) -> TaskRun {
         let state = &self.header.state;
         // Acquire: pairs with the Release that scheduled it, so the previous poll's writes to
         // `future` (on another proc, perhaps) are visible.
         let prev = state.swap(RUNNING, Ordering::Acquire);
         debug_assert_eq!(prev, SCHEDULED);
-        let waker = Self::borrowed_waker(&self);
+        let waker = Self::borrowed_waker(self);
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold the task in RUNNING, so we are the only thread touching `future`;
         // the future is never moved out of the cell while it is Some (it is only dropped).
@@ -200,6 +206,11 @@ where
             state.store(DONE, Ordering::Release);
             self.join.complete(outcome);
             return TaskRun::Finished;
+        }
+        if self.header.registry_key.load(Ordering::Relaxed) == NOT_REGISTERED {
+            // It may wait indefinitely now: shutdown must be able to find it. (Still RUNNING,
+            // so no other thread can finish it and `remove` it meanwhile.)
+            worker::register_task(this);
         }
         // Release: publishes this poll's writes to the next runner (Acquire swap above).
         match state.compare_exchange(RUNNING, IDLE, Ordering::Release, Ordering::Relaxed) {
@@ -251,7 +262,7 @@ impl TaskRegistry {
         }
     }
 
-    fn insert(&self, task: TaskRef) {
+    pub(crate) fn insert(&self, task: TaskRef) {
         let shard = task.header().id.as_u64() as usize % SHARDS;
         let key = self.shards[shard].lock().unwrap().insert(task.clone());
         // Relaxed: read only by `remove`, which runs after the task was scheduled (the
@@ -259,9 +270,13 @@ impl TaskRegistry {
         task.header().registry_key.store(key, Ordering::Relaxed);
     }
 
+    /// Forgets a finished task, if it was ever registered.
     pub(crate) fn remove(&self, task: &TaskRef) {
-        let shard = task.header().id.as_u64() as usize % SHARDS;
         let key = task.header().registry_key.load(Ordering::Relaxed);
+        if key == NOT_REGISTERED {
+            return;
+        }
+        let shard = task.header().id.as_u64() as usize % SHARDS;
         let removed = self.shards[shard].lock().unwrap().try_remove(key);
         drop(removed);
     }
@@ -288,15 +303,14 @@ where
         header: Header {
             id,
             state: AtomicU8::new(SCHEDULED),
-            shared: shared.clone(),
-            registry_key: AtomicUsize::new(usize::MAX),
+            runtime: shared.id,
+            registry_key: AtomicUsize::new(NOT_REGISTERED),
         },
         future: PlainCell::new(Some(fut)),
         join: JoinState::new_inline(id),
     });
     shared.count_live(1);
     let task: TaskRef = cell.clone();
-    shared.tasks.insert(task.clone());
     worker::push_runnable(shared, Runnable::Task(task));
     crate::JoinHandle::new(cell)
 }
