@@ -120,6 +120,9 @@ mod record;
 mod registry;
 mod supervisor;
 
+#[cfg(all(test, pcml_loom))]
+mod tests;
+
 pub use current::self_pid;
 pub use link::{MonitorRef, Received, Signal};
 pub use registry::{
