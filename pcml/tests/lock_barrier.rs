@@ -118,3 +118,60 @@ fn a_dropped_wait_async_withdraws_its_arrival() {
 fn zero_threads_is_refused() {
     assert!(std::panic::catch_unwind(|| Barrier::new(0)).is_err());
 }
+
+#[test]
+fn wait_evt_rounds_on_two_procs_have_one_leader_each() {
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let leaders = rt
+        .block_on(|| {
+            let b = Barrier::new(4);
+            let hs: Vec<_> = (0..4usize)
+                .map(|i| {
+                    let b = b.clone();
+                    pcml::spawn_on(i % 2, move || {
+                        (0..200).filter(|_| b.wait_evt().sync()).count()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+        })
+        .unwrap();
+    assert_eq!(leaders, 200);
+}
+
+#[test]
+fn wait_evt_from_os_threads_and_async_code() {
+    let b = Barrier::new(3);
+    let (b1, b2) = (b.clone(), b.clone());
+    let os = std::thread::spawn(move || b1.wait_evt().sync());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let tokio_side = std::thread::spawn(move || rt.block_on(async move { b2.wait_evt().await }));
+    let me = pcml::run(move || {
+        pcml::spawn_task(async move { b.wait_evt().await })
+            .join()
+            .unwrap()
+    });
+    let leaders = [me, os.join().unwrap(), tokio_side.join().unwrap()];
+    assert_eq!(leaders.iter().filter(|l| **l).count(), 1);
+}
+
+#[test]
+fn a_wait_evt_that_loses_to_a_timeout_is_withdrawn() {
+    pcml::run(|| {
+        let b = Barrier::new(2);
+        for _ in 0..20 {
+            let got = pcml::event::select([
+                b.wait_evt().wrap(|_| "passed"),
+                pcml::time::timeout_evt(Duration::from_millis(1)).wrap(|()| "timed out"),
+            ]);
+            assert_eq!(got, "timed out");
+        }
+        // Twenty withdrawn arrivals: the next round still needs two threads.
+        let b2 = b.clone();
+        let other = pcml::spawn(move || b2.wait());
+        let me = b.wait();
+        assert!(me != other.join().unwrap());
+    });
+}

@@ -6,9 +6,9 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::event::SyncFuture;
-use crate::sync_var::IVar;
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SyncFuture, always, guard};
 use crate::sync_var::waiters::lock;
+use crate::sync_var::{IGetEvt, IVar};
 
 /// A barrier for `n` threads: each [`wait`](Barrier::wait) blocks (only its own fiber, OS
 /// thread or task) until `n` threads have arrived, then all go on and the barrier is ready
@@ -16,13 +16,13 @@ use crate::sync_var::waiters::lock;
 ///
 /// A cheap handle (a reference count): clone it to share it.
 ///
-/// # Why there is no `wait_evt`
-/// Passing a barrier is an `n`-way rendezvous, and the event protocol commits a sync with at
-/// most one partner at a time: an arrival offered in a `choose` could be counted and then
-/// lose the choice after the others were released. So arriving is not an event. In async
-/// code use [`wait_async`](Barrier::wait_async), which withdraws its arrival if the future is
-/// dropped before the round completes; to wait with a timeout, run the wait in its own thread
-/// and choose on its [`join_evt`](crate::JoinHandle::join_evt).
+/// # Waiting as an event
+/// Passing a barrier is an `n`-way meeting, and the event protocol commits a sync with one
+/// partner at a time, so a barrier cannot be passed atomically with the choice of a branch.
+/// [`wait_evt`](Barrier::wait_evt) therefore arrives when its sync starts and withdraws the
+/// arrival if the branch loses before the round completes; if the round completed first, the
+/// arrival counted (the others passed) even though the sync took another branch. Async code
+/// has the same rule with [`wait_async`](Barrier::wait_async) and a dropped future.
 ///
 /// # Examples
 /// ```
@@ -176,6 +176,45 @@ impl Barrier {
         }
     }
 
+    /// [`wait`](Barrier::wait) as an event: arrives when the sync starts (as a
+    /// [`guard`](crate::event::guard) would) and is enabled when the round completes, with
+    /// true in the round's leader. If this branch loses a choice before the round is
+    /// complete, the arrival is withdrawn, so the others still wait for a full round; if the
+    /// round completed first, the arrival counted (see the type's docs).
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::event::select;
+    /// use pcml::time::timeout_evt;
+    /// use std::time::Duration;
+    ///
+    /// let b = pcml::Barrier::new(2);
+    /// pcml::run(move || {
+    ///     // Nobody else arrives: the timeout wins and the arrival is taken back ...
+    ///     let alone = select([
+    ///         b.wait_evt().wrap(|_| "passed"),
+    ///         timeout_evt(Duration::from_millis(10)).wrap(|()| "timed out"),
+    ///     ]);
+    ///     assert_eq!(alone, "timed out");
+    ///     // ... so a later round still needs two threads.
+    ///     let b2 = b.clone();
+    ///     let other = pcml::spawn(move || b2.wait());
+    ///     let me = b.wait_evt().sync();
+    ///     assert!(me != other.join().unwrap()); // one leader
+    /// });
+    /// ```
+    pub fn wait_evt(&self) -> Event<bool> {
+        let inner = self.inner.clone();
+        guard(move || match inner.arrive() {
+            Arrival::Leader => always(true),
+            Arrival::Wait { round, done } => Event::from_base(RoundEvt {
+                get: done.get_base(),
+                barrier: inner,
+                round,
+            }),
+        })
+    }
+
     /// How many threads each round waits for.
     ///
     /// # Examples
@@ -184,6 +223,45 @@ impl Barrier {
     /// ```
     pub fn n(&self) -> usize {
         self.inner.n
+    }
+}
+
+/// The base event of a non-leading [`Barrier::wait_evt`]: the round's IVar, withdrawing the
+/// arrival if the branch loses.
+struct RoundEvt {
+    barrier: Arc<Inner>,
+    round: u64,
+    get: IGetEvt<()>,
+}
+
+impl BaseEvent for RoundEvt {
+    type Output = bool;
+
+    fn poll(&mut self) -> bool {
+        self.get.poll()
+    }
+
+    fn try_do(&mut self) -> Option<bool> {
+        self.get.try_do().map(|()| false)
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<bool> {
+        match self.get.block(me) {
+            Blocked::Waiting => Blocked::Waiting,
+            Blocked::Committed(()) => Blocked::Committed(false),
+            Blocked::Synched => Blocked::Synched,
+        }
+    }
+
+    fn complete(&mut self) -> bool {
+        self.get.complete();
+        false
+    }
+
+    fn cancel(&mut self) {
+        self.get.cancel();
+        // Take the arrival back unless the round is already over.
+        self.barrier.withdraw(self.round);
     }
 }
 

@@ -21,7 +21,8 @@
 //! # Differences from the CML library
 //! The CML library has no locks (CML programs get mutual exclusion from an MVar or a server
 //! thread); these follow its style: MVar-like objects whose blocking operations are events.
-//! The [`Barrier`] is not an event (see its docs).
+//! A [`Barrier`] round is an `n`-way meeting, so [`Barrier::wait_evt`] arrives when its sync
+//! starts and withdraws the arrival if it loses before the round completes (see its docs).
 //!
 //! # Invariants
 //! - Each object's state is touched only under its `std::sync::Mutex`, never held across a

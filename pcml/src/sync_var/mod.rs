@@ -233,8 +233,18 @@ impl<T: Clone + Send + 'static> IVar<T> {
     }
 }
 
+impl<T: Clone + Send + 'static> IVar<T> {
+    /// The base event of `get_evt`, for objects built on an IVar that need its phases.
+    pub(crate) fn get_base(&self) -> IGetEvt<T> {
+        IGetEvt {
+            var: self.inner.clone(),
+            slot: None,
+        }
+    }
+}
+
 /// The base event of [`IVar::get_evt`].
-struct IGetEvt<T> {
+pub(crate) struct IGetEvt<T> {
     var: Arc<IVarInner<T>>,
     /// Our offer's slot while blocked.
     slot: Option<Slot<T>>,
