@@ -264,3 +264,185 @@ fn a_dropped_take_future_takes_nothing() {
         assert_eq!(m.try_take(), Some(1));
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// A take or swap whose `.await` is dropped after a put already handed it the value.
+
+/// Polls `fut` once with a waker that does nothing.
+fn poll_once<F: std::future::Future + Unpin>(fut: &mut F) -> std::task::Poll<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::Pin::new(fut).poll(&mut cx)
+}
+
+/// A blocked `.await` of `ev`: polled once, pending.
+fn blocked<T: Send + 'static>(ev: pcml::Event<T>) -> pcml::event::SyncFuture<T> {
+    use std::future::IntoFuture;
+    let mut fut = ev.into_future();
+    assert!(poll_once(&mut fut).is_pending(), "the event was enabled");
+    fut
+}
+
+fn drain<T: Send + 'static>(m: &MVar<T>) -> Vec<T> {
+    std::iter::from_fn(|| m.try_take()).collect()
+}
+
+#[test]
+fn a_take_dropped_after_it_won_gives_its_value_back() {
+    // The MVar is still empty: the value fills it again.
+    let m = MVar::new();
+    let take = blocked(m.take_evt());
+    m.put(1);
+    assert_eq!(m.try_take(), None, "the put went to the blocked take");
+    drop(take);
+    assert_eq!(drain(&m), [1]);
+
+    // A blocked reader and a second blocked take are served as a put would serve them.
+    let (take, get, take2) = (
+        blocked(m.take_evt()),
+        blocked(m.get_evt()),
+        blocked(m.take_evt()),
+    );
+    let (mut get, mut take2) = (get, take2);
+    m.put(2);
+    assert!(poll_once(&mut take2).is_pending(), "the first take won");
+    drop(take);
+    assert_eq!(poll_once(&mut get), std::task::Poll::Ready(2));
+    assert_eq!(poll_once(&mut take2), std::task::Poll::Ready(2));
+    assert_eq!(m.try_take(), None);
+}
+
+#[test]
+fn a_take_dropped_after_the_mvar_was_refilled_goes_first_and_blocks_no_put() {
+    let m = MVar::new();
+    let take = blocked(m.take_evt());
+    m.put(1);
+    m.put(2); // the MVar was empty again
+    let mut put3 = blocked(m.put_evt(3)); // full: this one waits
+    drop(take);
+    // 1 was taken before 2 was put: it comes first, then 2 (a put nobody waits on), then 3.
+    assert_eq!(m.try_take(), Some(1));
+    assert!(poll_once(&mut put3).is_pending(), "2 comes before 3");
+    assert_eq!(m.try_take(), Some(2));
+    assert_eq!(poll_once(&mut put3), std::task::Poll::Ready(()));
+    assert_eq!(drain(&m), [3]);
+
+    // Blocking takers on threads get every value once, in that order.
+    let take = blocked(m.take_evt());
+    m.put(4);
+    m.put(5);
+    drop(take);
+    let t = {
+        let m = m.clone();
+        std::thread::spawn(move || (0..2).map(|_| m.take()).collect::<Vec<_>>())
+    };
+    assert_eq!(t.join().unwrap(), [4, 5]);
+    assert_eq!(m.try_take(), None);
+}
+
+#[test]
+fn a_swap_dropped_after_it_won_is_undone_while_its_value_is_untaken() {
+    let m = MVar::new();
+    // Its value is still in the cell (read, not taken): the whole swap is undone.
+    let swap = blocked(m.swap_evt(10));
+    m.put(1);
+    assert_eq!(m.get(), 10, "the put went to the blocked swap");
+    drop(swap);
+    assert_eq!(drain(&m), [1]);
+
+    // Its value was taken: its put stands, and the old value comes back.
+    let swap = blocked(m.swap_evt(10));
+    m.put(1);
+    assert_eq!(m.take(), 10);
+    drop(swap);
+    assert_eq!(drain(&m), [1]);
+
+    // Taken and refilled: the old value comes back first.
+    let swap = blocked(m.swap_evt(10));
+    m.put(1);
+    assert_eq!(m.take(), 10);
+    m.put(2);
+    drop(swap);
+    assert_eq!(drain(&m), [1, 2]);
+
+    // The cell changed by another swap since: not ours to undo; nothing is lost.
+    let swap = blocked(m.swap_evt(10));
+    m.put(1);
+    assert_eq!(m.swap(20), 10);
+    drop(swap);
+    assert_eq!(drain(&m), [1, 20]);
+
+    // Two chained swaps, both dropped: every value survives once.
+    let (s1, s2) = (blocked(m.swap_evt(11)), blocked(m.swap_evt(12)));
+    m.put(0); // 0 to s1, 11 to s2, 12 to the cell
+    drop(s1);
+    drop(s2);
+    let mut all = drain(&m);
+    all.sort_unstable();
+    assert_eq!(all, [0, 11, 12]);
+
+    // Dropped in reverse order, the last swap is undone whole.
+    let (s1, s2) = (blocked(m.swap_evt(11)), blocked(m.swap_evt(12)));
+    m.put(0);
+    drop(s2); // 12 was untouched: dropped, 11 back
+    drop(s1); // 11 is back in the cell, but not as s1's exchange left it: 0 comes back too
+    let mut all = drain(&m);
+    all.sort_unstable();
+    assert_eq!(all, [0, 11]);
+}
+
+#[test]
+fn dropped_takes_and_swaps_give_back_from_pcml_tasks_and_tokio() {
+    use std::future::{Future, IntoFuture};
+    use std::task::Poll;
+
+    // In a pcml task: block, let a fiber put, drop the future without polling it again.
+    let r = pcml::run(|| {
+        let m = MVar::new();
+        let (m2, m3) = (m.clone(), m.clone());
+        let h = pcml::spawn_task(async move {
+            let mut take = std::pin::pin!(m2.take_evt().into_future());
+            std::future::poll_fn(|cx| {
+                assert!(take.as_mut().poll(cx).is_pending());
+                Poll::Ready(())
+            })
+            .await;
+            pcml::spawn(move || m3.put(1)).join_evt().await.unwrap();
+            // `take` won; it is dropped here without seeing 1.
+        });
+        h.join().unwrap();
+        drain(&m)
+    });
+    assert_eq!(r, [1]);
+
+    // In tokio: a biased select whose other branch becomes ready with the same wake-up.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let m = MVar::new();
+        for round in 0..2 {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let p = m.clone();
+            // On a current-thread runtime this runs once the select below is blocked.
+            tokio::spawn(async move {
+                p.put(1);
+                tx.send(()).unwrap();
+            });
+            if round == 0 {
+                tokio::select! {
+                    biased;
+                    _ = rx => {}
+                    v = m.take_evt() => panic!("the take saw {v}, but the other branch was first"),
+                }
+                assert_eq!(drain(&m), [1]);
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = rx => {}
+                    v = m.swap_evt(10) => panic!("the swap saw {v}, but the other branch was first"),
+                }
+                assert_eq!(drain(&m), [1], "the swap was undone");
+            }
+        }
+    });
+}

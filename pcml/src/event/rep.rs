@@ -411,6 +411,17 @@ impl Waiter {
         self.rec.synch_spinning_as(self.branch)
     }
 
+    /// A waiter of no sync: a fresh record in `Waiting` that nobody blocks on. An object
+    /// queues it with an offer that carries a value but has no owner (a value given back by
+    /// [`BaseEvent::discard`], queued as a put); a partner wins it like any waiter, and its
+    /// publication wakes nobody.
+    pub(crate) fn unowned() -> Self {
+        Waiter {
+            rec: Arc::new(SyncRecord::new()),
+            branch: 0,
+        }
+    }
+
     /// Whether this waiter's sync is already complete (a dead entry, to be swept).
     pub fn is_synched(&self) -> bool {
         self.rec.is_synched()

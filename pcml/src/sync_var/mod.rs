@@ -14,7 +14,9 @@
 //! cell allows it (serving waiters it unblocks); `block` either completes at once (the cell
 //! allows it: [`OwnWaiter::synch_self`], or for a put, a blocked taker matched with
 //! [`OwnWaiter::try_match`]) or queues its offer; `complete` reads what the partner delivered
-//! into the slot; a losing put offer's `cancel` drops the value it carried.
+//! into the slot; a losing put offer's `cancel` drops the value it carried; a take or swap
+//! that won but whose sync was abandoned before it saw the value (a dropped `.await`) gives
+//! the value back in `discard` (see [`MVar`]'s "Cancellation").
 //!
 //! # Differences from the CML library
 //! - CML's `mPut` on a full MVar raises `Put`; here, as in seed 001 (and Haskell), `put` blocks
@@ -31,7 +33,12 @@
 //!   by its owner after `complete`, or, for a losing put offer, in `cancel`.
 //! - `MVar`: when the cell is full, no live taker or reader is queued (a put serves them
 //!   first); when it is empty, no live putter is queued (a take refills from the first live
-//!   putter). Queues are FIFO, so waiters of one kind are served in arrival order.
+//!   putter). Queues are FIFO, so waiters of one kind are served in arrival order, except
+//!   that a value given back by `discard` into a full cell moves the cell's value to the
+//!   front of the putters, as an offer of no sync (`Waiter::unowned`): a take wins it like any
+//!   putter, and it wakes nobody.
+//! - `MVar`: `swapped_in` names a blocked swap only while the cell holds that swap's
+//!   replacement value, unchanged since the exchange; every other change of the cell clears it.
 //! - A blocked swapper is a taker whose slot holds its replacement value; whoever hands it the
 //!   taken value exchanges the two under the lock and puts the replacement in the cell (or to
 //!   the next taker), so no other put or take comes between a swap's take and its put.
@@ -40,7 +47,7 @@
 use crate::loom::sync::{Arc, Mutex};
 use std::fmt;
 
-use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch};
+use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch, Waiter};
 
 pub(crate) mod waiters;
 
@@ -295,6 +302,43 @@ impl<T: Clone + Send + 'static> BaseEvent for IGetEvt<T> {
 /// Blocked takers, putters and readers are served in FIFO order per kind. Cheap to clone (a
 /// reference count); `Send + Sync` when `T: Send`.
 ///
+/// # Cancellation
+/// A take, swap or put that loses a choice, or whose `.await` is dropped before a partner
+/// reached it, leaves the MVar as it was (a losing put or swap drops the value it carried).
+///
+/// Rarely, a blocked [`take_evt`](MVar::take_evt) `.await` is dropped just after a put handed
+/// it the value: the sync completed, but nobody will see its result. The value then goes
+/// back, as if the take had never happened; it was taken before anything now in the MVar was
+/// put, so it goes first:
+/// - into the cell, if the MVar is empty (serving a blocked reader and taker, as a put does);
+/// - into the cell, if the MVar was refilled meanwhile; the value that was there becomes the
+///   first of the blocked puts, a put nobody waits on. So the next take gets the given-back
+///   value, the one after gets the newer value, and no put ever blocks on the give-back.
+///
+/// A blocked [`swap_evt`](MVar::swap_evt) dropped the same way had taken the old value and put
+/// its own. If its own value is still in the cell, untaken since the exchange, the whole swap
+/// is undone: its value is dropped and the old one is back. Otherwise its value has gone on
+/// (a take got it), so the swap's put stands and only its take is undone: the old value goes
+/// back as above, and the MVar then holds one value more than before the swap. Values are
+/// never lost; an MVar used as a lock (one token, exchanged by swaps) stays with one token
+/// unless a swap is dropped after its replacement was taken.
+///
+/// A read ([`get_evt`](MVar::get_evt)) only clones, so there is nothing to give back.
+///
+/// ```
+/// use std::future::{Future, IntoFuture};
+/// use std::task::{Context, Waker};
+///
+/// let m = pcml::MVar::new();
+/// let mut take = Box::pin(m.take_evt().into_future());
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(take.as_mut().poll(&mut cx).is_pending()); // blocked: the MVar is empty
+/// m.put(1); // handed straight to the blocked take
+/// m.put(2); // the MVar was empty again, so this fills it
+/// drop(take); // the take never saw 1: it goes back, ahead of 2
+/// assert_eq!((m.try_take(), m.try_take(), m.try_take()), (Some(1), Some(2), None));
+/// ```
+///
 /// # Examples
 /// A one-slot buffer between two threads:
 /// ```
@@ -326,16 +370,26 @@ struct MState<T> {
     putters: Offers<T>,
     /// Blocked readers; live ones only while `value` is `None`.
     readers: Queue<(Offer<T>, Cloner<T>)>,
+    /// The slot of the blocked swap whose replacement value is in the cell, while the cell has
+    /// not changed since that swap's exchange: its `discard` can then undo the whole swap.
+    /// Set by `fill_from`; cleared by every other change of the cell.
+    swapped_in: Option<Slot<T>>,
 }
 
 impl<T> MState<T> {
     /// The cell was empty and receives `v`: serve every live reader a clone, then the first
     /// live taker, else store it.
     fn fill(&mut self, v: T) {
+        self.fill_from(v, None);
+    }
+
+    /// As `fill`, for a `v` that is the replacement value of the blocked swap whose slot is
+    /// `swap`, if any.
+    fn fill_from(&mut self, v: T, swap: Option<Slot<T>>) {
         for (r, clone) in std::mem::take(&mut self.readers.q) {
             let _ = deliver(&r, clone(&v));
         }
-        let mut v = v;
+        let (mut v, mut swap) = (v, swap);
         while let Some((_, t)) = self.takers.take_match(None) {
             let Some(commit) = t.w.synch_spinning() else {
                 // Dead taker: next.
@@ -343,11 +397,15 @@ impl<T> MState<T> {
             };
             match hand_to_taker(&t, commit, v) {
                 // A swapper put its value back: it goes to the next taker, or the cell.
-                Some(back) => v = back,
+                Some(back) => {
+                    v = back;
+                    swap = Some(t.slot);
+                }
                 None => return,
             }
         }
         self.value = Some(v);
+        self.swapped_in = swap;
     }
 
     /// The cell was just emptied: refill it from the first live putter, if any.
@@ -369,8 +427,37 @@ impl<T> MState<T> {
     /// Takes the value, refilling from a blocked putter.
     fn take(&mut self) -> Option<T> {
         let v = self.value.take()?;
+        self.swapped_in = None;
         self.refill();
         Some(v)
+    }
+
+    /// Exchanges the cell's value for `v` (a swap that completes at once).
+    fn exchange(&mut self, v: T) -> Option<T> {
+        // Full: no live taker or reader is queued, so the exchange needs no one served.
+        let old = self.value.as_mut()?;
+        self.swapped_in = None;
+        Some(std::mem::replace(old, v))
+    }
+
+    /// Gives back `v`, taken by a sync that was then abandoned (`BaseEvent::discard`), as if
+    /// the take had never happened. It was taken before anything now in the MVar was put, so
+    /// it goes first: into an empty cell as a put would go (serving readers and a taker), or
+    /// into a full cell, whose value moves to the front of the putters as an offer nobody
+    /// waits on (the next take after `v`'s gets it, and no put blocks for it).
+    fn give_back(&mut self, v: T) {
+        let Some(newer) = self.value.take() else {
+            self.fill(v);
+            return;
+        };
+        // Full: no live taker or reader is queued.
+        self.value = Some(v);
+        self.swapped_in = None;
+        self.putters.push_front(Offer {
+            w: Waiter::unowned(),
+            slot: Arc::new(Mutex::new(Some(newer))),
+            swap: false,
+        });
     }
 }
 
@@ -426,6 +513,7 @@ impl<T> MVar<T> {
                     takers: Queue::new(),
                     putters: Queue::new(),
                     readers: Queue::new(),
+                    swapped_in: None,
                 }),
             }),
         }
@@ -491,6 +579,8 @@ impl<T: Send + 'static> MVar<T> {
     }
 
     /// An event enabled while the MVar is full; syncing on it empties it and returns the value.
+    /// If its `.await` is dropped after a put handed it the value, the value goes back (see
+    /// [Cancellation](MVar#cancellation)).
     ///
     /// # Examples
     /// ```
@@ -531,7 +621,9 @@ impl<T: Send + 'static> MVar<T> {
     }
 
     /// An event enabled while the MVar is full; syncing on it exchanges the value for `v` in
-    /// one step and returns the old value. If it loses a choice, `v` is dropped.
+    /// one step and returns the old value. If it loses a choice, `v` is dropped. If its
+    /// `.await` is dropped after a put handed it the old value, the swap is undone, or at
+    /// least its take is (see [Cancellation](MVar#cancellation)).
     ///
     /// # Examples
     /// ```
@@ -634,7 +726,7 @@ impl<T: Send + 'static> BaseEvent for PutEvt<T> {
                     }
                     if let Some(back) = hand_to_taker(&t, commit, v) {
                         // A swapper put its value back: it fills the cell.
-                        st.fill(back);
+                        st.fill_from(back, Some(t.slot));
                     }
                     return Blocked::Committed(());
                 }
@@ -705,6 +797,11 @@ impl<T: Send + 'static> BaseEvent for TakeEvt<T> {
                 .expect("pcml: MVar take completed unblocked"),
         )
     }
+
+    fn discard(&mut self, v: T) {
+        // Our `.await` was dropped after a put handed us `v`: it goes back.
+        lock(&self.var.state).give_back(v);
+    }
 }
 
 /// The base event of [`MVar::get_evt`].
@@ -771,12 +868,9 @@ impl<T: Send + 'static> BaseEvent for SwapEvt<T> {
 
     fn try_do(&mut self) -> Option<T> {
         let mut st = lock(&self.var.state);
-        // Full: no live taker or reader is queued, so the exchange needs no one served.
-        let old = st.value.as_mut()?;
-        Some(std::mem::replace(
-            old,
-            self.value.take().expect("pcml: MVar swap without a value"),
-        ))
+        // Empty: not enabled, and our value stays ours.
+        st.value.as_ref()?;
+        st.exchange(self.value.take().expect("pcml: MVar swap without a value"))
     }
 
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
@@ -784,9 +878,7 @@ impl<T: Send + 'static> BaseEvent for SwapEvt<T> {
         if st.value.is_some() {
             let new = self.value.take().expect("pcml: MVar swap without a value");
             return complete_self(me, || {
-                st.value
-                    .replace(new)
-                    .expect("pcml: MVar emptied under its lock")
+                st.exchange(new).expect("pcml: MVar emptied under its lock")
             });
         }
         let slot = Arc::new(Mutex::new(self.value.take()));
@@ -805,6 +897,30 @@ impl<T: Send + 'static> BaseEvent for SwapEvt<T> {
                 .as_ref()
                 .expect("pcml: MVar swap completed unblocked"),
         )
+    }
+
+    fn discard(&mut self, old: T) {
+        // Our `.await` was dropped after a put handed us `old` and took our value in
+        // exchange. If that value still sits in the cell untouched, undo the whole swap;
+        // otherwise it has gone on, so our put stands and only our take is undone.
+        let mut st = lock(&self.var.state);
+        let ours = match (&st.swapped_in, &self.slot) {
+            (Some(cell), Some(mine)) => Arc::ptr_eq(cell, mine),
+            _ => false,
+        };
+        if !ours {
+            st.give_back(old);
+            return;
+        }
+        st.swapped_in = None;
+        let new = st
+            .value
+            .replace(old)
+            .expect("pcml: a swapped-in value vanished from its MVar");
+        drop(st);
+        // Our own replacement value, never taken (readers may have cloned it): dropped, as
+        // if never put.
+        drop(new);
     }
 
     fn cancel(&mut self) {

@@ -99,6 +99,11 @@ impl<I: Queued> Queue<I> {
         self.q.push_back(o);
     }
 
+    /// Queues `o` ahead of every other offer (a value given back goes first).
+    pub(crate) fn push_front(&mut self, o: I) {
+        self.q.push_front(o);
+    }
+
     /// Removes the first live offer that is not of `me`'s sync, with its position.
     pub(crate) fn take_match(&mut self, me: Option<&OwnWaiter<'_>>) -> Option<(usize, I)> {
         let mut i = 0;

@@ -4,6 +4,9 @@
 //! waiter does), so a lost wake-up shows as a deadlock and a lost or duplicated value as a
 //! failed assertion, in every interleaving up to the preemption bound.
 
+use std::future::{Future, IntoFuture};
+use std::task::{Context, Waker};
+
 use crate::event::select;
 use crate::event::tests::model;
 use crate::loom::sync::Arc;
@@ -85,6 +88,44 @@ fn loom_mvar_swap_races_take() {
             assert_eq!(t.join().unwrap(), 1);
             assert_eq!(mv.try_take(), None);
         }
+    });
+}
+
+/// A blocked take's `.await` is dropped while a put races it: either the drop withdraws the
+/// take first (the put fills the MVar) or the put hands the take its value first (the drop
+/// gives it back). Either way the value ends in the MVar, once.
+#[test]
+fn loom_mvar_dropped_take_races_put() {
+    model(|| {
+        let mv = MVar::new();
+        let mut take = Box::pin(mv.take_evt().into_future());
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(take.as_mut().poll(&mut cx).is_pending());
+        let m2 = mv.clone();
+        let t = loom::thread::spawn(move || m2.put(1u8));
+        drop(take);
+        t.join().unwrap();
+        assert_eq!(mv.try_take(), Some(1));
+        assert_eq!(mv.try_take(), None);
+    });
+}
+
+/// The same with a blocked swap: either it is withdrawn (the put fills the MVar and the swap's
+/// value is dropped) or it won and is undone (its value, still in the cell, is dropped and the
+/// put's is back). Either way the MVar ends holding the put's value alone.
+#[test]
+fn loom_mvar_dropped_swap_races_put() {
+    model(|| {
+        let mv = MVar::new();
+        let mut swap = Box::pin(mv.swap_evt(2u8).into_future());
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(swap.as_mut().poll(&mut cx).is_pending());
+        let m2 = mv.clone();
+        let t = loom::thread::spawn(move || m2.put(1u8));
+        drop(swap);
+        t.join().unwrap();
+        assert_eq!(mv.try_take(), Some(1));
+        assert_eq!(mv.try_take(), None);
     });
 }
 
