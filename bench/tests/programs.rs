@@ -173,3 +173,20 @@ fn figure10_programs_match_their_sequential_answers() {
     }
     assert!(abisort::measure(1, 1000, 1).is_err());
 }
+
+#[test]
+fn rust_peers_of_seed003_and_skynet_check_their_answers() {
+    use pcml_bench::programs::{parpingpong, pingpong, primes, skynet};
+    // 0: tokio's current_thread runtime; 2: a multi_thread runtime of 2 workers.
+    for workers in [0, 2] {
+        one_sample(pingpong::tokio_tasks(workers, 200, 1).unwrap(), 200);
+        one_sample(parpingpong::tokio_tasks(workers, 320, 1).unwrap(), 320);
+        one_sample(primes::tokio_tasks(workers, 50, 1).unwrap(), 50);
+        one_sample(skynet::tokio_tasks(workers, 729, 3, 1).unwrap(), 729);
+        one_sample(skynet::tokio_tasks(workers, 1000, 10, 1).unwrap(), 1000);
+    }
+    assert!(skynet::tokio_tasks(0, 10, 1, 1).is_err());
+    one_sample(pingpong::crossbeam_threads(200, 1).unwrap(), 200);
+    one_sample(parpingpong::crossbeam_threads(320, 1).unwrap(), 320);
+    one_sample(primes::crossbeam_threads(50, 1).unwrap(), 50);
+}

@@ -293,6 +293,62 @@ where
         .map_err(|e| Error::Failed(format!("pcml runtime: {e}")))?
 }
 
+/// A fresh tokio runtime: `current_thread` for `workers == 0`, else `multi_thread` with
+/// `workers` worker threads.
+pub fn tokio_runtime(workers: usize) -> Result<tokio::runtime::Runtime> {
+    if workers == 0 {
+        tokio::runtime::Builder::new_current_thread().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .build()
+    }
+    .map_err(|e| Error::Failed(format!("tokio runtime ({workers} workers): {e}")))
+}
+
+/// The tokio runtime a row of `procs` procs runs on: `current_thread` for 1 (the runtime
+/// tokio offers for one thread), `multi_thread` with `procs` workers above; with the note
+/// that says which.
+///
+/// ```
+/// use pcml_bench::programs::tokio_for;
+/// assert_eq!(tokio_for(1), (0, "current_thread runtime"));
+/// assert_eq!(tokio_for(2), (2, "multi_thread runtime"));
+/// ```
+pub fn tokio_for(procs: usize) -> (usize, &'static str) {
+    if procs <= 1 {
+        (0, "current_thread runtime")
+    } else {
+        (procs, "multi_thread runtime")
+    }
+}
+
+/// Runs `work` as a task spawned on a fresh tokio runtime of `workers` workers (0:
+/// `current_thread`), so that on a multi-thread runtime it runs on a worker rather than on
+/// the thread that called `block_on`. Tasks left pending when `work` ends are dropped with
+/// the runtime.
+///
+/// ```
+/// use pcml_bench::programs::in_tokio;
+/// let sum = in_tokio(2, async { Ok(tokio::spawn(async { 20 + 22 }).await.unwrap()) });
+/// assert_eq!(sum, Ok(42));
+/// ```
+pub fn in_tokio<T, F>(workers: usize, work: F) -> Result<T>
+where
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let rt = tokio_runtime(workers)?;
+    let out = rt.block_on(async move {
+        tokio::spawn(work)
+            .await
+            .map_err(|e| Error::Failed(format!("tokio task: {e}")))?
+    });
+    // Tasks still pending (a chain that is never stopped) are dropped with the runtime.
+    drop(rt);
+    out
+}
+
 /// `sum of 0..n`, the answer of the spawn loops.
 pub fn triangle(n: u64) -> u64 {
     n * n.saturating_sub(1) / 2

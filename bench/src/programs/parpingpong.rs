@@ -2,9 +2,15 @@
 //! on several procs the two fibers of a pair are on different procs (pair `i`: pinger on proc
 //! `i % P`, ponger on `(i + 1) % P`). One message is one operation; figures are messages per
 //! second, all pairs together.
+//!
+//! The Rust peers: tokio, the 16 tasks of the 8 pairs over `mpsc::channel(1)` pairs (tokio has
+//! no rendezvous channel; see [`super::pingpong`]) on a `current_thread` runtime and on a
+//! `multi_thread` one of 2 workers (the scheduler places the tasks); and crossbeam-channel on
+//! 16 OS threads, one per pinger and ponger, over `bounded(0)` rendezvous channels (the kernel
+//! places the threads).
 
-use super::pingpong::fiber_pair;
-use super::{Ctx, in_pcml, triangle};
+use super::pingpong::{fiber_pair, tokio_pair};
+use super::{Ctx, in_pcml, in_tokio, tokio_for, triangle};
 use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
 use crate::table::{Goal, Row, Section};
 
@@ -34,6 +40,81 @@ pub fn fibers(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
     })
 }
 
+async fn tokio_pairs(rounds: u64) -> Result<()> {
+    let pairs: Vec<_> = (0..PAIRS)
+        .map(|_| tokio::spawn(tokio_pair(rounds)))
+        .collect();
+    for pair in pairs {
+        pair.await
+            .map_err(|e| Error::Failed(format!("tokio pinger: {e}")))??;
+    }
+    Ok(())
+}
+
+/// tokio: `msgs` messages per run in all, on a fresh runtime of `workers` workers (0:
+/// `current_thread`).
+pub fn tokio_tasks(workers: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / (2 * PAIRS)).max(1);
+    in_tokio(workers, async move {
+        tokio_pairs(rounds / 10 + 1).await?;
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let start = std::time::Instant::now();
+            tokio_pairs(rounds).await?;
+            samples.push(Sample {
+                seconds: start.elapsed().as_secs_f64().max(1e-9),
+                ops: 2 * PAIRS * rounds,
+            });
+        }
+        Ok(samples)
+    })
+}
+
+/// The eight pairs on 16 OS threads over crossbeam-channel's `bounded(0)`.
+fn crossbeam_pairs(rounds: u64) -> Result<()> {
+    let pingers: Vec<_> = (0..PAIRS)
+        .map(|_| {
+            let (ping_tx, ping_rx) = crossbeam_channel::bounded::<u64>(0);
+            let (pong_tx, pong_rx) = crossbeam_channel::bounded::<u64>(0);
+            let ponger = std::thread::spawn(move || {
+                for _ in 0..rounds {
+                    let Ok(v) = ping_rx.recv() else { return };
+                    if pong_tx.send(v + 1).is_err() {
+                        return;
+                    }
+                }
+            });
+            std::thread::spawn(move || {
+                let mut sum = 0u64;
+                for i in 0..rounds {
+                    ping_tx.send(i).ok()?;
+                    sum += pong_rx.recv().ok()?;
+                }
+                ponger.join().ok()?;
+                Some(sum)
+            })
+        })
+        .collect();
+    for pinger in pingers {
+        let sum = pinger
+            .join()
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error::Failed("a crossbeam pair broke off".into()))?;
+        check_eq("sum of a pair's replies", triangle(rounds) + rounds, sum)?;
+    }
+    Ok(())
+}
+
+/// crossbeam-channel on 16 OS threads: `msgs` messages per run in all.
+pub fn crossbeam_threads(msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / (2 * PAIRS)).max(1);
+    crossbeam_pairs(rounds / 10 + 1)?;
+    repeat(runs, || {
+        timed(2 * PAIRS * rounds, || crossbeam_pairs(rounds))
+    })
+}
+
 /// Measures pcml and the peers.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
@@ -48,6 +129,24 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
                 .with_note("pair i: procs i mod P and i+1 mod P"),
         );
     }
+    for &p in &ctx.cfg.procs {
+        let (workers, kind) = tokio_for(p);
+        ctx.step(&format!("parallel ping-pong: tokio, {kind}, {p} threads"));
+        let n = ctx.fit(n, |k| tokio_tasks(workers, k, 1))?;
+        let s = tokio_tasks(workers, n, runs)?;
+        sec.rows.push(
+            Row::measured(prog, "tokio", Some(p), RATE, &s).with_note(&format!(
+                "{kind}, 16 tasks, `mpsc::channel(1)` pairs; the scheduler places them"
+            )),
+        );
+    }
+    ctx.step("parallel ping-pong: crossbeam-channel on 16 OS threads");
+    let n_cb = ctx.fit(n, |k| crossbeam_threads(k, 1))?;
+    let s = crossbeam_threads(n_cb, runs)?;
+    sec.rows.push(
+        Row::measured(prog, "crossbeam-channel (OS threads)", None, RATE, &s)
+            .with_note("16 OS threads, `bounded(0)` rendezvous channels"),
+    );
     ctx.peer_rows(
         sec,
         prog,
@@ -65,6 +164,27 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         (prog, "CML (SML/NJ)", Some(1)),
         Some(Goal::AtLeast(2.0)),
     );
+    for &p in &ctx.cfg.procs {
+        let kind = if p == 1 {
+            "current_thread".to_string()
+        } else {
+            format!("multi_thread {p} workers")
+        };
+        sec.add_ratio(
+            &format!("parallel ping-pong: pcml fibers {p}P / tokio {kind}"),
+            (prog, "pcml fibers", Some(p)),
+            (prog, "tokio", Some(p)),
+            None,
+        );
+    }
+    if let Some(&p) = ctx.cfg.procs.iter().max() {
+        sec.add_ratio(
+            &format!("parallel ping-pong: pcml fibers {p}P / crossbeam-channel (OS threads)"),
+            (prog, "pcml fibers", Some(p)),
+            (prog, "crossbeam-channel (OS threads)", None),
+            None,
+        );
+    }
     if let Some(&p) = ctx.cfg.procs.iter().max().filter(|&&p| p > 1) {
         sec.add_ratio(
             &format!(
@@ -76,7 +196,9 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         );
     }
     sec.notes.push(format!(
-        "parallel ping-pong: 8 pairs, {n} messages per run in all."
+        "parallel ping-pong: 8 pairs, up to {n} messages per run in all (fewer where a \
+         probe run shows a configuration would exceed the run budget: see \"runs x ops\"). \
+         tokio's rows: 1 is a current_thread runtime, 2 a multi_thread runtime of 2 workers."
     ));
     sec.publish(prog, "CML", "1,576,000 msgs/s (1.00)");
     sec.publish(prog, "Manticore 1P", "724,000 msgs/s (0.46)");

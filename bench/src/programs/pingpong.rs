@@ -4,14 +4,18 @@
 //! second. pcml runs it with fibers (blocking `send`/`recv`) and with async tasks
 //! (`send_evt(..).await`, `recv_evt().await`; tasks are not pinned, the scheduler places them).
 //!
-//! The Rust peer is crossbeam-channel on two OS threads with rendezvous channels
-//! (`bounded(0)`), the synchronous channel of the paper.
+//! The Rust peers are crossbeam-channel on two OS threads with rendezvous channels
+//! (`bounded(0)`), the synchronous channel of the paper, and tokio: two tasks over a pair of
+//! `tokio::sync::mpsc::channel(1)` (tokio has no rendezvous channel; a send completes into the
+//! one-slot buffer, but the pinger waits for each reply, so one message is in flight at a
+//! time as in the paper) on a `current_thread` runtime and on a `multi_thread` one with 2
+//! workers, where the scheduler places the tasks.
 //!
 //! The answer: the pinger sums the replies, each the ping plus one.
 
 use pcml::chan::Chan;
 
-use super::{Ctx, in_pcml, triangle};
+use super::{Ctx, in_pcml, in_tokio, tokio_for, triangle};
 use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
 use crate::table::{Goal, Row, Section};
 
@@ -116,6 +120,48 @@ pub fn crossbeam_threads(msgs: u64, runs: usize) -> Result<Vec<Sample>> {
     repeat(runs, || timed(2 * rounds, || pair(rounds)))
 }
 
+/// One ping-pong of `rounds` round trips between two tokio tasks over `mpsc::channel(1)`
+/// pairs, in the calling task's runtime; checks the pinger's sum.
+pub async fn tokio_pair(rounds: u64) -> Result<()> {
+    let (ping_tx, mut ping_rx) = tokio::sync::mpsc::channel::<u64>(1);
+    let (pong_tx, mut pong_rx) = tokio::sync::mpsc::channel::<u64>(1);
+    let ponger = tokio::spawn(async move {
+        for _ in 0..rounds {
+            let v = ping_rx.recv().await.expect("pinger alive");
+            pong_tx.send(v + 1).await.expect("pinger alive");
+        }
+    });
+    let closed = |what: &str| Error::Failed(format!("tokio ping-pong: {what} closed early"));
+    let mut sum = 0u64;
+    for i in 0..rounds {
+        ping_tx.send(i).await.map_err(|_| closed("ping"))?;
+        sum += pong_rx.recv().await.ok_or_else(|| closed("pong"))?;
+    }
+    ponger
+        .await
+        .map_err(|e| Error::Failed(format!("tokio ponger: {e}")))?;
+    check_eq("sum of replies", triangle(rounds) + rounds, sum)
+}
+
+/// tokio: `msgs` messages per run, the pinger a task on a fresh runtime of `workers` workers
+/// (0: `current_thread`).
+pub fn tokio_tasks(workers: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / 2).max(1);
+    in_tokio(workers, async move {
+        tokio_pair(rounds / 10 + 1).await?;
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let start = std::time::Instant::now();
+            tokio_pair(rounds).await?;
+            samples.push(Sample {
+                seconds: start.elapsed().as_secs_f64().max(1e-9),
+                ops: 2 * rounds,
+            });
+        }
+        Ok(samples)
+    })
+}
+
 /// Measures pcml and the peers.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
@@ -149,6 +195,17 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         Row::measured(prog, "crossbeam-channel (OS threads)", None, RATE, &s)
             .with_note("two OS threads, `bounded(0)` rendezvous channels"),
     );
+    for &p in &ctx.cfg.procs {
+        let (workers, kind) = tokio_for(p);
+        ctx.step(&format!("ping-pong: tokio, {kind}, {p} threads"));
+        let n = ctx.fit(n, |k| tokio_tasks(workers, k, 1))?;
+        let s = tokio_tasks(workers, n, runs)?;
+        sec.rows.push(
+            Row::measured(prog, "tokio", Some(p), RATE, &s).with_note(&format!(
+                "{kind}, two tasks, `mpsc::channel(1)` pair (no rendezvous in tokio)"
+            )),
+        );
+    }
     ctx.peer_rows(
         sec,
         prog,
@@ -175,7 +232,31 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             Some(Goal::AtLeast(5.0)),
         );
     }
+    sec.add_ratio(
+        "ping-pong: pcml fibers 1P / tokio current_thread",
+        ours,
+        (prog, "tokio", Some(1)),
+        None,
+    );
+    sec.add_ratio(
+        "ping-pong: pcml tasks 1P / tokio current_thread",
+        (prog, "pcml tasks", Some(1)),
+        (prog, "tokio", Some(1)),
+        None,
+    );
+    sec.add_ratio(
+        "ping-pong: pcml fibers 1P / crossbeam-channel (OS threads)",
+        ours,
+        (prog, "crossbeam-channel (OS threads)", None),
+        None,
+    );
     if ctx.has_procs(2) {
+        sec.add_ratio(
+            "ping-pong: pcml tasks 2P / tokio multi_thread 2 workers",
+            (prog, "pcml tasks", Some(2)),
+            (prog, "tokio", Some(2)),
+            None,
+        );
         sec.add_ratio(
             "ping-pong: pcml fibers 2P / 1P (paper: Manticore 0.39)",
             (prog, "pcml fibers", Some(2)),
@@ -184,7 +265,10 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         );
     }
     sec.notes.push(format!(
-        "ping-pong: {n} messages per run ({} round trips).",
+        "ping-pong: up to {n} messages per run ({} round trips; fewer where a probe run shows \
+         a configuration would exceed the run budget: see \"runs x ops\"); crossbeam-channel: \
+         {cb}. tokio's rows: 1 is a current_thread runtime, 2 a multi_thread runtime of 2 \
+         workers.",
         n / 2
     ));
     sec.publish(prog, "CML", "1,608,000 msgs/s (1.00)");

@@ -9,13 +9,17 @@
 //! each started, unfinished fiber holds a stack): up to [`FIBER_LEAVES_MAX`] leaves.
 //! These rows use channels where actors would use mailboxes; the actor rows of the same tree
 //! are [`super::actor_skynet`]'s.
+//!
+//! The Rust peer is tokio: each node a task (`tokio::spawn`) that awaits its children's
+//! `JoinHandle`s in order and returns their sum (the handle is tokio's way to hand a value
+//! to the parent), on a `current_thread` runtime and on a `multi_thread` one of 2 workers.
 
 use std::future::Future;
 use std::pin::Pin;
 
 use pcml::chan::Chan;
 
-use super::{Ctx, in_pcml, memory_row};
+use super::{Ctx, in_pcml, in_tokio, memory_row, tokio_for};
 use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
 use crate::table::{Goal, Row, Section};
 
@@ -115,6 +119,53 @@ pub fn measure(
     })
 }
 
+fn tokio_node(first: u64, leaves: u64, branch: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> {
+    Box::pin(async move {
+        if leaves == 1 {
+            return first;
+        }
+        let kids: Vec<_> = slices(first, leaves, branch)
+            .map(|(lo, n)| tokio::spawn(tokio_node(lo, n, branch)))
+            .collect();
+        let mut sum = 0u64;
+        for kid in kids {
+            // A child only adds numbers; its failure is a panic, which fails the run.
+            sum += kid.await.expect("a skynet task panicked");
+        }
+        sum
+    })
+}
+
+async fn tokio_tree(leaves: u64, branch: u64) -> Result<()> {
+    let sum = tokio::spawn(tokio_node(0, leaves, branch))
+        .await
+        .map_err(|e| Error::Failed(format!("tokio skynet: {e}")))?;
+    check_eq("sum of the leaves", leaves * (leaves - 1) / 2, sum)
+}
+
+/// tokio: skynet of `leaves` leaves and `branch` children per node, on a fresh runtime of
+/// `workers` workers (0: `current_thread`).
+pub fn tokio_tasks(workers: usize, leaves: u64, branch: u64, runs: usize) -> Result<Vec<Sample>> {
+    if leaves < 1 || branch < 2 {
+        return Err(Error::Failed(format!(
+            "skynet needs leaves >= 1 and branch >= 2 (got {leaves}, {branch})"
+        )));
+    }
+    in_tokio(workers, async move {
+        tokio_tree(leaves, branch).await?;
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let start = std::time::Instant::now();
+            tokio_tree(leaves, branch).await?;
+            samples.push(Sample {
+                seconds: start.elapsed().as_secs_f64().max(1e-9),
+                ops: leaves,
+            });
+        }
+        Ok(samples)
+    })
+}
+
 /// The threads of a tree of `leaves` leaves, `branch` children per node (leaves included).
 ///
 /// ```
@@ -167,6 +218,16 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             sec.rows
                 .push(Row::measured(&prog, "pcml tasks", Some(p), secs, &s));
         }
+        for &p in &ctx.cfg.procs {
+            let (workers, kind) = tokio_for(p);
+            ctx.step(&format!("{prog}: tokio, {kind}, {p} threads"));
+            let s = tokio_tasks(workers, leaves, branch, runs)?;
+            sec.rows.push(
+                Row::measured(&prog, "tokio", Some(p), secs, &s).with_note(&format!(
+                    "{kind}, `tokio::spawn` per node, parents await the `JoinHandle`s"
+                )),
+            );
+        }
         ctx.peer_rows(
             sec,
             &prog,
@@ -186,6 +247,19 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             ours,
             Some(Goal::AtLeast(3.0)),
         );
+        for &p in &ctx.cfg.procs {
+            let kind = if p == 1 {
+                "current_thread".to_string()
+            } else {
+                format!("{p} workers")
+            };
+            sec.add_ratio(
+                &format!("{prog}: tokio {kind} time / pcml tasks {p}P time (speed-up)"),
+                (prog.as_str(), "tokio", Some(p)),
+                (prog.as_str(), "pcml tasks", Some(p)),
+                None,
+            );
+        }
         sec.add_ratio(
             &format!("{prog}: Erlang time / pcml tasks {best}P time (speed-up)"),
             (prog.as_str(), "Erlang", Some(best)),
@@ -225,7 +299,9 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     sec.notes.push(format!(
         "skynet LEAVES/BRANCH: 729 leaves of a 3-ary tree (the paper's), {big} of a 10-ary \
          tree; the \"pcml fibers\" and \"pcml tasks\" rows report to their parents over \
-         channels (the actor rows are the actor-skynet program's)."
+         channels (the actor rows are the actor-skynet program's); tokio's rows return the \
+         sums through `JoinHandle`s (1: a current_thread runtime, 2: a multi_thread runtime \
+         of 2 workers)."
     ));
     sec.publish("skynet 729/3", "MLKit actors", "177.3 ms");
     sec.publish("skynet 729/3", "Erlang", "2.7 ms");
