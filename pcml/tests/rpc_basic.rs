@@ -239,3 +239,35 @@ fn stress_deliveries_match_completed_calls() {
         .unwrap();
     assert_eq!(delivered, completed);
 }
+
+#[test]
+fn dropped_awaits_after_they_won_keep_the_request_and_lose_only_the_answer() {
+    use std::future::IntoFuture;
+    use std::task::Poll;
+    fn poll_once<F: std::future::Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        std::pin::Pin::new(fut).poll(&mut cx)
+    }
+    let (client, server) = rpc::channel::<u32, u32>();
+
+    // The server's receive is handed the request, then dropped: the request goes back.
+    let mut recv = server.recv_evt().into_future();
+    assert!(poll_once(&mut recv).is_pending());
+    let mut call = client.call_evt(5).into_future();
+    assert!(poll_once(&mut call).is_pending());
+    assert!(server.is_empty(), "the request went to the blocked receive");
+    drop(recv);
+    let (req, reply) = server.try_recv().expect("the request came back");
+    assert_eq!(req, 5);
+    assert!(reply.send(6));
+    assert_eq!(poll_once(&mut call), Poll::Ready(6));
+
+    // The call is handed the answer, then dropped: `send` said delivered, and the answer is
+    // gone with the call (a synchronous reply cannot be given back).
+    let mut call = client.call_evt(7).into_future();
+    assert!(poll_once(&mut call).is_pending());
+    let (req, reply) = server.try_recv().unwrap();
+    assert!(reply.send(req + 1));
+    drop(call);
+    assert!(server.is_empty());
+}

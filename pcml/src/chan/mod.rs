@@ -687,6 +687,29 @@ impl<T: Send + 'static> Chan<T> {
     ///     assert_eq!(ch.recv_evt().wrap(|x: i32| x * 2).sync(), 4);
     /// });
     /// ```
+    ///
+    /// # Cancellation
+    /// A receive that loses a choice, or whose `.await` is dropped before a sender reached it,
+    /// takes nothing. But if the `.await` is dropped just after a sender handed it a message
+    /// (the two syncs met: the sender's send has completed and returned), the message is
+    /// dropped with the future. It cannot go back to the sender, which has moved on, and the
+    /// channel does not put it back in its queue either: that would turn the rendezvous into a
+    /// buffer, and a message could then be received after its sender's later messages on other
+    /// channels, breaking the causal order a completed send guarantees. Where a message must
+    /// not be lost, receive from a [`Mailbox`](crate::mailbox::Mailbox) or a
+    /// [`BoundedChan`](crate::bounded::BoundedChan), which give it back.
+    ///
+    /// ```
+    /// use std::future::{Future, IntoFuture};
+    /// use std::task::{Context, Waker};
+    ///
+    /// let ch = pcml::chan::Chan::new();
+    /// let mut recv = Box::pin(ch.recv_evt().into_future());
+    /// assert!(recv.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+    /// assert_eq!(ch.try_send(1), Ok(())); // the blocked receive took it: the send is done
+    /// drop(recv); // never polled again: the message is dropped with it
+    /// assert_eq!(ch.try_recv(), None);
+    /// ```
     pub fn recv_evt(&self) -> Event<T> {
         Event::from_base(RecvEvt {
             ch: self.inner.clone(),

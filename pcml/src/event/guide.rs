@@ -39,7 +39,9 @@
 //! 5. Rarely, [`BaseEvent::discard`]: the event won, but its sync was abandoned before the
 //!    value reached the syncing thread (an `.await` dropped right after a partner delivered).
 //!    The default drops the value; a buffered object puts it back (a mailbox returns the
-//!    message to the front of its queue), so nothing is lost.
+//!    message to the front of its queue, an MVar refills its cell), so nothing is lost. A
+//!    rendezvous cannot: its partner has completed and moved on (`Chan` drops the message;
+//!    see the `event` module's "Cancellation").
 //!
 //! ## The rules
 //! - Never block, yield, sync or call user code inside a phase. Hold at most one lock at a

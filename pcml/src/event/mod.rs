@@ -44,12 +44,40 @@
 //! [`Event::sync_timeout`] and [`crate::time::timeout_evt`] bound a sync by a deadline; see
 //! [`crate::time`].
 //!
+//! ## Cancellation
+//! A branch that loses a choice takes nothing: its offers are withdrawn, its nacks fire, and
+//! whatever it carried (a send's message, a put's value) is dropped. Dropping a pending
+//! `ev.await` (a `tokio::select!` that took another branch, a timeout around it), or unwinding
+//! a fiber blocked in `sync`, is a loss of every branch.
+//!
+//! One window remains: a partner may complete the sync just before it is abandoned (it
+//! delivered, say, a message into the blocked receive, and the drop came before the future
+//! was polled again). The sync then did complete, but nobody will see its value, and the
+//! wrappers do not run. The value goes to the winning base event's [`BaseEvent::discard`],
+//! and each object decides what that means:
+//! - buffered objects give the value back, first in line, as if it had never been taken:
+//!   [`Mailbox`](crate::mailbox::Mailbox) and [`Multicast`](crate::multicast::Multicast)
+//!   ports, [`BoundedChan`](crate::bounded::BoundedChan), an actor's mailbox and its exit
+//!   signals, [`MVar`](crate::sync_var::MVar)'s take and swap (a swap is undone whole while
+//!   its value is untaken; see its "Cancellation"), and a listener's accepted connection;
+//! - a [`Semaphore`](crate::lock::Semaphore) permit or a [`Mutex`](crate::lock::Mutex) guard
+//!   is dropped, which releases it or passes the lock on;
+//! - reads that clone ([`IVar`](crate::sync_var::IVar) and `MVar` gets), timeouts, I/O
+//!   readiness (which stays set), nacks, [`always`], sends and puts have nothing to give
+//!   back; a join event's result is dropped with the join handle the event consumed;
+//! - a synchronous [`Chan`](crate::chan::Chan) receive **drops the message**: the sender's
+//!   send completed when the two met, so the message cannot go back to it, and queueing it
+//!   again would break the rendezvous (see [`Chan::recv_evt`](crate::chan::Chan::recv_evt)).
+//!   The same holds for an [`rpc`](crate::rpc) call's answer: [`Reply::send`](crate::rpc::Reply::send)
+//!   returned true, but the dropped call never sees the answer.
+//!
 //! # Invariants
 //! - Every sync creates at most one event-state record, only if its commit phase fails, and
 //!   the record reaches `Synched` exactly once (see `rep`).
 //! - A message moves only from a sync that completes to a sync that completes: an abandoned
 //!   sync (a dropped future, an unwinding fiber) moves itself to `Synched` first, so no partner
-//!   can take from or give to it afterwards.
+//!   can take from or give to it afterwards. If a partner completed it first, it did complete:
+//!   its value goes to [`BaseEvent::discard`], never silently nowhere (see "Cancellation").
 //! - Guard, `with_nack` and wrapper functions never run with a channel locked or a record
 //!   `Claimed`; a panic in them propagates to the syncing thread with the protocol settled.
 

@@ -14,8 +14,9 @@
 //! # Invariants
 //! - A `Pending` that is dropped before `finish` (a dropped future, an unwinding fiber, a
 //!   panicking base event) cancels the sync: it moves its own record to `Synched` so no partner
-//!   can complete it; if a partner already did, it waits for the publication, drops the
-//!   delivered value (the sync completed, its result is discarded), and cancels the rest.
+//!   can complete it; if a partner already did, it waits for the publication, hands the
+//!   delivered value to the winner's `BaseEvent::discard` unwrapped (the sync completed, its
+//!   result is discarded; a buffered object puts the value back), and cancels the rest.
 //!   Either way every nack of a losing branch fires and no offer stays alive.
 //! - Wrappers run only after losers are cancelled and nacks fired.
 
@@ -313,7 +314,10 @@ fn async_budget_reset() {
 ///
 /// Dropping it while pending is a loss of every branch: its offers are withdrawn and its
 /// nacks fire. If a partner committed to it just before the drop, the sync had completed: the
-/// delivered value is dropped with the future and the wrappers do not run.
+/// wrappers do not run, and the delivered value goes to the winning base event's
+/// [`BaseEvent::discard`](crate::event::BaseEvent::discard): a buffered object (a mailbox, an
+/// MVar) puts it back, a synchronous channel drops it (see the `event` module's
+/// "Cancellation").
 #[must_use = "futures do nothing unless awaited"]
 pub struct SyncFuture<T> {
     state: FutState<T>,

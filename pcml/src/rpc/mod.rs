@@ -25,7 +25,11 @@
 //! - Every request carries the nack of the call that made it: a call that does not complete
 //!   on its reply channel enables its nack, so a reply to it never blocks for long.
 //! - A reply is delivered (and [`Reply::send`] returns true) exactly when the client's call
-//!   completes with it: the reply channel is synchronous.
+//!   completes with it: the reply channel is synchronous. One window: a call's `.await`
+//!   dropped just after the server's answer reached it did complete, but nobody sees the
+//!   answer, which is dropped (a synchronous receive cannot give it back: see
+//!   [`Chan::recv_evt`](crate::chan::Chan::recv_evt)); `send` has returned true. A request the
+//!   server had taken with a dropped [`Server::recv_evt`] `.await` goes back to the queue.
 
 use std::fmt;
 
@@ -165,7 +169,9 @@ impl<Req: Send + 'static, Resp: Send + 'static> Client<Req, Resp> {
 
     /// The call as an event (Figure 4's `rpcEvt`): when synchronized, sends `req` to the
     /// server and is enabled when the server answers. If it loses a choice, or its `.await`
-    /// is dropped, the server's [`Reply::send`] returns false at once instead of blocking.
+    /// is dropped, the server's [`Reply::send`] returns false at once instead of blocking
+    /// (unless the answer had already reached the call just before the drop: then `send`
+    /// returned true and the answer is dropped with the future).
     ///
     /// # Examples
     /// A call that gives up after a timeout:
