@@ -400,3 +400,49 @@ fn a_killed_plain_context_panics_with_the_reason() {
     let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("killed: from a test"), "{msg}");
 }
+
+/// A receive predicate that panics while a sender tests its message (on the sender's thread)
+/// fails the receive, not the send: the sender goes on, every message stays in the mailbox,
+/// and the receiver's sync unwinds with the predicate's panic.
+#[test]
+fn a_predicate_panicking_on_a_senders_thread_fails_the_receive_not_the_send() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let me = Ctx::<u32>::new();
+    let home = std::thread::current().id();
+    // On the receiver's own thread it rejects everything; on any other thread it panics.
+    let evt = me.receive_match_evt(move |_: &u32| {
+        assert!(std::thread::current().id() == home, "seven on a sender");
+        false
+    });
+    let pid = me.pid();
+    let done = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let sender = {
+        let (done, sent) = (done.clone(), sent.clone());
+        std::thread::spawn(move || {
+            // Until the receiver has blocked, messages queue and it tests them itself.
+            while !done.load(Ordering::Acquire) {
+                pid.send(7).expect("the receiver is alive");
+                sent.fetch_add(1, Ordering::Release);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| evt.sync()))
+        .expect_err("the receive fails");
+    done.store(true, Ordering::Release);
+    sender.join().expect("the sender never panics");
+    let msg = unwound
+        .downcast_ref::<String>()
+        .expect("a panic with a message");
+    assert!(msg.contains("seven on a sender"), "{msg}");
+    let mut me = me;
+    let mut kept = 0;
+    while let Some(m) = me.try_receive() {
+        assert_eq!(m, 7);
+        kept += 1;
+    }
+    assert_eq!(kept, sent.load(Ordering::Acquire));
+}

@@ -971,7 +971,10 @@ impl<M: Send + 'static> Ctx<M> {
     /// syncing takes the oldest such message and leaves the others in order.
     ///
     /// While the event is blocked, senders test their messages with `f` (under the mailbox's
-    /// lock, on their own thread): keep it short and pure.
+    /// lock, on their own thread): keep it short and pure. If `f` panics there, the sender is
+    /// not affected and its message stays in the mailbox; the sync of this event unwinds
+    /// instead, ending a spawned actor with [`ExitReason::Panic`] (the message says the
+    /// predicate panicked), or panicking in the thread of a [`Ctx::new`] context.
     ///
     /// ```
     /// use std::time::Duration;

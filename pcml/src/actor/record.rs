@@ -28,6 +28,8 @@
 //!   mailbox: a send serves blocked events before queueing, a receive event that finds an
 //!   accepted message takes it instead of blocking (for pure predicates).
 //! - `taken` counts every removal from `queue`, so a parked scan whose count changed rescans.
+//! - A sender never unwinds from a receive predicate: if one panics on its thread, the message
+//!   stays and the blocked event it belonged to completes with `ExitReason::Panic`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -65,6 +67,22 @@ pub(crate) type Pred<M> = Arc<std::sync::Mutex<dyn FnMut(&M) -> bool + Send>>;
 /// Locks a predicate (a leaf lock; poisoning from a panicking predicate is ignored).
 fn lock_pred<M>(p: &Pred<M>) -> std::sync::MutexGuard<'_, dyn FnMut(&M) -> bool + Send + 'static> {
     p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Tests `m` with a blocked receive event's predicate on a sender's thread: `Err` with the
+/// panic's message if the predicate panicked (the predicate's lock is then poisoned, which
+/// `lock_pred` ignores).
+fn test_pred<M>(p: &Pred<M>, m: &M) -> Result<bool, Arc<str>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (lock_pred(p))(m))).map_err(|e| {
+        let msg = e
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| e.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "Box<dyn Any>".to_string());
+        Arc::from(format!(
+            "a receive predicate panicked on a sender's thread: {msg}"
+        ))
+    })
 }
 
 /// The shared record of one actor.
@@ -182,6 +200,26 @@ impl<M> Record<M> {
     }
 }
 
+/// The index of the first message at or after `from` that `f` accepts. Walks the queue's two
+/// contiguous halves as slices (a selective receive may pass over many messages it leaves,
+/// and indexing a `VecDeque` one element at a time costs a wrap and a bounds check each).
+#[inline]
+fn position_from<M>(q: &VecDeque<M>, from: usize, f: &mut impl FnMut(&M) -> bool) -> Option<usize> {
+    let (a, b) = q.as_slices();
+    if from < a.len() {
+        if let Some(i) = a[from..].iter().position(&mut *f) {
+            return Some(from + i);
+        }
+        b.iter().position(f).map(|i| a.len() + i)
+    } else {
+        let from = from - a.len();
+        b.get(from..)?
+            .iter()
+            .position(f)
+            .map(|i| a.len() + from + i)
+    }
+}
+
 impl<M> State<M> {
     /// The reason this actor is being killed, if it is.
     #[inline]
@@ -212,8 +250,8 @@ impl<M> State<M> {
             scan.taken = self.taken;
             scan.next = 0;
         }
-        let i = (scan.next..self.queue.len()).find(|&i| f(&self.queue[i]));
-        match i {
+        match position_from(&self.queue, scan.next, f) {
+            Some(0) => self.pop(),
             Some(i) => {
                 self.taken += 1;
                 self.queue.remove(i)
@@ -245,7 +283,17 @@ impl<M> State<M> {
             }
             let accepts = match pred {
                 None => true,
-                Some(p) => (lock_pred(p))(&m),
+                Some(p) => match test_pred(p, &m) {
+                    Ok(a) => a,
+                    Err(why) => {
+                        // The receiver's predicate panicked here, on the sender's thread: the
+                        // sender goes on and the message stays; that receive fails with the
+                        // panic instead (its actor ends as if the predicate had panicked in it).
+                        let (o, _) = self.offers.q.remove(i).expect("index in range");
+                        let _ = deliver(&o, Err(ExitReason::Panic(why)));
+                        continue;
+                    }
+                },
             };
             if !accepts {
                 i += 1;
@@ -551,6 +599,24 @@ mod unit {
             true
         });
         assert_eq!((got, &tested[..]), (Some(1), &[3, 1][..]));
+    }
+
+    #[test]
+    fn positions_count_across_both_halves_of_a_wrapped_queue() {
+        let mut q: VecDeque<u32> = VecDeque::with_capacity(4);
+        q.extend([0, 0, 1, 2]);
+        q.pop_front();
+        q.pop_front();
+        q.extend([3, 4]);
+        let (a, b) = q.as_slices();
+        assert!(!a.is_empty() && !b.is_empty(), "the queue wraps");
+        for from in 0..=q.len() {
+            for want in 1..=5 {
+                let got = position_from(&q, from, &mut |m| *m == want);
+                let slow = (from..q.len()).find(|&i| q[i] == want);
+                assert_eq!(got, slow, "from {from}, looking for {want}");
+            }
+        }
     }
 
     #[test]
