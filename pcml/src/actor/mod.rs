@@ -606,7 +606,7 @@ where
         rec: Some(ctx.rec.clone()),
     };
     let me: Arc<dyn link::Peer> = ctx.rec.clone();
-    drop(crate::spawn_task(async move {
+    crate::sched::spawn::spawn_task_detached(async move {
         let outcome = match catch_unwind(AssertUnwindSafe(|| {
             let _current = current::Polling::enter(&me);
             f(ctx)
@@ -628,7 +628,7 @@ where
             Err(p) => Err(p),
         };
         life.end(outcome);
-    }));
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -253,6 +253,17 @@ impl<T> JoinState<T> {
         }
     }
 
+    /// A join state whose handle was never made (a detached spawn): the completer owns the
+    /// result at once, as if the handle had been dropped before the thread ended.
+    pub(crate) fn new_inline_detached(id: ThreadId) -> Self {
+        Self {
+            id,
+            state: AtomicU8::new(DETACHED),
+            result: UnsafeCell::new(None),
+            waiter: UnsafeCell::new(None),
+        }
+    }
+
     /// Publishes the thread's outcome and wakes the joiner. Called once.
     pub(crate) fn complete(&self, outcome: Result<T, JoinError>) {
         // SAFETY: before DONE only the completer touches `result`.

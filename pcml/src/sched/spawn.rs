@@ -343,6 +343,25 @@ where
     })
 }
 
+/// [`spawn_task`] without a join handle, for threads that report their own end (actors).
+///
+/// # Panics
+/// Outside a pcml runtime.
+pub(crate) fn spawn_task_detached<F>(fut: F)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_current_shared(|shared| {
+        let shared = shared.unwrap_or_else(|| {
+            panic!(
+                "pcml::actor::spawn_async called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
+            )
+        });
+        crate::task::spawn_detached_on_runtime(shared, fut)
+    })
+}
+
 /// Runs `f` on a side pool of OS threads, so a blocking system call or a long computation does
 /// not stall a proc. Its handle joins like any other.
 ///

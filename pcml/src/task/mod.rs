@@ -299,6 +299,36 @@ where
     F::Output: Send + 'static,
 {
     let id = ThreadId::next();
+    let cell = new_cell(shared, fut, JoinState::new_inline(id), id);
+    let task: TaskRef = cell.clone();
+    worker::push_runnable(shared, Runnable::Task(task));
+    crate::JoinHandle::new(cell)
+}
+
+/// Spawns `fut` as a task of `shared` with no join handle (an actor's body, which reports its
+/// own end): no handle to make and drop, so one reference count and one join-state update
+/// fewer per task. A panic that escapes `fut` is reported as an unjoined thread's would be.
+pub(crate) fn spawn_detached_on_runtime<F>(shared: &Arc<Shared>, fut: F)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let id = ThreadId::next();
+    let task: TaskRef = new_cell(shared, fut, JoinState::new_inline_detached(id), id);
+    worker::push_runnable(shared, Runnable::Task(task));
+}
+
+/// A task cell for `fut`, counted live in `shared`, not yet scheduled.
+fn new_cell<F>(
+    shared: &Arc<Shared>,
+    fut: F,
+    join: JoinState<F::Output>,
+    id: ThreadId,
+) -> Arc<TaskCell<F>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     let cell = Arc::new(TaskCell {
         header: Header {
             id,
@@ -307,10 +337,8 @@ where
             registry_key: AtomicUsize::new(NOT_REGISTERED),
         },
         future: PlainCell::new(Some(fut)),
-        join: JoinState::new_inline(id),
+        join,
     });
     shared.count_live(1);
-    let task: TaskRef = cell.clone();
-    worker::push_runnable(shared, Runnable::Task(task));
-    crate::JoinHandle::new(cell)
+    cell
 }
