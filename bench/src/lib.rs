@@ -2,8 +2,9 @@
 //!
 //! `cargo run --release -p pcml-bench` runs the quick suite: every program of
 //! `shared/BENCHMARKS.md` that pcml can run today, the peers (SML/NJ's CML, Go, Erlang, OS
-//! threads, tokio) measured in the same run, and a plain "not yet measured" row for each program
-//! that waits on a later layer (a mutex) or is not written yet. It prints one markdown table per paper and writes
+//! threads with crossbeam-channel, tokio tasks with its channels) measured in the same run,
+//! and a plain "not yet measured" row for each program that waits on a later layer (a mutex)
+//! or is not written yet. It prints one markdown table per paper and writes
 //! `target/pcml-report/report.md` with SVG charts.
 //!
 //! The crate is a library (so that `tests/` can run each program's answer check at small
