@@ -1,18 +1,13 @@
 //! BoundedChan: FIFO with a capacity; blocked senders in order; events in choices (a losing
 //! send never enqueues); fibers, OS threads, pcml tasks and tokio; a cross-proc stress.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use pcml::BoundedChan;
 use pcml::bounded::TrySendError;
-
-/// Spins (yielding) until `f` holds.
-fn wait_until(f: impl Fn() -> bool) {
-    while !f() {
-        std::thread::yield_now();
-    }
-}
 
 #[test]
 fn capacity_zero_panics_saying_what_to_use() {
@@ -52,7 +47,7 @@ fn blocked_senders_enter_the_buffer_in_the_order_they_blocked() {
         let tx = ch.clone();
         senders.push(std::thread::spawn(move || tx.send(i)));
         // Wait until this sender is queued before starting the next.
-        wait_until(|| ch.queue_lens().0 == (i - 1) as usize);
+        common::wait_until(|| ch.queue_lens().0 == (i - 1) as usize);
     }
     assert_eq!(ch.len(), 2);
     let got: Vec<i32> = (0..6).map(|_| ch.recv()).collect();
@@ -68,7 +63,7 @@ fn blocked_receivers_are_served_in_order() {
     for i in 0..3 {
         let rx = ch.clone();
         receivers.push(std::thread::spawn(move || rx.recv()));
-        wait_until(|| ch.queue_lens().1 == i + 1);
+        common::wait_until(|| ch.queue_lens().1 == i + 1);
     }
     for i in 0..3 {
         ch.send(i);
@@ -80,19 +75,15 @@ fn blocked_receivers_are_served_in_order() {
 #[test]
 fn fibers_keep_one_senders_order_across_procs() {
     for procs in [1, 2] {
-        let got = pcml::Runtime::builder()
-            .procs(procs)
-            .build()
-            .unwrap()
-            .block_on(|| {
-                let ch = BoundedChan::new(4);
-                let tx = ch.clone();
-                let s = pcml::spawn(move || (0..5000u32).for_each(|i| tx.send(i)));
-                let got: Vec<u32> = (0..5000).map(|_| ch.recv()).collect();
-                s.join().unwrap();
-                got
-            })
-            .unwrap();
+        let got = common::run_on_procs(procs, || {
+            let ch = BoundedChan::new(4);
+            let tx = ch.clone();
+            let s = pcml::spawn(move || (0..5000u32).for_each(|i| tx.send(i)));
+            let got: Vec<u32> = (0..5000).map(|_| ch.recv()).collect();
+            s.join().unwrap();
+            got
+        })
+        .unwrap();
         assert_eq!(got, (0..5000).collect::<Vec<_>>(), "procs = {procs}");
     }
 }
@@ -153,7 +144,7 @@ fn events_choose_against_other_channels() {
             b.recv_evt().wrap(|_| "received"),
         ])
     });
-    wait_until(|| ch.queue_lens().0 == 1);
+    common::wait_until(|| ch.queue_lens().0 == 1);
     assert_eq!(ch.recv(), 3);
     assert_eq!(t.join().unwrap(), "sent");
     assert_eq!(ch.recv(), 4);
@@ -182,11 +173,7 @@ fn events_await_in_pcml_tasks_and_tokio() {
     });
     assert_eq!(r, (0..100).collect::<Vec<_>>());
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .unwrap();
+    let rt = common::tokio_rt();
     rt.block_on(async {
         let ch = BoundedChan::new(3);
         let tx = ch.clone();
@@ -225,79 +212,70 @@ fn events_await_in_pcml_tasks_and_tokio() {
 fn stress_across_procs_every_message_once() {
     const PER: u32 = 25_000;
     const PRODUCERS: u32 = 4;
-    let mut got = pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on(|| {
-            let ch = BoundedChan::new(8);
-            let stop: pcml::Chan<()> = pcml::Chan::new();
-            // Producers: fibers and tasks, some sending in choices with a channel nobody uses.
-            let idle: pcml::Chan<u32> = pcml::Chan::new();
-            let mut producers = Vec::new();
-            for p in 0..PRODUCERS {
-                let (tx, idle) = (ch.clone(), idle.clone());
-                if p % 2 == 0 {
-                    producers.push(pcml::spawn(move || {
-                        for i in 0..PER {
-                            pcml::select([tx.send_evt(p * PER + i), idle.send_evt(0)]);
-                        }
-                    }));
-                } else {
-                    producers.push(pcml::spawn_task(async move {
-                        for i in 0..PER {
-                            tx.send_evt(p * PER + i).await;
-                        }
-                    }));
-                }
-            }
-            // Consumers: two fibers that also race a stop channel, and one task.
-            let mut consumers = Vec::new();
-            for _ in 0..2 {
-                let (rx, stop) = (ch.clone(), stop.clone());
-                consumers.push(pcml::spawn(move || {
-                    let mut mine = Vec::new();
-                    loop {
-                        match pcml::select([
-                            rx.recv_evt().wrap(Some),
-                            stop.recv_evt().wrap(|()| None),
-                        ]) {
-                            Some(v) => mine.push(v),
-                            None => return mine,
-                        }
+    let mut got = common::run_on_procs(2, || {
+        let ch = BoundedChan::new(8);
+        let stop: pcml::Chan<()> = pcml::Chan::new();
+        // Producers: fibers and tasks, some sending in choices with a channel nobody uses.
+        let idle: pcml::Chan<u32> = pcml::Chan::new();
+        let mut producers = Vec::new();
+        for p in 0..PRODUCERS {
+            let (tx, idle) = (ch.clone(), idle.clone());
+            if p % 2 == 0 {
+                producers.push(pcml::spawn(move || {
+                    for i in 0..PER {
+                        pcml::select([tx.send_evt(p * PER + i), idle.send_evt(0)]);
+                    }
+                }));
+            } else {
+                producers.push(pcml::spawn_task(async move {
+                    for i in 0..PER {
+                        tx.send_evt(p * PER + i).await;
                     }
                 }));
             }
-            let rx = ch.clone();
-            let stop_t = stop.clone();
-            consumers.push(pcml::spawn_task(async move {
+        }
+        // Consumers: two fibers that also race a stop channel, and one task.
+        let mut consumers = Vec::new();
+        for _ in 0..2 {
+            let (rx, stop) = (ch.clone(), stop.clone());
+            consumers.push(pcml::spawn(move || {
                 let mut mine = Vec::new();
                 loop {
-                    match pcml::choose([
-                        rx.recv_evt().wrap(Some),
-                        stop_t.recv_evt().wrap(|()| None),
-                    ])
-                    .await
+                    match pcml::select([rx.recv_evt().wrap(Some), stop.recv_evt().wrap(|()| None)])
                     {
                         Some(v) => mine.push(v),
                         None => return mine,
                     }
                 }
             }));
-            producers.into_iter().for_each(|h| h.join().unwrap());
-            // Let the consumers drain, then stop them.
-            while !ch.is_empty() {
-                pcml::yield_now();
+        }
+        let rx = ch.clone();
+        let stop_t = stop.clone();
+        consumers.push(pcml::spawn_task(async move {
+            let mut mine = Vec::new();
+            loop {
+                match pcml::choose([rx.recv_evt().wrap(Some), stop_t.recv_evt().wrap(|()| None)])
+                    .await
+                {
+                    Some(v) => mine.push(v),
+                    None => return mine,
+                }
             }
-            for _ in 0..3 {
-                stop.send(());
-            }
-            consumers
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect::<Vec<u32>>()
-        })
-        .unwrap();
+        }));
+        producers.into_iter().for_each(|h| h.join().unwrap());
+        // Let the consumers drain, then stop them.
+        while !ch.is_empty() {
+            pcml::yield_now();
+        }
+        for _ in 0..3 {
+            stop.send(());
+        }
+        consumers
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect::<Vec<u32>>()
+    })
+    .unwrap();
     got.sort_unstable();
     assert_eq!(got, (0..PRODUCERS * PER).collect::<Vec<_>>());
 }
@@ -331,7 +309,7 @@ fn a_receive_dropped_after_it_won_gives_its_message_back() {
     assert_eq!(ch.len(), 3);
     let tx = ch.clone();
     let t = std::thread::spawn(move || tx.send(4));
-    wait_until(|| ch.queue_lens().0 == 1);
+    common::wait_until(|| ch.queue_lens().0 == 1);
     assert_eq!(ch.recv(), 1);
     assert_eq!(ch.queue_lens().0, 1, "no room yet: the sender still waits");
     assert_eq!(ch.recv(), 2);
@@ -342,36 +320,32 @@ fn a_receive_dropped_after_it_won_gives_its_message_back() {
 #[test]
 fn a_fiber_that_never_blocks_still_lets_others_run() {
     // One proc: a fiber looping on operations that never block must yield now and then.
-    pcml::Runtime::builder()
-        .procs(1)
-        .build()
-        .unwrap()
-        .block_on(|| {
-            use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-            let (started, stop) = (
-                Arc::new(AtomicBool::new(false)),
-                Arc::new(AtomicBool::new(false)),
-            );
-            let (st, sp) = (started.clone(), stop.clone());
-            let busy = pcml::spawn(move || {
-                st.store(true, Relaxed);
-                let ch = BoundedChan::new(1);
-                let (m, sem) = (pcml::Mutex::new(0u64), pcml::Semaphore::new(1));
-                let mc = pcml::Multicast::new();
-                let port = mc.port();
-                while !sp.load(Relaxed) {
-                    ch.send(1u64);
-                    let _p = sem.acquire();
-                    mc.send(ch.recv());
-                    *m.lock() += port.recv();
-                }
-            });
-            // Once the busy fiber has started, we run again only if it yields.
-            while !started.load(Relaxed) {
-                pcml::yield_now();
+    common::run_on_procs(1, || {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        let (started, stop) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (st, sp) = (started.clone(), stop.clone());
+        let busy = pcml::spawn(move || {
+            st.store(true, Relaxed);
+            let ch = BoundedChan::new(1);
+            let (m, sem) = (pcml::Mutex::new(0u64), pcml::Semaphore::new(1));
+            let mc = pcml::Multicast::new();
+            let port = mc.port();
+            while !sp.load(Relaxed) {
+                ch.send(1u64);
+                let _p = sem.acquire();
+                mc.send(ch.recv());
+                *m.lock() += port.recv();
             }
-            stop.store(true, Relaxed);
-            busy.join().unwrap();
-        })
-        .unwrap();
+        });
+        // Once the busy fiber has started, we run again only if it yields.
+        while !started.load(Relaxed) {
+            pcml::yield_now();
+        }
+        stop.store(true, Relaxed);
+        busy.join().unwrap();
+    })
+    .unwrap();
 }

@@ -2,17 +2,13 @@
 //! hand-off; lock_evt in choices; no lost lock when a sync loses or a future is dropped;
 //! panics release; a lock-order deadlock is reported; a cross-proc stress.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::Duration;
 
 use pcml::{Mutex, RuntimeError};
-
-fn wait_until(f: impl Fn() -> bool) {
-    while !f() {
-        std::thread::yield_now();
-    }
-}
 
 #[test]
 fn try_lock_is_locked_and_deref() {
@@ -43,22 +39,18 @@ fn hammer(m: &Mutex<(u64, bool)>, n: u64) {
 #[test]
 fn fibers_exclude_each_other_across_procs() {
     for procs in [1, 2] {
-        let total = pcml::Runtime::builder()
-            .procs(procs)
-            .build()
-            .unwrap()
-            .block_on(|| {
-                let m = Mutex::new((0u64, false));
-                let hs: Vec<_> = (0..8)
-                    .map(|_| {
-                        let m = m.clone();
-                        pcml::spawn(move || hammer(&m, 500))
-                    })
-                    .collect();
-                hs.into_iter().for_each(|h| h.join().unwrap());
-                m.lock().0
-            })
-            .unwrap();
+        let total = common::run_on_procs(procs, || {
+            let m = Mutex::new((0u64, false));
+            let hs: Vec<_> = (0..8)
+                .map(|_| {
+                    let m = m.clone();
+                    pcml::spawn(move || hammer(&m, 500))
+                })
+                .collect();
+            hs.into_iter().for_each(|h| h.join().unwrap());
+            m.lock().0
+        })
+        .unwrap();
         assert_eq!(total, 4000, "procs = {procs}");
     }
 }
@@ -71,7 +63,7 @@ fn waiters_get_the_lock_in_arrival_order() {
     for i in 0..4 {
         let m2 = m.clone();
         ts.push(std::thread::spawn(move || m2.lock().push(i)));
-        wait_until(|| m.queue_len() == i + 1);
+        common::wait_until(|| m.queue_len() == i + 1);
     }
     drop(held);
     ts.into_iter().for_each(|t| t.join().unwrap());
@@ -98,7 +90,7 @@ fn lock_evt_in_choices_never_loses_the_lock() {
     // A waiter queued behind the dead offers still gets the lock.
     let m2 = m.clone();
     let t = std::thread::spawn(move || *m2.lock() += 1);
-    wait_until(|| m.queue_len() >= 2);
+    common::wait_until(|| m.queue_len() >= 2);
     drop(held);
     t.join().unwrap();
     assert_eq!(*m.lock(), 1);
@@ -137,27 +129,23 @@ fn a_panic_while_holding_releases_to_the_next_waiter() {
 
 #[test]
 fn lock_order_inversion_is_reported_as_a_deadlock() {
-    let r = pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on(|| {
-            let (a, b) = (Mutex::new(()), Mutex::new(()));
-            let both = pcml::Barrier::new(2);
-            let (a1, b1, both1) = (a.clone(), b.clone(), both.clone());
-            let t1 = pcml::spawn(move || {
-                let _ga = a1.lock();
-                both1.wait();
-                let _gb = b1.lock();
-            });
-            let t2 = pcml::spawn(move || {
-                let _gb = b.lock();
-                both.wait();
-                let _ga = a.lock();
-            });
-            t1.join().unwrap();
-            t2.join().unwrap();
+    let r = common::run_on_procs(2, || {
+        let (a, b) = (Mutex::new(()), Mutex::new(()));
+        let both = pcml::Barrier::new(2);
+        let (a1, b1, both1) = (a.clone(), b.clone(), both.clone());
+        let t1 = pcml::spawn(move || {
+            let _ga = a1.lock();
+            both1.wait();
+            let _gb = b1.lock();
         });
+        let t2 = pcml::spawn(move || {
+            let _gb = b.lock();
+            both.wait();
+            let _ga = a.lock();
+        });
+        t1.join().unwrap();
+        t2.join().unwrap();
+    });
     assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
 }
 
@@ -189,11 +177,7 @@ fn guards_cross_awaits_in_pcml_tasks_and_tokio() {
     });
     assert_eq!(total, 1200);
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .unwrap();
+    let rt = common::tokio_rt();
     rt.block_on(async {
         let m = Mutex::new(0u32);
         let hs: Vec<_> = (0..4)
@@ -231,67 +215,63 @@ fn stress_timeouts_and_dropped_futures_never_lose_the_lock() {
     // increment happened under it.
     let stop = Arc::new(AtomicBool::new(false));
     let m = Mutex::new((0u64, false));
-    let counted = pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on({
-            let m = m.clone();
-            let stop = stop.clone();
-            move || {
-                let mut hs = Vec::new();
-                for i in 0..4u64 {
-                    let m = m.clone();
-                    hs.push(pcml::spawn(move || {
-                        let mut mine = 0;
-                        for _ in 0..2000 {
-                            let timeout = Duration::from_micros(10 * (i + 1));
-                            if let Some(mut g) = m.lock_evt().sync_timeout(timeout) {
-                                assert!(!g.1);
-                                g.0 += 1;
-                                mine += 1;
-                            }
-                        }
-                        mine
-                    }));
-                }
-                for _ in 0..2 {
-                    let m = m.clone();
-                    hs.push(pcml::spawn_task(async move {
-                        let mut mine = 0;
-                        for _ in 0..2000 {
-                            let got = pcml::choose([
-                                m.lock_evt().wrap(Some),
-                                pcml::time::timeout_evt(Duration::from_micros(20)).wrap(|()| None),
-                            ])
-                            .await;
-                            if let Some(mut g) = got {
-                                g.0 += 1;
-                                mine += 1;
-                            }
-                        }
-                        mine
-                    }));
-                }
-                let os = {
-                    let (m, stop) = (m.clone(), stop.clone());
-                    std::thread::spawn(move || {
-                        let mut mine = 0;
-                        while !stop.load(SeqCst) {
-                            let mut g = m.lock();
+    let counted = common::run_on_procs(2, {
+        let m = m.clone();
+        let stop = stop.clone();
+        move || {
+            let mut hs = Vec::new();
+            for i in 0..4u64 {
+                let m = m.clone();
+                hs.push(pcml::spawn(move || {
+                    let mut mine = 0;
+                    for _ in 0..2000 {
+                        let timeout = Duration::from_micros(10 * (i + 1));
+                        if let Some(mut g) = m.lock_evt().sync_timeout(timeout) {
+                            assert!(!g.1);
                             g.0 += 1;
                             mine += 1;
                         }
-                        mine
-                    })
-                };
-                let mut total: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
-                stop.store(true, SeqCst);
-                total += os.join().unwrap();
-                total
+                    }
+                    mine
+                }));
             }
-        })
-        .unwrap();
+            for _ in 0..2 {
+                let m = m.clone();
+                hs.push(pcml::spawn_task(async move {
+                    let mut mine = 0;
+                    for _ in 0..2000 {
+                        let got = pcml::choose([
+                            m.lock_evt().wrap(Some),
+                            pcml::time::timeout_evt(Duration::from_micros(20)).wrap(|()| None),
+                        ])
+                        .await;
+                        if let Some(mut g) = got {
+                            g.0 += 1;
+                            mine += 1;
+                        }
+                    }
+                    mine
+                }));
+            }
+            let os = {
+                let (m, stop) = (m.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut mine = 0;
+                    while !stop.load(SeqCst) {
+                        let mut g = m.lock();
+                        g.0 += 1;
+                        mine += 1;
+                    }
+                    mine
+                })
+            };
+            let mut total: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+            stop.store(true, SeqCst);
+            total += os.join().unwrap();
+            total
+        }
+    })
+    .unwrap();
     let g = m.try_lock().expect("the mutex was left locked");
     assert_eq!(g.0, counted);
 }
@@ -306,7 +286,7 @@ fn a_lock_dropped_after_the_hand_off_passes_the_lock_on() {
     assert!(fut.as_mut().poll(&mut cx).is_pending());
     let m2 = m.clone();
     let next = std::thread::spawn(move || *m2.lock() += 1);
-    wait_until(|| m.queue_len() == 2);
+    common::wait_until(|| m.queue_len() == 2);
     drop(held); // handed to the future, which nobody polls again
     drop(fut); // ... and passed on to the thread
     next.join().unwrap();

@@ -2,17 +2,13 @@
 //! release and forget; acquire_evt in choices; no permit lost when a sync loses or a future
 //! is dropped; a cross-proc stress.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
 use pcml::Semaphore;
-
-fn wait_until(f: impl Fn() -> bool) {
-    while !f() {
-        std::thread::yield_now();
-    }
-}
 
 #[test]
 fn try_acquire_release_and_forget() {
@@ -43,11 +39,11 @@ fn waiters_are_served_in_arrival_order() {
             order.lock().unwrap().push(i);
             p.forget();
         }));
-        wait_until(|| sem.queue_len() == i + 1);
+        common::wait_until(|| sem.queue_len() == i + 1);
     }
     for i in 0..4 {
         sem.release(1);
-        wait_until(|| order.lock().unwrap().len() == i + 1);
+        common::wait_until(|| order.lock().unwrap().len() == i + 1);
     }
     ts.into_iter().for_each(|t| t.join().unwrap());
     assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
@@ -68,33 +64,29 @@ fn holders_stay_bounded_in_fibers_and_tasks_across_procs() {
     let now = Arc::new(AtomicUsize::new(0));
     let max = Arc::new(AtomicUsize::new(0));
     let sem = Semaphore::new(3);
-    pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on({
-            let (sem, now, max) = (sem.clone(), now.clone(), max.clone());
-            move || {
-                let mut hs = Vec::new();
-                for _ in 0..6 {
-                    let (sem, now, max) = (sem.clone(), now.clone(), max.clone());
-                    hs.push(pcml::spawn(move || bounded_work(&sem, &now, &max, 300)));
-                }
-                for _ in 0..4 {
-                    let (sem, now, max) = (sem.clone(), now.clone(), max.clone());
-                    hs.push(pcml::spawn_task(async move {
-                        for _ in 0..300 {
-                            let _p = sem.acquire_evt().await;
-                            max.fetch_max(now.fetch_add(1, SeqCst) + 1, SeqCst);
-                            pcml::yield_async().await;
-                            now.fetch_sub(1, SeqCst);
-                        }
-                    }));
-                }
-                hs.into_iter().for_each(|h| h.join().unwrap());
+    common::run_on_procs(2, {
+        let (sem, now, max) = (sem.clone(), now.clone(), max.clone());
+        move || {
+            let mut hs = Vec::new();
+            for _ in 0..6 {
+                let (sem, now, max) = (sem.clone(), now.clone(), max.clone());
+                hs.push(pcml::spawn(move || bounded_work(&sem, &now, &max, 300)));
             }
-        })
-        .unwrap();
+            for _ in 0..4 {
+                let (sem, now, max) = (sem.clone(), now.clone(), max.clone());
+                hs.push(pcml::spawn_task(async move {
+                    for _ in 0..300 {
+                        let _p = sem.acquire_evt().await;
+                        max.fetch_max(now.fetch_add(1, SeqCst) + 1, SeqCst);
+                        pcml::yield_async().await;
+                        now.fetch_sub(1, SeqCst);
+                    }
+                }));
+            }
+            hs.into_iter().for_each(|h| h.join().unwrap());
+        }
+    })
+    .unwrap();
     assert!(max.load(SeqCst) <= 3, "max holders {}", max.load(SeqCst));
     assert_eq!(sem.available_permits(), 3);
 }
@@ -113,11 +105,7 @@ fn acquire_evt_in_choices_and_dropped_futures_keep_no_permit() {
     drop(p);
     assert_eq!(sem.available_permits(), 1);
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .unwrap();
+    let rt = common::tokio_rt();
     rt.block_on(async {
         let held = sem.acquire_evt().await;
         tokio::select! {
@@ -166,31 +154,27 @@ fn acquire_evt_in_choices_and_dropped_futures_keep_no_permit() {
 #[test]
 fn stress_timeouts_never_lose_a_permit() {
     let sem = Semaphore::new(2);
-    pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on({
-            let sem = sem.clone();
-            move || {
-                let hs: Vec<_> = (0..6u64)
-                    .map(|i| {
-                        let sem = sem.clone();
-                        pcml::spawn(move || {
-                            for _ in 0..2000 {
-                                let t = Duration::from_micros(5 * (i + 1));
-                                if let Some(p) = sem.acquire_evt().sync_timeout(t) {
-                                    pcml::yield_now();
-                                    drop(p);
-                                }
+    common::run_on_procs(2, {
+        let sem = sem.clone();
+        move || {
+            let hs: Vec<_> = (0..6u64)
+                .map(|i| {
+                    let sem = sem.clone();
+                    pcml::spawn(move || {
+                        for _ in 0..2000 {
+                            let t = Duration::from_micros(5 * (i + 1));
+                            if let Some(p) = sem.acquire_evt().sync_timeout(t) {
+                                pcml::yield_now();
+                                drop(p);
                             }
-                        })
+                        }
                     })
-                    .collect();
-                hs.into_iter().for_each(|h| h.join().unwrap());
-            }
-        })
-        .unwrap();
+                })
+                .collect();
+            hs.into_iter().for_each(|h| h.join().unwrap());
+        }
+    })
+    .unwrap();
     assert_eq!(sem.available_permits(), 2);
 }
 

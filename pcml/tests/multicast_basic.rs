@@ -1,6 +1,8 @@
 //! Multicast: every port sees every later message, in order; copies; dropped ports; fibers,
 //! OS threads, choices, pcml tasks and tokio; a cross-proc stress.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,27 +69,23 @@ fn a_dropped_port_stops_receiving_and_frees_its_messages() {
 #[test]
 fn ports_in_fibers_see_every_message_in_order() {
     for procs in [1, 2] {
-        let got = pcml::Runtime::builder()
-            .procs(procs)
-            .build()
-            .unwrap()
-            .block_on(|| {
-                let mc = Multicast::new();
-                let readers: Vec<_> = (0..4)
-                    .map(|_| {
-                        let p = mc.port();
-                        pcml::spawn(move || (0..1000).map(|_| p.recv()).collect::<Vec<u32>>())
-                    })
-                    .collect();
-                let tx = mc.clone();
-                let s = pcml::spawn(move || (0..1000u32).for_each(|i| tx.send(i)));
-                s.join().unwrap();
-                readers
-                    .into_iter()
-                    .map(|r| r.join().unwrap())
-                    .collect::<Vec<_>>()
-            })
-            .unwrap();
+        let got = common::run_on_procs(procs, || {
+            let mc = Multicast::new();
+            let readers: Vec<_> = (0..4)
+                .map(|_| {
+                    let p = mc.port();
+                    pcml::spawn(move || (0..1000).map(|_| p.recv()).collect::<Vec<u32>>())
+                })
+                .collect();
+            let tx = mc.clone();
+            let s = pcml::spawn(move || (0..1000u32).for_each(|i| tx.send(i)));
+            s.join().unwrap();
+            readers
+                .into_iter()
+                .map(|r| r.join().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .unwrap();
         for r in got {
             assert_eq!(r, (0..1000).collect::<Vec<_>>(), "procs = {procs}");
         }
@@ -158,11 +156,7 @@ fn recv_evt_awaits_in_pcml_tasks_and_tokio() {
     });
     assert_eq!(r, 3);
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .unwrap();
+    let rt = common::tokio_rt();
     rt.block_on(async {
         let mc = Multicast::new();
         let hs: Vec<_> = (0..2)
@@ -200,52 +194,48 @@ fn recv_evt_awaits_in_pcml_tasks_and_tokio() {
 #[test]
 fn stress_across_procs_every_port_gets_every_message_once() {
     const N: u32 = 20_000;
-    let sums = pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on(|| {
-            let mc = Multicast::new();
-            // Fibers and tasks read; some ports are copies taken mid-stream.
-            let first = mc.port();
-            let copy_src = mc.port();
-            let fiber_readers: Vec<_> = (0..3)
-                .map(|_| {
-                    let p = mc.port();
-                    pcml::spawn(move || (0..N).map(|_| u64::from(p.recv())).sum::<u64>())
+    let sums = common::run_on_procs(2, || {
+        let mc = Multicast::new();
+        // Fibers and tasks read; some ports are copies taken mid-stream.
+        let first = mc.port();
+        let copy_src = mc.port();
+        let fiber_readers: Vec<_> = (0..3)
+            .map(|_| {
+                let p = mc.port();
+                pcml::spawn(move || (0..N).map(|_| u64::from(p.recv())).sum::<u64>())
+            })
+            .collect();
+        let task_readers: Vec<_> = (0..3)
+            .map(|_| {
+                let p = mc.port();
+                pcml::spawn_task(async move {
+                    let mut s = 0u64;
+                    for _ in 0..N {
+                        s += u64::from(p.recv_evt().await);
+                    }
+                    s
                 })
-                .collect();
-            let task_readers: Vec<_> = (0..3)
-                .map(|_| {
-                    let p = mc.port();
-                    pcml::spawn_task(async move {
-                        let mut s = 0u64;
-                        for _ in 0..N {
-                            s += u64::from(p.recv_evt().await);
-                        }
-                        s
-                    })
-                })
-                .collect();
-            let tx = mc.clone();
-            let sender = pcml::spawn(move || (0..N).for_each(|i| tx.send(i)));
-            let copy = copy_src.copy();
-            sender.join().unwrap();
-            let mut sums: Vec<u64> = fiber_readers
-                .into_iter()
-                .chain(task_readers)
-                .map(|h| h.join().unwrap())
-                .collect();
-            sums.push((0..N).map(|_| u64::from(first.recv())).sum());
-            // The copy holds what `copy_src` held when it was made, and everything later.
-            let rest_src: u64 = std::iter::from_fn(|| copy_src.try_recv())
-                .map(u64::from)
-                .sum();
-            let rest_copy: u64 = std::iter::from_fn(|| copy.try_recv()).map(u64::from).sum();
-            assert_eq!(rest_src, rest_copy);
-            sums
-        })
-        .unwrap();
+            })
+            .collect();
+        let tx = mc.clone();
+        let sender = pcml::spawn(move || (0..N).for_each(|i| tx.send(i)));
+        let copy = copy_src.copy();
+        sender.join().unwrap();
+        let mut sums: Vec<u64> = fiber_readers
+            .into_iter()
+            .chain(task_readers)
+            .map(|h| h.join().unwrap())
+            .collect();
+        sums.push((0..N).map(|_| u64::from(first.recv())).sum());
+        // The copy holds what `copy_src` held when it was made, and everything later.
+        let rest_src: u64 = std::iter::from_fn(|| copy_src.try_recv())
+            .map(u64::from)
+            .sum();
+        let rest_copy: u64 = std::iter::from_fn(|| copy.try_recv()).map(u64::from).sum();
+        assert_eq!(rest_src, rest_copy);
+        sums
+    })
+    .unwrap();
     let want: u64 = (0..u64::from(N)).sum();
     assert!(sums.iter().all(|&s| s == want), "{sums:?}");
 }

@@ -2,45 +2,43 @@
 //! is cancelled (the server's reply reports it and does not block) and the server goes on
 //! serving; servers choosing between requests and other events; a cross-proc stress.
 
+mod common;
+
 use std::time::Duration;
 
 use pcml::rpc;
 
 #[test]
 fn a_call_that_loses_to_a_timeout_does_not_block_the_server() {
-    let (outcomes, served) = pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on(|| {
-            let (client, server) = rpc::channel::<u32, u32>();
-            let outcomes = pcml::Mailbox::new();
-            let gate: pcml::Chan<()> = pcml::Chan::new();
-            let s = {
-                let (outcomes, gate) = (outcomes.clone(), gate.clone());
-                pcml::spawn(move || {
-                    // First request: hold it until the client has given up, then answer.
-                    let (n, reply) = server.recv();
-                    gate.recv();
-                    outcomes.send(reply.send(n * 2));
-                    // Next client: served normally.
-                    let (n, reply) = server.recv();
-                    outcomes.send(reply.send(n * 2));
-                    2
-                })
-            };
-            let first = client.call_evt(1).sync_timeout(Duration::from_millis(5));
-            assert_eq!(first, None);
-            gate.send(());
-            // The server's reply to the abandoned call reports it was not delivered.
-            let o1 = outcomes.recv();
-            let other = client.clone();
-            let second = pcml::spawn(move || other.call(21)).join().unwrap();
-            assert_eq!(second, 42);
-            let o2 = outcomes.recv();
-            ((o1, o2), s.join().unwrap())
-        })
-        .unwrap();
+    let (outcomes, served) = common::run_on_procs(2, || {
+        let (client, server) = rpc::channel::<u32, u32>();
+        let outcomes = pcml::Mailbox::new();
+        let gate: pcml::Chan<()> = pcml::Chan::new();
+        let s = {
+            let (outcomes, gate) = (outcomes.clone(), gate.clone());
+            pcml::spawn(move || {
+                // First request: hold it until the client has given up, then answer.
+                let (n, reply) = server.recv();
+                gate.recv();
+                outcomes.send(reply.send(n * 2));
+                // Next client: served normally.
+                let (n, reply) = server.recv();
+                outcomes.send(reply.send(n * 2));
+                2
+            })
+        };
+        let first = client.call_evt(1).sync_timeout(Duration::from_millis(5));
+        assert_eq!(first, None);
+        gate.send(());
+        // The server's reply to the abandoned call reports it was not delivered.
+        let o1 = outcomes.recv();
+        let other = client.clone();
+        let second = pcml::spawn(move || other.call(21)).join().unwrap();
+        assert_eq!(second, 42);
+        let o2 = outcomes.recv();
+        ((o1, o2), s.join().unwrap())
+    })
+    .unwrap();
     assert_eq!(outcomes, (false, true));
     assert_eq!(served, 2);
 }
@@ -129,11 +127,7 @@ fn calls_await_in_pcml_tasks_and_tokio_and_dropped_calls_are_cancelled() {
     });
     assert_eq!(r, (1..=50).sum::<u32>());
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .unwrap();
+    let rt = common::tokio_rt();
     rt.block_on(async {
         let (client, server) = rpc::channel::<u32, u32>();
         // A dropped call: its request is still queued, and answering it reports the loss.
@@ -167,76 +161,72 @@ fn calls_await_in_pcml_tasks_and_tokio_and_dropped_calls_are_cancelled() {
 fn stress_deliveries_match_completed_calls() {
     // Clients on fibers and tasks call with short timeouts; two server fibers count the
     // answers delivered. Every delivered answer is a completed call, and vice versa.
-    let (delivered, completed) = pcml::Runtime::builder()
-        .procs(2)
-        .build()
-        .unwrap()
-        .block_on(|| {
-            let (client, server) = rpc::channel::<u64, u64>();
-            let stop: pcml::Chan<()> = pcml::Chan::new();
-            let servers: Vec<_> = (0..2)
-                .map(|_| {
-                    let (server, stop) = (server.clone(), stop.clone());
-                    pcml::spawn(move || {
-                        let mut delivered = 0u64;
-                        loop {
-                            let req = pcml::select([
-                                server.recv_evt().wrap(Some),
-                                stop.recv_evt().wrap(|()| None),
-                            ]);
-                            let Some((n, reply)) = req else {
-                                return delivered;
-                            };
-                            if n % 3 == 0 {
-                                pcml::yield_now();
-                            }
-                            delivered += u64::from(reply.send(n));
+    let (delivered, completed) = common::run_on_procs(2, || {
+        let (client, server) = rpc::channel::<u64, u64>();
+        let stop: pcml::Chan<()> = pcml::Chan::new();
+        let servers: Vec<_> = (0..2)
+            .map(|_| {
+                let (server, stop) = (server.clone(), stop.clone());
+                pcml::spawn(move || {
+                    let mut delivered = 0u64;
+                    loop {
+                        let req = pcml::select([
+                            server.recv_evt().wrap(Some),
+                            stop.recv_evt().wrap(|()| None),
+                        ]);
+                        let Some((n, reply)) = req else {
+                            return delivered;
+                        };
+                        if n % 3 == 0 {
+                            pcml::yield_now();
                         }
-                    })
+                        delivered += u64::from(reply.send(n));
+                    }
                 })
-                .collect();
-            let mut clients = Vec::new();
-            for c in 0..3u64 {
-                let client = client.clone();
-                clients.push(pcml::spawn(move || {
-                    let mut done = 0u64;
-                    for i in 0..1500 {
-                        let t = Duration::from_micros(5 + 10 * c);
-                        if let Some(v) = client.call_evt(i).sync_timeout(t) {
-                            assert_eq!(v, i);
-                            done += 1;
-                        }
+            })
+            .collect();
+        let mut clients = Vec::new();
+        for c in 0..3u64 {
+            let client = client.clone();
+            clients.push(pcml::spawn(move || {
+                let mut done = 0u64;
+                for i in 0..1500 {
+                    let t = Duration::from_micros(5 + 10 * c);
+                    if let Some(v) = client.call_evt(i).sync_timeout(t) {
+                        assert_eq!(v, i);
+                        done += 1;
                     }
-                    done
-                }));
-            }
-            for _ in 0..2 {
-                let client = client.clone();
-                clients.push(pcml::spawn_task(async move {
-                    let mut done = 0u64;
-                    for i in 0..1500 {
-                        let got = pcml::choose([
-                            client.call_evt(i).wrap(Some),
-                            pcml::time::timeout_evt(Duration::from_micros(10)).wrap(|_| None),
-                        ])
-                        .await;
-                        done += u64::from(got.is_some());
-                    }
-                    done
-                }));
-            }
-            let completed: u64 = clients.into_iter().map(|h| h.join().unwrap()).sum();
-            // Answer whatever abandoned requests are left, then stop the servers.
-            while !server.is_empty() {
-                pcml::yield_now();
-            }
-            for _ in 0..2 {
-                stop.send(());
-            }
-            let delivered: u64 = servers.into_iter().map(|h| h.join().unwrap()).sum();
-            (delivered, completed)
-        })
-        .unwrap();
+                }
+                done
+            }));
+        }
+        for _ in 0..2 {
+            let client = client.clone();
+            clients.push(pcml::spawn_task(async move {
+                let mut done = 0u64;
+                for i in 0..1500 {
+                    let got = pcml::choose([
+                        client.call_evt(i).wrap(Some),
+                        pcml::time::timeout_evt(Duration::from_micros(10)).wrap(|_| None),
+                    ])
+                    .await;
+                    done += u64::from(got.is_some());
+                }
+                done
+            }));
+        }
+        let completed: u64 = clients.into_iter().map(|h| h.join().unwrap()).sum();
+        // Answer whatever abandoned requests are left, then stop the servers.
+        while !server.is_empty() {
+            pcml::yield_now();
+        }
+        for _ in 0..2 {
+            stop.send(());
+        }
+        let delivered: u64 = servers.into_iter().map(|h| h.join().unwrap()).sum();
+        (delivered, completed)
+    })
+    .unwrap();
     assert_eq!(delivered, completed);
 }
 
