@@ -36,9 +36,11 @@ use crate::loom::sync::{Arc, Mutex};
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch};
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::sched::worker;
-use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
+use crate::sync_var::waiters::{
+    Matched, Offers, Slot, complete_self, delivered, drop_offer, give_back, lock,
+};
 
 #[cfg(all(test, pcml_loom))]
 mod tests;
@@ -130,14 +132,8 @@ impl<T> State<T> {
             // Over capacity (a message given back by a dropped receive): no room yet.
             return Some(v);
         }
-        while let Some((_, s)) = self.senders.take_match(None) {
-            if let Some(commit) = s.w.synch_spinning() {
-                let m = lock(&s.slot).take();
-                commit.publish();
-                self.buf
-                    .push_back(m.expect("pcml: a blocked send without its message"));
-                break;
-            }
+        if let Some(m) = self.senders.take_first() {
+            self.buf.push_back(m);
         }
         Some(v)
     }
@@ -145,15 +141,9 @@ impl<T> State<T> {
     /// Sends `v` with room in the buffer (and no sync of ours queued here): to the first live
     /// blocked receiver, else into the buffer.
     fn push(&mut self, v: T) {
-        let mut v = v;
-        while let Some((_, r)) = self.receivers.take_match(None) {
-            match deliver(&r, v) {
-                Ok(()) => return,
-                // Dead receiver (its sync completed elsewhere): next.
-                Err(back) => v = back,
-            }
+        if let Err(v) = self.receivers.deliver_first(v) {
+            self.buf.push_back(v);
         }
-        self.buf.push_back(v);
     }
 }
 
@@ -390,31 +380,19 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
         let mut st = lock(&self.ch.state);
         if st.buf.len() >= self.ch.cap {
-            let slot = Arc::new(Mutex::new(self.value.take()));
-            st.senders.push(Offer {
-                w: me.waiter(),
-                slot: slot.clone(),
-                swap: false,
-            });
-            self.slot = Some(slot);
+            self.slot = Some(st.senders.push_offer(me, self.value.take()));
             return Blocked::Waiting;
         }
         // Room: hand the message to a blocked receiver of another sync (Figure 9), or else
         // complete our own sync and buffer it.
-        while let Some((i, r)) = st.receivers.take_match(Some(me)) {
-            match me.try_match(&r.w) {
-                Match::Won(commit) => {
-                    *lock(&r.slot) = self.value.take();
-                    commit.publish();
-                    return Blocked::Committed(());
-                }
-                // Dead receiver, out of the queue: look again.
-                Match::PartnerGone => continue,
-                // Our sync completed elsewhere: put the receiver back (below) and stop.
-                Match::SelfSynched => {}
-            }
-            st.receivers.q.insert(i, r);
-            return Blocked::Synched;
+        let delivered = st.receivers.match_partner(me, |r, commit| {
+            *lock(&r.slot) = self.value.take();
+            commit.publish();
+        });
+        match delivered {
+            Matched::Won(()) => return Blocked::Committed(()),
+            Matched::SelfSynched => return Blocked::Synched,
+            Matched::NoPartner => {}
         }
         match me.synch_self() {
             SelfSynch::Won => {
@@ -434,10 +412,7 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
     fn complete(&mut self) {}
 
     fn cancel(&mut self) {
-        // Our sync is settled and this offer lost: nobody else touches the slot now.
-        if let Some(slot) = self.slot.take() {
-            lock(&slot).take();
-        }
+        drop_offer(&mut self.slot);
     }
 }
 
@@ -468,13 +443,7 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
                 st.pop(self.ch.cap).expect("pcml: bounded channel emptied")
             });
         }
-        let slot = Slot::default();
-        st.receivers.push(Offer {
-            w: me.waiter(),
-            slot: slot.clone(),
-            swap: false,
-        });
-        self.slot = Some(slot);
+        self.slot = Some(st.receivers.push_offer(me, None));
         Blocked::Waiting
     }
 
@@ -490,11 +459,7 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
         // Our `.await` was dropped after a message was handed to us: it was the oldest, so it
         // goes back to the front (to a blocked receiver if the buffer is empty). The buffer
         // may hold one message over capacity until the next receive.
-        let mut st = lock(&self.ch.state);
-        if st.buf.is_empty() {
-            st.push(v);
-        } else {
-            st.buf.push_front(v);
-        }
+        let st = &mut *lock(&self.ch.state);
+        give_back(&mut st.buf, &mut st.receivers, v);
     }
 }

@@ -4,9 +4,9 @@ use crate::loom::sync::{Arc, Mutex as StateLock};
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
 use crate::sched::worker;
-use crate::sync_var::waiters::{Offer, Offers, Slot, delivered, lock};
+use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, lock};
 
 /// A mutual-exclusion lock whose waiters block only their own fiber, OS thread or task, and
 /// are served first come first served.
@@ -242,21 +242,15 @@ impl<T> Drop for MutexGuard<T> {
         };
         let mut st = lock(&self.mutex.state);
         // Hand the value to the first live waiter, as a new guard in its slot.
-        while let Some((_, w)) = st.waiters.take_match(None) {
-            let Some(commit) = w.w.synch_spinning() else {
-                // Dead waiter (its sync completed elsewhere): next.
-                continue;
-            };
-            let guard = MutexGuard {
-                value: Some(v),
-                mutex: self.mutex.clone(),
-            };
-            *lock(&w.slot) = Some(guard);
-            commit.publish();
-            return;
+        let mut v = Some(v);
+        let handed = st.waiters.complete_first(|| MutexGuard {
+            value: v.take(),
+            mutex: self.mutex.clone(),
+        });
+        if !handed {
+            // No live waiter: the mutex is unlocked.
+            st.value = v;
         }
-        // No live waiter: the mutex is unlocked.
-        st.value = Some(v);
     }
 }
 
@@ -292,24 +286,15 @@ impl<T: Send + 'static> BaseEvent for LockEvt<T> {
         let mut st = lock(&self.mutex.state);
         if st.value.is_some() {
             // Unlocked since our poll: take it ourselves.
-            return match me.synch_self() {
-                SelfSynch::Won => {
-                    let v = st
-                        .value
-                        .take()
-                        .expect("pcml: mutex value vanished under its lock");
-                    Blocked::Committed(self.guard(v))
-                }
-                SelfSynch::AlreadySynched => Blocked::Synched,
-            };
+            return complete_self(me, || {
+                let v = st
+                    .value
+                    .take()
+                    .expect("pcml: mutex value vanished under its lock");
+                self.guard(v)
+            });
         }
-        let slot = Slot::default();
-        st.waiters.push(Offer {
-            w: me.waiter(),
-            slot: slot.clone(),
-            swap: false,
-        });
-        self.slot = Some(slot);
+        self.slot = Some(st.waiters.push_offer(me, None));
         Blocked::Waiting
     }
 

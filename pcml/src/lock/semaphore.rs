@@ -3,9 +3,9 @@
 use crate::loom::sync::{Arc, Mutex as StateLock};
 use std::fmt;
 
-use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
 use crate::sched::worker;
-use crate::sync_var::waiters::{Offer, Offers, Slot, delivered, lock};
+use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, lock};
 
 /// A counting semaphore: [`acquire`](Semaphore::acquire) takes one permit, blocking (only its
 /// own fiber, OS thread or task) while none is free; the returned [`Permit`] gives it back
@@ -87,17 +87,13 @@ impl fmt::Debug for Permit {
 /// to the count.
 fn release_one(sem: &Arc<Inner>) {
     let mut st = lock(&sem.state);
-    while let Some((_, w)) = st.waiters.take_match(None) {
-        if let Some(commit) = w.w.synch_spinning() {
-            *lock(&w.slot) = Some(Permit {
-                sem: Some(sem.clone()),
-            });
-            commit.publish();
-            return;
-        }
-        // Dead waiter: next.
+    let handed = st.waiters.complete_first(|| Permit {
+        sem: Some(sem.clone()),
+    });
+    if !handed {
+        // No live waiter: the permit is free.
+        st.permits += 1;
     }
-    st.permits += 1;
 }
 
 impl Semaphore {
@@ -273,22 +269,13 @@ impl BaseEvent for AcquireEvt {
         let mut st = lock(&self.sem.state);
         if st.permits > 0 {
             // Released since our poll: take one ourselves.
-            return match me.synch_self() {
-                SelfSynch::Won => {
-                    st.permits -= 1;
-                    drop(st);
-                    Blocked::Committed(self.permit())
-                }
-                SelfSynch::AlreadySynched => Blocked::Synched,
-            };
+            return complete_self(me, || {
+                st.permits -= 1;
+                drop(st);
+                self.permit()
+            });
         }
-        let slot = Slot::default();
-        st.waiters.push(Offer {
-            w: me.waiter(),
-            slot: slot.clone(),
-            swap: false,
-        });
-        self.slot = Some(slot);
+        self.slot = Some(st.waiters.push_offer(me, None));
         Blocked::Waiting
     }
 

@@ -31,7 +31,7 @@ use crate::loom::sync::Mutex;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
 use crate::sched::worker;
-use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered, lock};
+use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, give_back, lock};
 
 /// An unbounded FIFO channel: `send` never blocks, `recv` blocks while it is empty.
 ///
@@ -141,15 +141,9 @@ impl<T: Send + 'static> Mailbox<T> {
     /// ```
     pub fn send(&self, v: T) {
         let mut st = lock(&self.inner.state);
-        let mut v = v;
-        while let Some((_, r)) = st.receivers.take_match(None) {
-            match deliver(&r, v) {
-                Ok(()) => return,
-                // Dead receiver (its sync won elsewhere): next.
-                Err(back) => v = back,
-            }
+        if let Err(v) = st.receivers.deliver_first(v) {
+            st.buf.push_back(v);
         }
-        st.buf.push_back(v);
     }
 
     /// Receives the oldest message, blocking while the mailbox is empty.
@@ -254,13 +248,7 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
         if !st.buf.is_empty() {
             return complete_self(me, || st.buf.pop_front().expect("pcml: mailbox emptied"));
         }
-        let slot = Slot::default();
-        st.receivers.push(Offer {
-            w: me.waiter(),
-            slot: slot.clone(),
-            swap: false,
-        });
-        self.slot = Some(slot);
+        self.slot = Some(st.receivers.push_offer(me, None));
         Blocked::Waiting
     }
 
@@ -275,19 +263,7 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     fn discard(&mut self, v: T) {
         // Our `.await` was dropped after a message was handed to us: it was the oldest, so it
         // goes back to the front (to a blocked receiver if the buffer is empty).
-        let mut st = lock(&self.mb.state);
-        if !st.buf.is_empty() {
-            st.buf.push_front(v);
-            return;
-        }
-        let mut v = v;
-        while let Some((_, r)) = st.receivers.take_match(None) {
-            match deliver(&r, v) {
-                Ok(()) => return,
-                // Dead receiver: next.
-                Err(back) => v = back,
-            }
-        }
-        st.buf.push_back(v);
+        let st = &mut *lock(&self.mb.state);
+        give_back(&mut st.buf, &mut st.receivers, v);
     }
 }

@@ -70,7 +70,7 @@ use std::sync::{Arc, Mutex, Weak};
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::io::{async_io, blocking_io, ready_evt, try_io};
 use crate::sched::io::{Dir, Driver, Registered, current_driver, lock};
-use crate::sync_var::waiters::{Offer, Offers, Slot, deliver, delivered};
+use crate::sync_var::waiters::{Offers, Slot, deliver, delivered};
 
 /// What an accept yields.
 type Accepted = (TcpStream, SocketAddr);
@@ -412,13 +412,7 @@ impl BaseEvent for AcceptEvt {
                 }
             },
             None => {
-                let slot = Slot::default();
-                q.receivers.push(Offer {
-                    w: me.waiter(),
-                    slot: slot.clone(),
-                    swap: false,
-                });
-                self.slot = Some(slot);
+                self.slot = Some(q.receivers.push_offer(me, None));
                 Blocked::Waiting
             }
         }

@@ -47,14 +47,17 @@
 use crate::loom::sync::{Arc, Mutex};
 use std::fmt;
 
-use crate::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, SelfSynch, Waiter};
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch, Waiter};
 
 pub(crate) mod waiters;
 
 #[cfg(all(test, pcml_loom))]
 mod tests;
 
-use waiters::{Offer, Offers, Queue, Slot, complete_self, deliver, delivered, hand_to_taker, lock};
+use waiters::{
+    Matched, Offer, Offers, Queue, Slot, complete_self, deliver, delivered, drop_offer,
+    hand_to_taker, lock,
+};
 
 // ---------------------------------------------------------------------------------------------
 // IVar
@@ -273,13 +276,7 @@ impl<T: Clone + Send + 'static> BaseEvent for IGetEvt<T> {
         if let Some(v) = &st.value {
             return complete_self(me, || v.clone());
         }
-        let slot = Slot::default();
-        st.getters.push(Offer {
-            w: me.waiter(),
-            slot: slot.clone(),
-            swap: false,
-        });
-        self.slot = Some(slot);
+        self.slot = Some(st.getters.push_offer(me, None));
         Blocked::Waiting
     }
 
@@ -411,16 +408,9 @@ impl<T> MState<T> {
     /// The cell was just emptied: refill it from the first live putter, if any.
     fn refill(&mut self) {
         debug_assert!(self.value.is_none());
-        while let Some((_, p)) = self.putters.take_match(None) {
-            if let Some(commit) = p.w.synch_spinning() {
-                let v = lock(&p.slot).take();
-                commit.publish();
-                if let Some(v) = v {
-                    // Live takers and readers are not queued while putters are.
-                    self.fill(v);
-                }
-                return;
-            }
+        if let Some(v) = self.putters.take_first() {
+            // Live takers and readers are not queued while putters are.
+            self.fill(v);
         }
     }
 
@@ -703,40 +693,31 @@ impl<T: Send + 'static> BaseEvent for PutEvt<T> {
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
         let mut st = lock(&self.var.state);
         if st.value.is_some() {
-            let slot = Arc::new(Mutex::new(self.value.take()));
-            st.putters.push(Offer {
-                w: me.waiter(),
-                slot: slot.clone(),
-                swap: false,
-            });
-            self.slot = Some(slot);
+            self.slot = Some(st.putters.push_offer(me, self.value.take()));
             return Blocked::Waiting;
         }
         // Empty: hand the value to a blocked taker of another sync (Figure 9), serving
         // readers first, or else fill the cell ourselves.
-        loop {
-            let Some((i, t)) = st.takers.take_match(Some(me)) else {
-                break;
-            };
-            match me.try_match(&t.w) {
-                Match::Won(commit) => {
-                    let v = self.value.take().expect("pcml: MVar put without a value");
-                    for (r, clone) in std::mem::take(&mut st.readers.q) {
-                        let _ = deliver(&r, clone(&v));
-                    }
-                    if let Some(back) = hand_to_taker(&t, commit, v) {
-                        // A swapper put its value back: it fills the cell.
-                        st.fill_from(back, Some(t.slot));
-                    }
-                    return Blocked::Committed(());
-                }
-                // Dead taker, out of the queue: look again.
-                Match::PartnerGone => continue,
-                // Our sync completed elsewhere: put the taker back (below) and stop.
-                Match::SelfSynched => {}
+        let st = &mut *st;
+        let value = &mut self.value;
+        let served = st.takers.match_partner(me, |t, commit| {
+            let v = value.take().expect("pcml: MVar put without a value");
+            for (r, clone) in std::mem::take(&mut st.readers.q) {
+                let _ = deliver(&r, clone(&v));
             }
-            st.takers.q.insert(i, t);
-            return Blocked::Synched;
+            // A swapper's slot comes back with the value it put back.
+            hand_to_taker(t, commit, v).map(|back| (back, t.slot.clone()))
+        });
+        match served {
+            Matched::Won(back) => {
+                if let Some((back, swap)) = back {
+                    // A swapper put its value back: it fills the cell.
+                    st.fill_from(back, Some(swap));
+                }
+                return Blocked::Committed(());
+            }
+            Matched::SelfSynched => return Blocked::Synched,
+            Matched::NoPartner => {}
         }
         match me.synch_self() {
             SelfSynch::Won => {
@@ -750,10 +731,7 @@ impl<T: Send + 'static> BaseEvent for PutEvt<T> {
     fn complete(&mut self) {}
 
     fn cancel(&mut self) {
-        // Our sync is settled and this offer lost: nobody else touches the slot now.
-        if let Some(slot) = self.slot.take() {
-            lock(&slot).take();
-        }
+        drop_offer(&mut self.slot);
     }
 }
 

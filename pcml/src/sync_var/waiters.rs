@@ -1,7 +1,12 @@
-//! Queues of blocked waiters for the buffered objects (`sync_var`, `mailbox`) and for I/O
-//! readiness (`sched::io`, where a waiter needs no slot): each waiter
-//! is its sync's handle plus a one-value slot, queued first come first served, with dead
-//! waiters swept as the queue grows.
+//! Queues of blocked waiters for the communication objects built on the public event API
+//! (`sync_var`, `bounded`, `mailbox`, `lock`, `net`, `actor`) and for I/O readiness
+//! (`sched::io`, where a waiter needs no slot): each waiter is its sync's handle plus a
+//! one-value slot, queued first come first served, with dead waiters swept as the queue grows.
+//!
+//! Besides the queue, the steps these objects share: queue an offer ([`Queue::push_offer`]),
+//! serve the first live waiter ([`Queue::complete_first`], [`Queue::deliver_first`],
+//! [`Queue::take_first`]), match a partner in the blocking phase ([`Queue::match_partner`]),
+//! give a discarded message back ([`give_back`]) and drop a losing offer ([`drop_offer`]).
 //!
 //! # Invariants
 //! - A slot is written once, by the thread that won its waiter's sync, before it publishes;
@@ -11,7 +16,7 @@
 use crate::loom::sync::{Arc, Mutex, MutexGuard};
 use std::collections::VecDeque;
 
-use crate::event::{Blocked, Commit, OwnWaiter, SelfSynch, Waiter};
+use crate::event::{Blocked, Commit, Match, OwnWaiter, SelfSynch, Waiter};
 
 /// Sweep dead waiters from a queue when a push finds it at least this long (then double it).
 pub(crate) const SWEEP_AT: usize = 16;
@@ -120,6 +125,120 @@ impl<I: Queued> Queue<I> {
             return self.q.remove(i).map(|o| (i, o));
         }
         None
+    }
+}
+
+impl<T> Queue<Offer<T>> {
+    /// Queues an offer of `me`'s sync whose slot starts out holding `value` (`None` for a
+    /// taker, the message for a sender); returns the slot, for the event's `complete` or
+    /// `cancel`.
+    pub(crate) fn push_offer(&mut self, me: &OwnWaiter<'_>, value: Option<T>) -> Slot<T> {
+        let slot = Arc::new(Mutex::new(value));
+        self.push(Offer {
+            w: me.waiter(),
+            slot: slot.clone(),
+            swap: false,
+        });
+        slot
+    }
+
+    /// Completes the first live queued offer with `make()`: wins its sync (spinning while its
+    /// owner holds it `Claimed`), fills its slot, publishes. Dead offers on the way are
+    /// dropped. Returns `false`, without calling `make`, if no live offer is queued.
+    pub(crate) fn complete_first(&mut self, make: impl FnOnce() -> T) -> bool {
+        while let Some((_, o)) = self.take_match(None) {
+            if let Some(commit) = o.w.synch_spinning() {
+                *lock(&o.slot) = Some(make());
+                commit.publish();
+                return true;
+            }
+            // Dead offer (its sync completed elsewhere): next.
+        }
+        false
+    }
+
+    /// Hands `v` to the first live queued offer (a blocked receiver); gives it back if none
+    /// is queued.
+    pub(crate) fn deliver_first(&mut self, v: T) -> Result<(), T> {
+        let mut v = v;
+        while let Some((_, o)) = self.take_match(None) {
+            match deliver(&o, v) {
+                Ok(()) => return Ok(()),
+                // Dead offer (its sync completed elsewhere): next.
+                Err(back) => v = back,
+            }
+        }
+        Err(v)
+    }
+
+    /// Takes the value the first live queued offer carries (a blocked sender's message),
+    /// winning its sync (spinning while its owner holds it `Claimed`), then publishes. Dead
+    /// offers on the way are dropped. `None` if no live offer is queued.
+    pub(crate) fn take_first(&mut self) -> Option<T> {
+        while let Some((_, o)) = self.take_match(None) {
+            if let Some(commit) = o.w.synch_spinning() {
+                let v = lock(&o.slot).take();
+                commit.publish();
+                return Some(v.expect("pcml: a blocked sender's offer without its value"));
+            }
+            // Dead offer: next.
+        }
+        None
+    }
+}
+
+/// What [`Queue::match_partner`] found.
+#[must_use]
+pub(crate) enum Matched<O> {
+    /// We won a partner's sync and ours together, and delivered: what the delivery returned.
+    Won(O),
+    /// Our own sync completed elsewhere meanwhile (the partner stays queued): report `Synched`.
+    SelfSynched,
+    /// No live partner of another sync is queued: complete our sync alone, or queue.
+    NoPartner,
+}
+
+impl<I: Queued> Queue<I> {
+    /// The blocking phase's match (the paper's Figure 9): takes the first live offer of another
+    /// sync and tries to win its sync together with `me`'s. On a win, `deliver` fills the
+    /// partner's slot and publishes the `Commit`. Dead partners are dropped on the way; a
+    /// partner found while our own sync completed elsewhere goes back where it was.
+    pub(crate) fn match_partner<O>(
+        &mut self,
+        me: &OwnWaiter<'_>,
+        deliver: impl FnOnce(&I, Commit<'_>) -> O,
+    ) -> Matched<O> {
+        while let Some((i, o)) = self.take_match(Some(me)) {
+            match me.try_match(o.waiter()) {
+                Match::Won(commit) => return Matched::Won(deliver(&o, commit)),
+                // Dead partner, out of the queue: look again.
+                Match::PartnerGone => continue,
+                // Our sync completed elsewhere: put the partner back (below) and stop.
+                Match::SelfSynched => {}
+            }
+            self.q.insert(i, o);
+            return Matched::SelfSynched;
+        }
+        Matched::NoPartner
+    }
+}
+
+/// A buffered object's `discard`: a receive whose `.await` was dropped after a message was
+/// handed to it gives it back. It was the oldest, so it goes to the front of `buf`, or, if the
+/// buffer is empty, to the first live blocked receiver, else into the buffer.
+pub(crate) fn give_back<T>(buf: &mut VecDeque<T>, receivers: &mut Offers<T>, v: T) {
+    if !buf.is_empty() {
+        buf.push_front(v);
+    } else if let Err(v) = receivers.deliver_first(v) {
+        buf.push_back(v);
+    }
+}
+
+/// A losing offer's `cancel`: our sync is settled and this offer lost, so nobody else touches
+/// its slot now; drops what it still holds (a sender's message).
+pub(crate) fn drop_offer<T>(slot: &mut Option<Slot<T>>) {
+    if let Some(slot) = slot.take() {
+        lock(&slot).take();
     }
 }
 
