@@ -296,28 +296,20 @@ impl Peers {
         metric: Metric,
         runs: usize,
     ) -> Result<Row> {
-        let p = args.procs.unwrap_or(1);
-        let procs = Some(p);
+        let procs = Some(args.procs.unwrap_or(1));
         let mut samples = Vec::with_capacity(runs);
-        for i in 0..runs {
-            progress.step(&format!(
-                "{row_program}: {} on {} procs, run {}/{runs}",
+        let ran = self.each_run(progress, row_program, peer, program, args, runs, |line| {
+            samples.push(line.sample(args, ops_key)?);
+            Ok(())
+        })?;
+        if let Err(why) = ran {
+            return Ok(Row::skipped(
+                row_program,
                 peer.system(),
-                p,
-                i + 1
+                procs,
+                metric,
+                &why,
             ));
-            match self.run_once(peer, program, args, ops_key)? {
-                Ok(s) => samples.push(s),
-                Err(why) => {
-                    return Ok(Row::skipped(
-                        row_program,
-                        peer.system(),
-                        procs,
-                        metric,
-                        &why,
-                    ));
-                }
-            }
         }
         Ok(Row::measured(
             row_program,
@@ -347,35 +339,22 @@ impl Peers {
         runs: usize,
     ) -> Result<(Row, Row)> {
         let (value_program, key, value_metric) = value;
-        let p = args.procs.unwrap_or(1);
-        let procs = Some(p);
+        let procs = Some(args.procs.unwrap_or(1));
         let mut samples = Vec::with_capacity(runs);
         let mut values = Vec::with_capacity(runs);
-        let skip = |why: &str| {
-            (
-                Row::skipped(row_program, peer.system(), procs, metric, why),
-                Row::skipped(value_program, peer.system(), procs, value_metric, why),
-            )
-        };
-        for i in 0..runs {
-            progress.step(&format!(
-                "{row_program}: {} on {} procs, run {}/{runs}",
-                peer.system(),
-                p,
-                i + 1
-            ));
-            let line = match self.run_line(peer, program, args)? {
-                Ok(l) => l,
-                Err(why) => return Ok(skip(&why)),
-            };
-            match line.sample(args, ops_key) {
-                Ok(s) => samples.push(s),
-                Err(why) => return Ok(skip(&why)),
-            }
+        let ran = self.each_run(progress, row_program, peer, program, args, runs, |line| {
+            samples.push(line.sample(args, ops_key)?);
             match line.get(key).and_then(|v| v.parse::<f64>().ok()) {
                 Some(v) if v >= 0.0 => values.push(v),
                 _ => {}
             }
+            Ok(())
+        })?;
+        if let Err(why) = ran {
+            return Ok((
+                Row::skipped(row_program, peer.system(), procs, metric, &why),
+                Row::skipped(value_program, peer.system(), procs, value_metric, &why),
+            ));
         }
         let time = Row::measured(row_program, peer.system(), procs, metric, &samples);
         let value_row = if values.len() == runs {
@@ -397,6 +376,41 @@ impl Peers {
             )
         };
         Ok((time, value_row))
+    }
+
+    /// Runs `program` of `peer` `runs` times, saying each run on `progress` under
+    /// `row_program`, and hands each checked RESULT line to `each`.
+    ///
+    /// `Ok(Err(why))`, at once, when the peer cannot run or `each` refuses a line (the rows are
+    /// skipped); `Err` on a wrong answer.
+    #[allow(clippy::too_many_arguments)]
+    fn each_run(
+        &self,
+        progress: &Progress,
+        row_program: &str,
+        peer: Peer,
+        program: &str,
+        args: &PeerArgs,
+        runs: usize,
+        mut each: impl FnMut(ResultLine) -> std::result::Result<(), String>,
+    ) -> Result<std::result::Result<(), String>> {
+        let p = args.procs.unwrap_or(1);
+        for i in 0..runs {
+            progress.step(&format!(
+                "{row_program}: {} on {} procs, run {}/{runs}",
+                peer.system(),
+                p,
+                i + 1
+            ));
+            let line = match self.run_line(peer, program, args)? {
+                Ok(l) => l,
+                Err(why) => return Ok(Err(why)),
+            };
+            if let Err(why) = each(line) {
+                return Ok(Err(why));
+            }
+        }
+        Ok(Ok(()))
     }
 }
 
