@@ -39,7 +39,7 @@ use std::fmt;
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::sched::worker;
 use crate::sync_var::waiters::{
-    Matched, Offers, Slot, complete_self, delivered, drop_offer, give_back, lock,
+    Matched, Offers, Slot, complete_self, delivered, drop_offer, give_back, lock, now_or_sync,
 };
 
 #[cfg(all(test, pcml_loom))]
@@ -307,13 +307,7 @@ impl<T: Send + 'static> BoundedChan<T> {
     pub fn recv(&self) -> T {
         // Fast path: a message now (one lock, no event). While messages are buffered no
         // receiver is queued, so this cannot pass a blocked receiver.
-        match self.try_recv() {
-            Some(v) => {
-                worker::consume_budget();
-                v
-            }
-            None => self.recv_evt().sync(),
-        }
+        now_or_sync(self.try_recv(), || self.recv_evt())
     }
 
     /// An event enabled while a message is buffered; syncing on it receives the oldest one.

@@ -5,8 +5,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
-use crate::sched::worker;
-use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, lock};
+use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, lock, now_or_sync};
 
 /// A mutual-exclusion lock whose waiters block only their own fiber, OS thread or task, and
 /// are served first come first served.
@@ -169,13 +168,7 @@ impl<T: Send + 'static> Mutex<T> {
     pub fn lock(&self) -> MutexGuard<T> {
         // Fast path: unlocked now (no event). While waiters are queued the mutex stays
         // locked (an unlock hands it over), so this cannot pass them.
-        match self.try_lock() {
-            Some(g) => {
-                worker::consume_budget();
-                g
-            }
-            None => self.lock_evt().sync(),
-        }
+        now_or_sync(self.try_lock(), || self.lock_evt())
     }
 
     /// An event enabled while the mutex is unlocked; syncing on it locks the mutex. If it

@@ -4,8 +4,7 @@ use crate::loom::sync::{Arc, Mutex as StateLock};
 use std::fmt;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
-use crate::sched::worker;
-use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, lock};
+use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, lock, now_or_sync};
 
 /// A counting semaphore: [`acquire`](Semaphore::acquire) takes one permit, blocking (only its
 /// own fiber, OS thread or task) while none is free; the returned [`Permit`] gives it back
@@ -167,13 +166,7 @@ impl Semaphore {
     pub fn acquire(&self) -> Permit {
         // Fast path: a free permit now (no event). While waiters are queued no permit is free
         // (a release hands it over), so this cannot pass them.
-        match self.try_acquire() {
-            Some(p) => {
-                worker::consume_budget();
-                p
-            }
-            None => self.acquire_evt().sync(),
-        }
+        now_or_sync(self.try_acquire(), || self.acquire_evt())
     }
 
     /// An event enabled while a permit is free; syncing on it takes one. If it loses a

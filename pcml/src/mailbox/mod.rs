@@ -30,8 +30,9 @@ use std::sync::{Arc, Weak};
 use crate::loom::sync::Mutex;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
-use crate::sched::worker;
-use crate::sync_var::waiters::{Offers, Slot, complete_self, delivered, give_back, lock};
+use crate::sync_var::waiters::{
+    Offers, Slot, complete_self, delivered, give_back, lock, now_or_sync,
+};
 
 /// An unbounded FIFO channel: `send` never blocks, `recv` blocks while it is empty.
 ///
@@ -157,14 +158,7 @@ impl<T: Send + 'static> Mailbox<T> {
     pub fn recv(&self) -> T {
         // Fast path: a buffered message now (one lock, no event). While messages are buffered
         // no receiver is queued, so this cannot pass a blocked receiver.
-        match self.try_recv() {
-            Some(v) => {
-                // Like a sync that commits at once, count it against the fiber's budget.
-                worker::consume_budget();
-                v
-            }
-            None => self.recv_evt().sync(),
-        }
+        now_or_sync(self.try_recv(), || self.recv_evt())
     }
 
     /// An event enabled while a message is buffered; syncing on it receives the oldest one.

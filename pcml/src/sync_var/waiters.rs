@@ -6,7 +6,8 @@
 //! Besides the queue, the steps these objects share: queue an offer ([`Queue::push_offer`]),
 //! serve the first live waiter ([`Queue::complete_first`], [`Queue::deliver_first`],
 //! [`Queue::take_first`]), match a partner in the blocking phase ([`Queue::match_partner`]),
-//! give a discarded message back ([`give_back`]) and drop a losing offer ([`drop_offer`]).
+//! give a discarded message back ([`give_back`]), drop a losing offer ([`drop_offer`]), and
+//! take a blocking operation's fast path ([`now_or_sync`]).
 //!
 //! # Invariants
 //! - A slot is written once, by the thread that won its waiter's sync, before it publishes;
@@ -16,7 +17,8 @@
 use crate::loom::sync::{Arc, Mutex, MutexGuard};
 use std::collections::VecDeque;
 
-use crate::event::{Blocked, Commit, Match, OwnWaiter, SelfSynch, Waiter};
+use crate::event::{Blocked, Commit, Event, Match, OwnWaiter, SelfSynch, Waiter};
+use crate::sched::worker;
 
 /// Sweep dead waiters from a queue when a push finds it at least this long (then double it).
 pub(crate) const SWEEP_AT: usize = 16;
@@ -260,6 +262,18 @@ pub(crate) fn delivered<T>(slot: &Slot<T>) -> T {
     lock(slot)
         .take()
         .expect("pcml: a completed sync-variable offer without its value")
+}
+
+/// A blocking operation's fast path: `now`, what it got without an event (one lock), counted
+/// against the fiber's budget like a sync that commits at once; else `evt()` synced.
+pub(crate) fn now_or_sync<T: Send + 'static>(now: Option<T>, evt: impl FnOnce() -> Event<T>) -> T {
+    match now {
+        Some(v) => {
+            worker::consume_budget();
+            v
+        }
+        None => evt().sync(),
+    }
 }
 
 /// Completes a sync in its blocking phase with no partner (the cell allows it).
