@@ -200,8 +200,8 @@ where
             ))),
         };
         if let Some(outcome) = outcome {
-            // SAFETY: still RUNNING.
-            drop(self.future.with_mut(|f| unsafe { (*f).take() }));
+            // SAFETY: still RUNNING. Dropped in place (no move of the future out first).
+            self.future.with_mut(|f| unsafe { *f = None });
             // Release: nothing reads the future after DONE; orders the drop before it.
             state.store(DONE, Ordering::Release);
             self.join.complete(outcome);
