@@ -98,7 +98,7 @@ pub(crate) struct Record<M> {
 
 pub(crate) struct State<M> {
     /// Messages in arrival order. Written by senders (push) and receivers (remove).
-    pub(crate) queue: VecDeque<M>,
+    pub(crate) queue: Msgs<M>,
     /// Removals from `queue` so far (see the invariants).
     pub(crate) taken: u64,
     /// The owner parked in a direct receive; taken and woken by the next send or signal.
@@ -167,7 +167,7 @@ impl<M: 'static> Record<M> {
             detached,
             untyped: std::any::TypeId::of::<M>() == std::any::TypeId::of::<super::AnyMsg>(),
             state: Mutex::new(State {
-                queue: VecDeque::new(),
+                queue: Msgs::new(),
                 taken: 0,
                 parked: None,
                 offers: Queue::new(),
@@ -200,11 +200,108 @@ impl<M> Record<M> {
     }
 }
 
-/// The index of the first message at or after `from` that `f` accepts. Walks the queue's two
-/// contiguous halves as slices (a selective receive may pass over many messages it leaves,
-/// and indexing a `VecDeque` one element at a time costs a wrap and a bounds check each).
+/// The messages of a mailbox in arrival order, kept in two parts: `passed`, messages a
+/// selective receive already passed over, then `fresh`, the rest. A receive that takes a
+/// message from `fresh` moves the messages it passed over to the end of `passed` (each message
+/// moves at most once that way), so a mailbox that keeps messages nobody takes does not shift
+/// them again on every receive that takes a newer one, as one `VecDeque` would. Indices count
+/// across both parts, `passed` first.
+pub(crate) struct Msgs<M> {
+    passed: VecDeque<M>,
+    fresh: VecDeque<M>,
+}
+
+impl<M> Msgs<M> {
+    const fn new() -> Self {
+        Msgs {
+            passed: VecDeque::new(),
+            fresh: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.passed.len() + self.fresh.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.passed.is_empty() && self.fresh.is_empty()
+    }
+
+    fn push_back(&mut self, m: M) {
+        self.fresh.push_back(m);
+    }
+
+    fn pop_back(&mut self) -> Option<M> {
+        self.fresh.pop_back().or_else(|| self.passed.pop_back())
+    }
+
+    fn pop_front(&mut self) -> Option<M> {
+        self.passed.pop_front().or_else(|| self.fresh.pop_front())
+    }
+
+    /// Removes the message at `i`; a message of `fresh` takes the ones before it into
+    /// `passed` with it gone.
+    fn remove(&mut self, i: usize) -> Option<M> {
+        let p = self.passed.len();
+        if i < p {
+            return self.passed.remove(i);
+        }
+        let j = i - p;
+        if j >= self.fresh.len() {
+            return None;
+        }
+        self.passed.extend(self.fresh.drain(..j));
+        self.fresh.pop_front()
+    }
+
+    /// Inserts `m` at `i` (at most `len`).
+    fn insert(&mut self, i: usize, m: M) {
+        let p = self.passed.len();
+        if i <= p {
+            self.passed.insert(i, m);
+        } else {
+            self.fresh.insert(i - p, m);
+        }
+    }
+
+    /// Moves the oldest `k` messages (at most `len`) into `out`.
+    fn drain_front_into(&mut self, out: &mut Vec<M>, k: usize) {
+        let a = k.min(self.passed.len());
+        out.extend(self.passed.drain(..a));
+        let b = (k - a).min(self.fresh.len());
+        out.extend(self.fresh.drain(..b));
+    }
+
+    /// Every message, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &M> {
+        self.passed.iter().chain(self.fresh.iter())
+    }
+
+    /// Empties the mailbox, returning its messages.
+    fn take(&mut self) -> Msgs<M> {
+        std::mem::replace(self, Msgs::new())
+    }
+
+    /// The index of the first message at or after `from` that `f` accepts. Walks each part's
+    /// contiguous halves as slices (a selective receive may pass over many messages it
+    /// leaves, and indexing a `VecDeque` one element at a time costs a wrap and a bounds check
+    /// each).
+    #[inline]
+    fn position_from(&self, from: usize, f: &mut impl FnMut(&M) -> bool) -> Option<usize> {
+        let p = self.passed.len();
+        if from < p
+            && let Some(i) = position_in(&self.passed, from, f)
+        {
+            return Some(i);
+        }
+        position_in(&self.fresh, from.saturating_sub(p), f).map(|i| p + i)
+    }
+}
+
+/// The index of the first message of `q` at or after `from` that `f` accepts, walking its two
+/// contiguous halves as slices.
 #[inline]
-fn position_from<M>(q: &VecDeque<M>, from: usize, f: &mut impl FnMut(&M) -> bool) -> Option<usize> {
+fn position_in<M>(q: &VecDeque<M>, from: usize, f: &mut impl FnMut(&M) -> bool) -> Option<usize> {
     let (a, b) = q.as_slices();
     if from < a.len() {
         if let Some(i) = a[from..].iter().position(&mut *f) {
@@ -217,6 +314,12 @@ fn position_from<M>(q: &VecDeque<M>, from: usize, f: &mut impl FnMut(&M) -> bool
             .iter()
             .position(f)
             .map(|i| a.len() + from + i)
+    }
+}
+
+impl<M: std::fmt::Debug> std::fmt::Debug for Msgs<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -250,7 +353,7 @@ impl<M> State<M> {
             scan.taken = self.taken;
             scan.next = 0;
         }
-        match position_from(&self.queue, scan.next, f) {
+        match self.queue.position_from(scan.next, f) {
             Some(0) => self.pop(),
             Some(i) => {
                 self.taken += 1;
@@ -266,7 +369,7 @@ impl<M> State<M> {
     /// Moves the oldest messages into `out` until it holds `n`.
     pub(crate) fn drain_into(&mut self, out: &mut Vec<M>, n: usize) {
         let k = n.saturating_sub(out.len()).min(self.queue.len());
-        out.extend(self.queue.drain(..k));
+        self.queue.drain_front_into(out, k);
         self.taken += k as u64;
     }
 
@@ -381,7 +484,7 @@ impl<M: Send + 'static> Record<M> {
             return None;
         }
         st.alive = false;
-        let q = std::mem::take(&mut st.queue);
+        let q = st.queue.take();
         st.offers.q.clear();
         let ext = st.ext.take();
         let parked = st.parked.take();
@@ -396,7 +499,7 @@ impl<M: Send + 'static> Record<M> {
 /// What a dying actor leaves, to handle outside its lock.
 pub(crate) struct Remains<M> {
     /// Messages never received: dropped.
-    pub(crate) left: VecDeque<M>,
+    pub(crate) left: Msgs<M>,
     /// Links, monitors, names: to notify and clean up.
     pub(crate) ext: Option<Box<Ext>>,
     /// A stale blocker of the owner: dropped.
@@ -420,7 +523,8 @@ impl<M> RecvEvt<M> {
             None => (!st.queue.is_empty()).then_some(0),
             Some(p) => {
                 let mut p = lock_pred(p);
-                st.queue.iter().position(&mut *p)
+                let mut f = &mut *p;
+                st.queue.position_from(0, &mut f)
             }
         }
     }
@@ -558,7 +662,7 @@ mod unit {
         assert_eq!(st.take_match(&mut scan, &mut even), Some(8));
         // The second scan tested only the new messages.
         assert_eq!(tested, [1, 3, 5, 7, 8]);
-        assert_eq!(st.queue, [1, 3, 5, 7]);
+        assert_eq!(st.queue.iter().copied().collect::<Vec<_>>(), [1, 3, 5, 7]);
     }
 
     #[test]
@@ -601,22 +705,50 @@ mod unit {
         assert_eq!((got, &tested[..]), (Some(1), &[3, 1][..]));
     }
 
-    #[test]
-    fn positions_count_across_both_halves_of_a_wrapped_queue() {
-        let mut q: VecDeque<u32> = VecDeque::with_capacity(4);
-        q.extend([0, 0, 1, 2]);
-        q.pop_front();
-        q.pop_front();
-        q.extend([3, 4]);
-        let (a, b) = q.as_slices();
-        assert!(!a.is_empty() && !b.is_empty(), "the queue wraps");
-        for from in 0..=q.len() {
-            for want in 1..=5 {
-                let got = position_from(&q, from, &mut |m| *m == want);
-                let slow = (from..q.len()).find(|&i| q[i] == want);
-                assert_eq!(got, slow, "from {from}, looking for {want}");
+    /// Every index and position of `m` agrees with its messages in order.
+    fn check_positions(m: &Msgs<u32>) {
+        let all: Vec<u32> = m.iter().copied().collect();
+        assert_eq!(all.len(), m.len());
+        for from in 0..=all.len() + 1 {
+            for want in 0..12 {
+                let got = m.position_from(from, &mut |x| *x == want);
+                let slow = (from..all.len()).find(|&i| all[i] == want);
+                assert_eq!(got, slow, "from {from}, looking for {want} in {all:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_two_parts_of_a_mailbox_keep_arrival_order() {
+        let mut m = Msgs::new();
+        let mut model: VecDeque<u32> = VecDeque::new();
+        for x in 0..6 {
+            m.push_back(x);
+            model.push_back(x);
+        }
+        // Take from the fresh part (the ones before it are passed), then from the passed
+        // part, wrap both deques, put one back, drain the front.
+        for (i, model_i) in [(3, 3), (1, 1), (2, 2)] {
+            assert_eq!(m.remove(i), model.remove(model_i));
+            check_positions(&m);
+        }
+        assert!(!m.passed.is_empty() && !m.fresh.is_empty());
+        for x in 6..10 {
+            m.push_back(x);
+            model.push_back(x);
+        }
+        assert_eq!(m.pop_front(), model.pop_front());
+        m.insert(2, 11);
+        model.insert(2, 11);
+        check_positions(&m);
+        assert_eq!(m.remove(m.len()), None);
+        assert_eq!(m.pop_back(), model.pop_back());
+        let mut out = Vec::new();
+        m.drain_front_into(&mut out, 3);
+        let want: Vec<u32> = model.drain(..3).collect();
+        assert_eq!(out, want);
+        assert_eq!(m.iter().copied().collect::<Vec<_>>(), Vec::from(model));
+        check_positions(&m);
     }
 
     #[test]
@@ -635,7 +767,7 @@ mod unit {
     fn a_dead_record_refuses_sends_and_dies_once() {
         let rec = state([1, 2]);
         let remains = rec.die().expect("alive");
-        assert_eq!(remains.left, [1, 2]);
+        assert_eq!(remains.left.iter().copied().collect::<Vec<_>>(), [1, 2]);
         assert!(rec.die().is_none());
         assert_eq!(rec.send(3), Err(3));
         assert!(rec.lock().queue.is_empty());
