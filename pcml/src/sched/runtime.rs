@@ -16,6 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle as OsJoinHandle;
 
 use crossbeam_deque::{Injector, Worker as Deque};
+use crossbeam_utils::CachePadded;
 
 use crate::ThreadId;
 use crate::fiber::stack::{self, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
@@ -278,13 +279,15 @@ impl Builder {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             procs: deques
                 .iter()
-                .map(|d| ProcShared {
-                    stealer: d.stealer(),
-                    inbox: Inbox::new(),
-                    parker: Parker::new(),
-                    sleeping: AtomicBool::new(false),
-                    live: AtomicIsize::new(0),
-                    timers_cancelled: AtomicUsize::new(0),
+                .map(|d| {
+                    CachePadded::new(ProcShared {
+                        stealer: d.stealer(),
+                        inbox: Inbox::new(),
+                        parker: Parker::new(),
+                        sleeping: AtomicBool::new(false),
+                        live: AtomicIsize::new(0),
+                        timers_cancelled: AtomicUsize::new(0),
+                    })
                 })
                 .collect(),
             injector: Injector::new(),

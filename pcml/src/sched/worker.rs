@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use corosensei::CoroutineResult;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
+use crossbeam_utils::CachePadded;
 
 use crate::ThreadId;
 use crate::fiber::stack::{self, NoStack, StackPool};
@@ -102,7 +103,9 @@ pub(crate) struct ProcShared {
 pub(crate) struct Shared {
     /// Unique per runtime in this process.
     pub(crate) id: u64,
-    pub(crate) procs: Box<[ProcShared]>,
+    /// One cache line (or more) per proc, so procs writing their own entries (inbox, live
+    /// counter) do not invalidate each other's.
+    pub(crate) procs: Box<[CachePadded<ProcShared>]>,
     /// Work pushed from outside the procs.
     pub(crate) injector: Injector<Runnable>,
     /// The size of every fiber stack of this runtime.

@@ -1,0 +1,42 @@
+//! Profiling aid: seed 003's parallel ping-pong, 8 pairs with the two fibers of pair i on
+//! procs i mod P and i+1 mod P (every message crosses procs on 2 procs).
+use pcml::chan::Chan;
+
+fn main() {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
+    let procs = pcml::mp::procs();
+    let rt = pcml::Runtime::builder().build().unwrap();
+    rt.block_on(move || {
+        let t = std::time::Instant::now();
+        let hs: Vec<_> = (0..8usize)
+            .flat_map(|i| {
+                let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
+                let (p2, q2) = (ping.clone(), pong.clone());
+                [
+                    pcml::spawn_on(i % procs, move || {
+                        for v in 0..n {
+                            ping.send(v);
+                            assert_eq!(pong.recv(), v + 1);
+                        }
+                    }),
+                    pcml::spawn_on((i + 1) % procs, move || {
+                        for _ in 0..n {
+                            let v = p2.recv();
+                            q2.send(v + 1);
+                        }
+                    }),
+                ]
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        let e = t.elapsed();
+        println!(
+            "parallel ping-pong on {procs} procs: {:.2} M msgs/s",
+            16.0 * n as f64 / e.as_secs_f64() / 1e6
+        );
+    })
+    .unwrap();
+}
