@@ -238,11 +238,23 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn signal(&self, s: Signal);
     /// Kills the actor with `reason`, trapping or not.
     fn kill(&self, reason: ExitReason);
+    /// Ends the actor (its body is done): see `actor::finish`.
+    fn finish(&self, reason: ExitReason, report: Option<String>);
+    /// Closes the mailbox of an actor dropped unfinished at shutdown, telling nobody.
+    fn close(&self);
 }
 
 impl<M: Send + 'static> Peer for Record<M> {
     fn peer_id(&self) -> ActorId {
         self.id
+    }
+
+    fn finish(&self, reason: ExitReason, report: Option<String>) {
+        super::finish(self, reason, report);
+    }
+
+    fn close(&self) {
+        drop(self.die());
     }
 
     fn msg_type(&self) -> &'static str {

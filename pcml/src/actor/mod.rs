@@ -462,28 +462,30 @@ pub(crate) fn finish<M: Send + 'static>(
     }
 }
 
-/// Ends the actor silently if its thread is dropped unfinished (runtime shutdown).
-struct Life<M: Send + 'static> {
-    rec: Option<Arc<Record<M>>>,
+/// Ends the actor silently if its thread is dropped unfinished (runtime shutdown). Holds the
+/// record as a `dyn Peer`, so an async actor's root borrows it for `self_pid` instead of
+/// holding a second reference count.
+struct Life {
+    rec: Option<Arc<dyn link::Peer>>,
 }
 
-impl<M: Send + 'static> Life<M> {
+impl Life {
     fn end(mut self, outcome: Result<(), Box<dyn Any + Send>>) {
         let rec = self.rec.take().expect("pcml: actor ended twice");
         let (reason, report) = match outcome {
             Ok(()) => (ExitReason::Normal, None),
             Err(p) => record::reason_of(p),
         };
-        finish(&rec, reason, report);
+        rec.finish(reason, report);
     }
 }
 
-impl<M: Send + 'static> Drop for Life<M> {
+impl Drop for Life {
     fn drop(&mut self) {
         if let Some(rec) = self.rec.take() {
             // Dropped unfinished: the runtime is shutting down. Close the mailbox (breaking
             // cycles of pids held in messages) and tell nobody: their threads are going too.
-            drop(rec.die());
+            rec.close();
         }
     }
 }
@@ -605,17 +607,20 @@ where
     let life = Life {
         rec: Some(ctx.rec.clone()),
     };
-    let me: Arc<dyn link::Peer> = ctx.rec.clone();
     crate::sched::spawn::spawn_task_detached(async move {
+        let me = life
+            .rec
+            .as_ref()
+            .expect("pcml: an actor's life ends after its body");
         let outcome = match catch_unwind(AssertUnwindSafe(|| {
-            let _current = current::Polling::enter(&me);
+            let _current = current::Polling::enter(me);
             f(ctx)
         })) {
             Ok(fut) => {
                 let mut fut = std::pin::pin!(fut);
                 poll_fn(|cx| {
                     match catch_unwind(AssertUnwindSafe(|| {
-                        let _current = current::Polling::enter(&me);
+                        let _current = current::Polling::enter(me);
                         fut.as_mut().poll(cx)
                     })) {
                         Ok(Poll::Pending) => Poll::Pending,
