@@ -634,6 +634,20 @@ impl<T: Send + 'static> MVar<T> {
 }
 
 impl<T: Clone + Send + 'static> MVar<T> {
+    /// Returns a clone of the value if the MVar is full, leaving it full. Never blocks.
+    ///
+    /// # Examples
+    /// ```
+    /// let m = pcml::MVar::new();
+    /// assert_eq!(m.try_get(), None);
+    /// m.put(5);
+    /// assert_eq!(m.try_get(), Some(5));
+    /// assert_eq!(m.try_take(), Some(5));
+    /// ```
+    pub fn try_get(&self) -> Option<T> {
+        lock(&self.inner.state).value.clone()
+    }
+
     /// Returns a clone of the value without emptying the MVar, blocking while it is empty.
     ///
     /// # Examples
