@@ -154,6 +154,8 @@ impl SyncRecord {
     /// channel lock (whose release orders these stores before any partner's access).
     pub(crate) fn reset(&self) {
         debug_assert!(
+            // SAFETY: the caller holds the only reference to the record, so nobody else
+            // touches the cell.
             self.blocker.with_mut(|b| unsafe { (*b).is_none() }),
             "pcml: a finished record still holds a blocker"
         );
