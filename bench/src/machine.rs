@@ -31,6 +31,44 @@ pub struct Machine {
     /// one thread alone (about `cores` on an idle machine; near 1 when other processes hold
     /// the other cores, and then multi-proc figures measure oversubscription).
     pub parallelism: f64,
+    /// Nanoseconds for one round trip of a cache line between two busy OS threads at the
+    /// start (median of 3 short runs), if the process may use 2 cores. On this kind of
+    /// virtual machine it varies about tenfold over minutes (the vCPUs' placement), and
+    /// cross-proc figures follow it.
+    pub line_round_trip_ns: Option<f64>,
+}
+
+/// Measures the round trip of one cache line between two spinning OS threads: the calling
+/// thread writes, the other answers, `n` times; returns nanoseconds per round trip.
+///
+/// ```
+/// assert!(pcml_bench::machine::line_round_trip(1000) > 0.0);
+/// ```
+pub fn line_round_trip(n: u64) -> f64 {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let flag = Arc::new(AtomicU64::new(0));
+    let other = flag.clone();
+    let answerer = std::thread::spawn(move || {
+        for i in 0..n {
+            // Acquire/Release: the two threads hand the line back and forth; the orderings
+            // only make each wait see the other's latest store.
+            while other.load(Ordering::Acquire) != 2 * i + 1 {
+                std::hint::spin_loop();
+            }
+            other.store(2 * i + 2, Ordering::Release);
+        }
+    });
+    let start = Instant::now();
+    for i in 0..n {
+        flag.store(2 * i + 1, Ordering::Release);
+        while flag.load(Ordering::Acquire) != 2 * i + 2 {
+            std::hint::spin_loop();
+        }
+    }
+    let elapsed = start.elapsed();
+    let _ = answerer.join();
+    elapsed.as_nanos() as f64 / n.max(1) as f64
 }
 
 /// Runs `threads` busy OS threads of the same fixed work and returns how many threads' worth
@@ -112,9 +150,15 @@ pub fn utc(secs: u64) -> String {
 }
 
 impl Machine {
-    /// Measures [`Machine::parallelism`] (about 0.1 s of busy threads).
+    /// Measures [`Machine::parallelism`] (about 0.1 s of busy threads) and
+    /// [`Machine::line_round_trip_ns`].
     pub fn calibrate(&mut self) {
         self.parallelism = parallelism(self.cores);
+        if self.cores >= 2 {
+            let mut rtt: Vec<f64> = (0..3).map(|_| line_round_trip(20_000)).collect();
+            rtt.sort_by(f64::total_cmp);
+            self.line_round_trip_ns = Some(rtt[1]);
+        }
     }
 
     /// Reads the machine and asks each tool its version (a missing tool says so); see
@@ -160,6 +204,7 @@ impl Machine {
                 .ok()
                 .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok())),
             parallelism: 0.0,
+            line_round_trip_ns: None,
         }
     }
 }

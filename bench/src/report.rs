@@ -214,7 +214,8 @@ pub fn header_markdown(r: &Report) -> String {
          | Rust allocator | mimalloc (the bench binary's global allocator; pcml does not choose one) |\n\
          | Go | {go} |\n| Erlang | {erl} |\n| SML/NJ (CML) | {sml} |\n\
          | load average at start | {load} |\n\
-         | parallelism at start | {par:.2} of {cores} cores{par_note} |\n\n\
+         | parallelism at start | {par:.2} of {cores} cores{par_note} |\n\
+         | cache-line round trip between 2 threads at start | {rtt} |\n\n\
          Rates are per second (higher is better); ns per operation and seconds per run are \
          lower-is-better. Every ratio compares figures of this run. A pcml configuration whose \
          run would exceed the budget (0.5 s quick, 5 s full) runs fewer operations: \
@@ -235,6 +236,12 @@ pub fn header_markdown(r: &Report) -> String {
         sml = m.sml,
         load = m.load.map_or("unknown".to_string(), |l| format!("{l:.2}")),
         par = m.parallelism,
+        rtt = m
+            .line_round_trip_ns
+            .map_or("not measured (1 core)".to_string(), |ns| format!(
+                "{ns:.0} ns (from about 40 ns to over 1 us seen on this VM, changing over minutes; \
+             2-proc figures follow it)"
+            )),
         par_note = if m.cores > 1 && m.parallelism < 0.75 * m.cores as f64 {
             " (**the machine is busy: multi-proc figures here measure oversubscription**)"
         } else {
