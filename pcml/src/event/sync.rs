@@ -158,6 +158,29 @@ pub(crate) fn assert_can_block(what: &str) {
 }
 
 /// The polling and commit phases. `Ok(output)` if a branch committed.
+/// The polling and commit phases of a one-branch event (a base event with its wrappers),
+/// without building a `Prepared`: most syncs are of one channel or mailbox event, and many
+/// commit at once. `Err` gives the event back, its phases tried once, for the general path
+/// to block (it need not poll again: `tried` says so). Equivalent to `poll_and_commit` on
+/// that one branch: a plain base event has no nacks and no other branch to cancel.
+fn commit_single<T>(ev: Event<T>) -> Result<T, (Event<T>, bool)> {
+    match ev.kind {
+        Kind::Base(mut b) => {
+            if b.poll() && b.try_do() {
+                Ok(b.finish())
+            } else {
+                Err((
+                    Event {
+                        kind: Kind::Base(b),
+                    },
+                    true,
+                ))
+            }
+        }
+        kind => Err((Event { kind }, false)),
+    }
+}
+
 fn poll_and_commit<T>(p: Prepared<T>, start: usize) -> Result<T, Prepared<T>> {
     let mut p = p;
     let n = p.branches.len();
@@ -247,15 +270,26 @@ impl<T> Drop for Pending<T> {
 
 /// Synchronizes on `ev`, blocking the calling fiber or OS thread.
 pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
-    let mut p = Prepared::new();
-    flatten(ev, &mut p);
-    let start = fair_start(p.branches.len());
-    let p = match poll_and_commit(p, start) {
+    let (ev, tried) = match commit_single(ev) {
         Ok(v) => {
             worker::consume_budget();
             return v;
         }
-        Err(p) => p,
+        Err(e) => e,
+    };
+    let mut p = Prepared::new();
+    flatten(ev, &mut p);
+    let start = fair_start(p.branches.len());
+    let p = if tried {
+        p
+    } else {
+        match poll_and_commit(p, start) {
+            Ok(v) => {
+                worker::consume_budget();
+                return v;
+            }
+            Err(p) => p,
+        }
     };
     assert_can_block("sync");
     let mut pending = Pending::new(p);
@@ -360,12 +394,20 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
+                let (ev, tried) = match commit_single(ev) {
+                    Ok(v) => return Poll::Ready(v),
+                    Err(e) => e,
+                };
                 let mut p = Prepared::new();
                 flatten(ev, &mut p);
                 let start = fair_start(p.branches.len());
-                let p = match poll_and_commit(p, start) {
-                    Ok(v) => return Poll::Ready(v),
-                    Err(p) => p,
+                let p = if tried {
+                    p
+                } else {
+                    match poll_and_commit(p, start) {
+                        Ok(v) => return Poll::Ready(v),
+                        Err(p) => p,
+                    }
                 };
                 let mut pending = Pending::new(p);
                 if let Some(i) = pending.block_all(start) {
