@@ -307,10 +307,18 @@ pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
 
 /// Commits `ev` only if one of its branches is enabled now; otherwise every branch loses.
 pub(crate) fn poll<T: Send + 'static>(ev: Event<T>) -> Option<T> {
-    let mut p = Prepared::new();
-    flatten(ev, &mut p);
-    let start = fair_start(p.branches.len());
-    let r = poll_and_commit(p, start).ok();
+    let r = match commit_single(ev) {
+        Ok(v) => Some(v),
+        // Tried and not enabled: the one branch loses. It published no offer and has no
+        // nack, so dropping it is all that losing takes (as in `poll_and_commit`'s `Err`).
+        Err((_, true)) => None,
+        Err((ev, false)) => {
+            let mut p = Prepared::new();
+            flatten(ev, &mut p);
+            let start = fair_start(p.branches.len());
+            poll_and_commit(p, start).ok()
+        }
+    };
     worker::consume_budget();
     r
 }
