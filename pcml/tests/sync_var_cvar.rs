@@ -54,3 +54,46 @@ fn wait_evt_composes_with_timeouts() {
         assert_eq!(c.wait_evt().sync_timeout(Duration::from_secs(60)), Some(()));
     });
 }
+
+#[test]
+fn wait_evt_in_a_choice_loses_to_a_timeout_until_signalled() {
+    pcml::run(|| {
+        let c = CVar::new();
+        let before = pcml::event::select([
+            c.wait_evt().wrap(|()| "signalled"),
+            pcml::time::timeout_evt(Duration::from_millis(5)).wrap(|()| "timed out"),
+        ]);
+        assert_eq!(before, "timed out");
+        let c2 = c.clone();
+        pcml::spawn(move || c2.signal());
+        let after = pcml::event::select([
+            c.wait_evt().wrap(|()| "signalled"),
+            pcml::time::timeout_evt(Duration::from_secs(60)).wrap(|()| "timed out"),
+        ]);
+        assert_eq!(after, "signalled");
+        // A signalled CVar stays enabled: polling it succeeds at once.
+        assert_eq!(c.wait_evt().poll(), Some(()));
+    });
+}
+
+#[test]
+fn tokio_tasks_await_the_signal() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let c = CVar::new();
+    let waiters: Vec<_> = (0..8)
+        .map(|_| {
+            let c = c.clone();
+            rt.spawn(async move { c.wait_evt().await })
+        })
+        .collect();
+    let signaller = std::thread::spawn(move || c.signal());
+    rt.block_on(async {
+        for w in waiters {
+            w.await.unwrap();
+        }
+    });
+    signaller.join().unwrap();
+}
