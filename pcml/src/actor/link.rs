@@ -43,7 +43,7 @@ use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
 use crate::sched::blocker::Blocker;
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered};
 
-use super::record::{Record, park, raise, wake};
+use super::record::{Record, State, park, raise, wake};
 use super::{ActorId, AnyMsg, Ctx, ExitReason, Pid};
 
 /// The unwind payload with which a killed actor's receive ends its body.
@@ -244,6 +244,34 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn close(&self);
 }
 
+impl<M: Send + 'static> Record<M> {
+    /// Gives a typed actor's signal to its first live blocked signal event, or else queues it
+    /// (`front`: one given back by an abandoned receive, which was the oldest) and wakes a
+    /// parked receiver. A dead actor drops it.
+    fn hand_signal(&self, mut s: Signal, front: bool) {
+        let mut st = self.lock();
+        if !st.alive {
+            return;
+        }
+        let ext = st.ext();
+        while let Some((_, o)) = ext.signal_offers.take_match(None) {
+            match deliver(&o, Ok(s)) {
+                Ok(()) => return,
+                // Dead offer: next.
+                Err(back) => s = back.unwrap_or_else(|_| unreachable!("we sent Ok")),
+            }
+        }
+        if front {
+            ext.signals.push_front(s);
+        } else {
+            ext.signals.push_back(s);
+        }
+        let b = st.take_parked();
+        drop(st);
+        wake(b);
+    }
+}
+
 impl<M: Send + 'static> Peer for Record<M> {
     fn peer_id(&self) -> ActorId {
         self.id
@@ -350,23 +378,7 @@ impl<M: Send + 'static> Peer for Record<M> {
             let _ = self.send(m);
             return;
         }
-        let mut st = self.lock();
-        if !st.alive {
-            return;
-        }
-        let ext = st.ext();
-        let mut s = s;
-        while let Some((_, o)) = ext.signal_offers.take_match(None) {
-            match deliver(&o, Ok(s)) {
-                Ok(()) => return,
-                // Dead offer: next.
-                Err(back) => s = back.unwrap_or_else(|_| unreachable!("we sent Ok")),
-            }
-        }
-        ext.signals.push_back(s);
-        let b = st.take_parked();
-        drop(st);
-        wake(b);
+        self.hand_signal(s, false);
     }
 
     fn kill(&self, reason: ExitReason) {
@@ -449,23 +461,7 @@ impl<M: Send + 'static> BaseEvent for SignalEvt<M> {
         // Our sync was abandoned after it took a signal: it goes back (to the front: it was
         // the oldest).
         if let Ok(s) = out {
-            let mut st = self.rec.lock();
-            if !st.alive {
-                return;
-            }
-            let ext = st.ext();
-            let mut s = s;
-            while let Some((_, o)) = ext.signal_offers.take_match(None) {
-                match deliver(&o, Ok(s)) {
-                    Ok(()) => return,
-                    // Dead offer: next.
-                    Err(back) => s = back.unwrap_or_else(|_| unreachable!("we sent Ok")),
-                }
-            }
-            ext.signals.push_front(s);
-            let b = st.take_parked();
-            drop(st);
-            wake(b);
+            self.rec.hand_signal(s, true);
         }
     }
 }
@@ -859,20 +855,8 @@ impl<M: Send + 'static> Ctx<M> {
     /// });
     /// ```
     pub async fn recv_signal(&mut self) -> Signal {
-        let rec = &self.rec;
-        std::future::poll_fn(|cx| {
-            let mut st = rec.lock();
-            if let Some(k) = st.kill().cloned() {
-                drop(st);
-                raise(rec.id, rec.detached, k);
-            }
-            if let Some(s) = st.ext.as_mut().and_then(|e| e.signals.pop_front()) {
-                return Poll::Ready(s);
-            }
-            st.parked = Some(Blocker::from_waker(cx.waker().clone()));
-            Poll::Pending
-        })
-        .await
+        self.recv_with(|st| st.ext.as_mut().and_then(|e| e.signals.pop_front()))
+            .await
     }
 
     /// Receives a signal or a message (signals first), for async actors.
@@ -891,6 +875,18 @@ impl<M: Send + 'static> Ctx<M> {
     /// });
     /// ```
     pub async fn recv_any(&mut self) -> Received<M> {
+        self.recv_with(|st| {
+            let signal = st.ext.as_mut().and_then(|e| e.signals.pop_front());
+            signal
+                .map(Received::Signal)
+                .or_else(|| st.pop().map(Received::Msg))
+        })
+        .await
+    }
+
+    /// Waits, as an async actor, until `take` finds something in the actor's state (a kill
+    /// pending ends the actor first).
+    async fn recv_with<R>(&mut self, mut take: impl FnMut(&mut State<M>) -> Option<R>) -> R {
         let rec = &self.rec;
         std::future::poll_fn(|cx| {
             let mut st = rec.lock();
@@ -898,11 +894,8 @@ impl<M: Send + 'static> Ctx<M> {
                 drop(st);
                 raise(rec.id, rec.detached, k);
             }
-            if let Some(s) = st.ext.as_mut().and_then(|e| e.signals.pop_front()) {
-                return Poll::Ready(Received::Signal(s));
-            }
-            if let Some(m) = st.pop() {
-                return Poll::Ready(Received::Msg(m));
+            if let Some(r) = take(&mut st) {
+                return Poll::Ready(r);
             }
             st.parked = Some(Blocker::from_waker(cx.waker().clone()));
             Poll::Pending

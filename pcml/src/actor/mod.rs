@@ -1036,9 +1036,13 @@ impl<M: Send + 'static> Ctx<M> {
     ///     assert_eq!(me.receive(), -3);
     /// });
     /// ```
-    pub async fn recv_match(&mut self, mut f: impl FnMut(&M) -> bool) -> M {
+    pub async fn recv_match(&mut self, f: impl FnMut(&M) -> bool) -> M {
+        self.recv_scan(Scan::new(), f).await
+    }
+
+    /// The oldest message `f` accepts from where `scan` starts, for async actors.
+    async fn recv_scan(&mut self, mut scan: Scan, mut f: impl FnMut(&M) -> bool) -> M {
         let rec = &self.rec;
-        let mut scan = Scan::new();
         poll_fn(|cx| {
             let mut st = rec.lock_owner();
             match st.take_match(&mut scan, &mut f) {
@@ -1068,20 +1072,8 @@ impl<M: Send + 'static> Ctx<M> {
     ///     .unwrap();
     /// });
     /// ```
-    pub async fn recv_match_since(&mut self, mark: Mark, mut f: impl FnMut(&M) -> bool) -> M {
-        let rec = &self.rec;
-        let mut scan = Scan::since(mark);
-        poll_fn(|cx| {
-            let mut st = rec.lock_owner();
-            match st.take_match(&mut scan, &mut f) {
-                Some(m) => Poll::Ready(m),
-                None => {
-                    st.parked = Some(Blocker::from_waker(cx.waker().clone()));
-                    Poll::Pending
-                }
-            }
-        })
-        .await
+    pub async fn recv_match_since(&mut self, mark: Mark, f: impl FnMut(&M) -> bool) -> M {
+        self.recv_scan(Scan::since(mark), f).await
     }
 
     /// Receives the oldest message or `None` after `d`, for async actors.
