@@ -41,6 +41,16 @@ pub(crate) struct Leaf<E: BaseEvent, F> {
     pub(crate) f: F,
 }
 
+impl<E: BaseEvent, F> Leaf<E, F> {
+    /// The winning output: held from a commit in `try_do`/`block`, or delivered by a partner.
+    fn output(&mut self) -> E::Output {
+        match self.out.take() {
+            Some(v) => v,
+            None => self.base.complete(),
+        }
+    }
+}
+
 impl<E, F, T> Branch<T> for Leaf<E, F>
 where
     E: BaseEvent,
@@ -69,17 +79,11 @@ where
         }
     }
     fn finish(mut self: Box<Self>) -> T {
-        let v = match self.out.take() {
-            Some(v) => v,
-            None => self.base.complete(),
-        };
+        let v = self.output();
         (self.f)(v)
     }
     fn discard(mut self: Box<Self>) {
-        let v = match self.out.take() {
-            Some(v) => v,
-            None => self.base.complete(),
-        };
+        let v = self.output();
         self.base.discard(v);
     }
     fn cancel(&mut self) {

@@ -268,28 +268,30 @@ impl<T> Drop for Pending<T> {
     }
 }
 
-/// Synchronizes on `ev`, blocking the calling fiber or OS thread.
-pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
+/// The polling and commit phases of a sync: the result if a branch committed now, else the
+/// flattened event and the (fair) branch to start the blocking phase at.
+fn poll_phases<T: Send + 'static>(ev: Event<T>) -> Result<T, (Prepared<T>, usize)> {
     let (ev, tried) = match commit_single(ev) {
-        Ok(v) => {
-            worker::consume_budget();
-            return v;
-        }
+        Ok(v) => return Ok(v),
         Err(e) => e,
     };
     let mut p = Prepared::new();
     flatten(ev, &mut p);
     let start = fair_start(p.branches.len());
-    let p = if tried {
-        p
-    } else {
-        match poll_and_commit(p, start) {
-            Ok(v) => {
-                worker::consume_budget();
-                return v;
-            }
-            Err(p) => p,
+    if tried {
+        return Err((p, start));
+    }
+    poll_and_commit(p, start).map_err(|p| (p, start))
+}
+
+/// Synchronizes on `ev`, blocking the calling fiber or OS thread.
+pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
+    let (p, start) = match poll_phases(ev) {
+        Ok(v) => {
+            worker::consume_budget();
+            return v;
         }
+        Err(e) => e,
     };
     assert_can_block("sync");
     let mut pending = Pending::new(p);
@@ -312,12 +314,7 @@ pub(crate) fn poll<T: Send + 'static>(ev: Event<T>) -> Option<T> {
         // Tried and not enabled: the one branch loses. It published no offer and has no
         // nack, so dropping it is all that losing takes (as in `poll_and_commit`'s `Err`).
         Err((_, true)) => None,
-        Err((ev, false)) => {
-            let mut p = Prepared::new();
-            flatten(ev, &mut p);
-            let start = fair_start(p.branches.len());
-            poll_and_commit(p, start).ok()
-        }
+        Err((ev, false)) => poll_phases(ev).ok(),
     };
     worker::consume_budget();
     r
@@ -402,20 +399,9 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                let (ev, tried) = match commit_single(ev) {
+                let (p, start) = match poll_phases(ev) {
                     Ok(v) => return Poll::Ready(v),
                     Err(e) => e,
-                };
-                let mut p = Prepared::new();
-                flatten(ev, &mut p);
-                let start = fair_start(p.branches.len());
-                let p = if tried {
-                    p
-                } else {
-                    match poll_and_commit(p, start) {
-                        Ok(v) => return Poll::Ready(v),
-                        Err(p) => p,
-                    }
                 };
                 let mut pending = Pending::new(p);
                 if let Some(i) = pending.block_all(start) {
