@@ -178,6 +178,17 @@ fn with_current_shared<R>(f: impl FnOnce(Option<&Arc<Shared>>) -> R) -> R {
     }
 }
 
+/// [`with_current_shared`] for operations that need a runtime: panics, naming `what`, outside
+/// one.
+fn with_runtime<R>(what: &str, f: impl FnOnce(&Arc<Shared>) -> R) -> R {
+    with_current_shared(|shared| match shared {
+        Some(shared) => f(shared),
+        None => panic!(
+            "{what} called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
+        ),
+    })
+}
+
 /// `FiberCell::proc` for a fiber that may run on any proc.
 const ANY_PROC: usize = usize::MAX;
 
@@ -333,12 +344,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_current_shared(|shared| {
-        let shared = shared.unwrap_or_else(|| {
-            panic!(
-                "pcml::spawn_task called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
-            )
-        });
+    with_runtime("pcml::spawn_task", |shared| {
         crate::task::spawn_on_runtime(shared, fut)
     })
 }
@@ -352,12 +358,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_current_shared(|shared| {
-        let shared = shared.unwrap_or_else(|| {
-            panic!(
-                "pcml::actor::spawn_async called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
-            )
-        });
+    with_runtime("pcml::actor::spawn_async", |shared| {
         crate::task::spawn_detached_on_runtime(shared, fut)
     })
 }
@@ -379,11 +380,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let shared = with_current_shared(|s| s.cloned()).unwrap_or_else(|| {
-        panic!(
-            "pcml::spawn_blocking called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
-        )
-    });
+    let shared = with_runtime("pcml::spawn_blocking", Arc::clone);
     let id = ThreadId::next();
     let join = JoinState::new(id);
     let handle = JoinHandle::new(join.clone());
