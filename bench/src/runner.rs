@@ -165,6 +165,31 @@ pub fn timed(ops: u64, work: impl FnOnce() -> Result<()>) -> Result<Sample> {
     })
 }
 
+/// The async form of a warm-up and `runs` samples: awaits `one(size / 10 + 1)` once to warm
+/// up, then `one(size)` `runs` times, each timed as a sample of `ops` operations. `one`
+/// checks its own answer.
+pub async fn warm_samples_async<Fut>(
+    runs: usize,
+    size: u64,
+    ops: u64,
+    mut one: impl FnMut(u64) -> Fut,
+) -> Result<Vec<Sample>>
+where
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    one(size / 10 + 1).await?;
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        one(size).await?;
+        samples.push(Sample {
+            seconds: start.elapsed().as_secs_f64().max(1e-9),
+            ops,
+        });
+    }
+    Ok(samples)
+}
+
 /// Runs `one` once to warm up (stack pools, caches), then `runs` more times, each a sample of
 /// `ops` operations. `one` checks its own answer and returns the seconds it measured (its
 /// timed region may leave out set-up such as copying the input).

@@ -26,7 +26,7 @@ use corosensei::{Coroutine, CoroutineResult};
 
 use super::{Ctx, in_pcml, triangle};
 use crate::peers::{Peer, PeerArgs};
-use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed, warm_samples_async};
 use crate::table::{Goal, Row, Section};
 
 /// Where a spawned child fiber goes.
@@ -153,21 +153,9 @@ async fn task_loop(n: u64) -> Result<()> {
 /// Task spawn+join inside an async task, one at a time, `n` per run; `ops` counts threads.
 pub fn task_spawn_join(procs: usize, n: u64, runs: usize) -> Result<Vec<Sample>> {
     in_pcml(procs, move || {
-        pcml::spawn_task(async move {
-            task_loop(n / 10 + 1).await?;
-            let mut samples = Vec::with_capacity(runs);
-            for _ in 0..runs {
-                let start = std::time::Instant::now();
-                task_loop(n).await?;
-                samples.push(Sample {
-                    seconds: start.elapsed().as_secs_f64().max(1e-9),
-                    ops: n,
-                });
-            }
-            Ok(samples)
-        })
-        .join()
-        .map_err(|e| Error::Failed(e.to_string()))?
+        pcml::spawn_task(warm_samples_async(runs, n, n, task_loop))
+            .join()
+            .map_err(|e| Error::Failed(e.to_string()))?
     })
 }
 

@@ -119,6 +119,29 @@ impl Ctx<'_> {
         self.progress.step(what);
     }
 
+    /// Adds one tokio row of `program` per configured proc count: `measure(workers)` runs it
+    /// on a fresh runtime of that many workers (0: `current_thread`, for 1 proc; see
+    /// [`tokio_for`]); the note names the runtime and `what` runs on it.
+    pub fn tokio_rows(
+        &self,
+        sec: &mut Section,
+        program: &str,
+        metric: Metric,
+        what: &str,
+        mut measure: impl FnMut(usize) -> Result<Vec<Sample>>,
+    ) -> Result<()> {
+        for &p in &self.cfg.procs {
+            let (workers, kind) = tokio_for(p);
+            self.step(&format!("{program}: tokio, {kind}, {p} threads"));
+            let s = measure(workers)?;
+            sec.rows.push(
+                Row::measured(program, "tokio", Some(p), metric, &s)
+                    .with_note(&format!("{kind}, {what}")),
+            );
+        }
+        Ok(())
+    }
+
     /// Adds one row per peer run of `program`: CML on its one proc (when `cml`), Go and
     /// Erlang on each of the configured proc counts. `ops_key` is the RESULT key counting the
     /// operations (`None`: `n`).

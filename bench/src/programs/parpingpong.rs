@@ -10,8 +10,8 @@
 //! places the threads).
 
 use super::pingpong::{fiber_pair, tokio_pair};
-use super::{Ctx, in_pcml, in_tokio, tokio_for, triangle};
-use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
+use super::{Ctx, in_pcml, in_tokio, triangle};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed, warm_samples_async};
 use crate::table::{Goal, Row, Section};
 
 const RATE: Metric = Metric::Rate { unit: "msgs/s" };
@@ -55,19 +55,10 @@ async fn tokio_pairs(rounds: u64) -> Result<()> {
 /// `current_thread`).
 pub fn tokio_tasks(workers: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
     let rounds = (msgs / (2 * PAIRS)).max(1);
-    in_tokio(workers, async move {
-        tokio_pairs(rounds / 10 + 1).await?;
-        let mut samples = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let start = std::time::Instant::now();
-            tokio_pairs(rounds).await?;
-            samples.push(Sample {
-                seconds: start.elapsed().as_secs_f64().max(1e-9),
-                ops: 2 * PAIRS * rounds,
-            });
-        }
-        Ok(samples)
-    })
+    in_tokio(
+        workers,
+        warm_samples_async(runs, rounds, 2 * PAIRS * rounds, tokio_pairs),
+    )
 }
 
 /// The eight pairs on 16 OS threads over crossbeam-channel's `bounded(0)`.
@@ -129,17 +120,16 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
                 .with_note("pair i: procs i mod P and i+1 mod P"),
         );
     }
-    for &p in &ctx.cfg.procs {
-        let (workers, kind) = tokio_for(p);
-        ctx.step(&format!("parallel ping-pong: tokio, {kind}, {p} threads"));
-        let n = ctx.fit(n, |k| tokio_tasks(workers, k, 1))?;
-        let s = tokio_tasks(workers, n, runs)?;
-        sec.rows.push(
-            Row::measured(prog, "tokio", Some(p), RATE, &s).with_note(&format!(
-                "{kind}, 16 tasks, `mpsc::channel(1)` pairs; the scheduler places them"
-            )),
-        );
-    }
+    ctx.tokio_rows(
+        sec,
+        prog,
+        RATE,
+        "16 tasks, `mpsc::channel(1)` pairs; the scheduler places them",
+        |workers| {
+            let n = ctx.fit(n, |k| tokio_tasks(workers, k, 1))?;
+            tokio_tasks(workers, n, runs)
+        },
+    )?;
     ctx.step("parallel ping-pong: crossbeam-channel on 16 OS threads");
     let n_cb = ctx.fit(n, |k| crossbeam_threads(k, 1))?;
     let s = crossbeam_threads(n_cb, runs)?;

@@ -15,8 +15,8 @@
 
 use pcml::chan::Chan;
 
-use super::{Ctx, in_pcml, in_tokio, tokio_for, triangle};
-use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
+use super::{Ctx, in_pcml, in_tokio, triangle};
+use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed, warm_samples_async};
 use crate::table::{Goal, Row, Section};
 
 const RATE: Metric = Metric::Rate { unit: "msgs/s" };
@@ -147,19 +147,10 @@ pub async fn tokio_pair(rounds: u64) -> Result<()> {
 /// (0: `current_thread`).
 pub fn tokio_tasks(workers: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
     let rounds = (msgs / 2).max(1);
-    in_tokio(workers, async move {
-        tokio_pair(rounds / 10 + 1).await?;
-        let mut samples = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let start = std::time::Instant::now();
-            tokio_pair(rounds).await?;
-            samples.push(Sample {
-                seconds: start.elapsed().as_secs_f64().max(1e-9),
-                ops: 2 * rounds,
-            });
-        }
-        Ok(samples)
-    })
+    in_tokio(
+        workers,
+        warm_samples_async(runs, rounds, 2 * rounds, tokio_pair),
+    )
 }
 
 /// Measures pcml and the peers.
@@ -195,17 +186,16 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         Row::measured(prog, "crossbeam-channel (OS threads)", None, RATE, &s)
             .with_note("two OS threads, `bounded(0)` rendezvous channels"),
     );
-    for &p in &ctx.cfg.procs {
-        let (workers, kind) = tokio_for(p);
-        ctx.step(&format!("ping-pong: tokio, {kind}, {p} threads"));
-        let n = ctx.fit(n, |k| tokio_tasks(workers, k, 1))?;
-        let s = tokio_tasks(workers, n, runs)?;
-        sec.rows.push(
-            Row::measured(prog, "tokio", Some(p), RATE, &s).with_note(&format!(
-                "{kind}, two tasks, `mpsc::channel(1)` pair (no rendezvous in tokio)"
-            )),
-        );
-    }
+    ctx.tokio_rows(
+        sec,
+        prog,
+        RATE,
+        "two tasks, `mpsc::channel(1)` pair (no rendezvous in tokio)",
+        |workers| {
+            let n = ctx.fit(n, |k| tokio_tasks(workers, k, 1))?;
+            tokio_tasks(workers, n, runs)
+        },
+    )?;
     ctx.peer_rows(
         sec,
         prog,

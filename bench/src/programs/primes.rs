@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use pcml::chan::Chan;
 
-use super::{Ctx, in_pcml, in_tokio, tokio_for};
+use super::{Ctx, in_pcml, in_tokio};
 use crate::runner::{Error, Metric, Result, Sample, check_eq};
 use crate::table::{Goal, Row, Section};
 
@@ -297,16 +297,13 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
                 .with_note("the scheduler places the filters"),
         );
     }
-    for &p in &ctx.cfg.procs {
-        let (workers, kind) = tokio_for(p);
-        ctx.step(&format!("primes: tokio, {kind}, {p} threads"));
-        let s = tokio_tasks(workers, n as usize, runs)?;
-        sec.rows.push(
-            Row::measured(&prog, "tokio", Some(p), Metric::Seconds, &s).with_note(&format!(
-                "{kind}, a task per filter, `mpsc::channel(1)`; the scheduler places them"
-            )),
-        );
-    }
+    ctx.tokio_rows(
+        sec,
+        &prog,
+        Metric::Seconds,
+        "a task per filter, `mpsc::channel(1)`; the scheduler places them",
+        |workers| tokio_tasks(workers, n as usize, runs),
+    )?;
     // One OS thread per filter hands each number over through the kernel; the quick suite
     // runs this peer on fewer primes (its own row, labelled by its size).
     let n_os = ctx.size(OS_PRIMES_QUICK, 2000);

@@ -19,7 +19,7 @@ use std::pin::Pin;
 
 use pcml::chan::Chan;
 
-use super::{Ctx, in_pcml, in_tokio, memory_row, tokio_for};
+use super::{Ctx, in_pcml, in_tokio, memory_row};
 use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed};
 use crate::table::{Goal, Row, Section};
 
@@ -218,16 +218,13 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             sec.rows
                 .push(Row::measured(&prog, "pcml tasks", Some(p), secs, &s));
         }
-        for &p in &ctx.cfg.procs {
-            let (workers, kind) = tokio_for(p);
-            ctx.step(&format!("{prog}: tokio, {kind}, {p} threads"));
-            let s = tokio_tasks(workers, leaves, branch, runs)?;
-            sec.rows.push(
-                Row::measured(&prog, "tokio", Some(p), secs, &s).with_note(&format!(
-                    "{kind}, `tokio::spawn` per node, parents await the `JoinHandle`s"
-                )),
-            );
-        }
+        ctx.tokio_rows(
+            sec,
+            &prog,
+            secs,
+            "`tokio::spawn` per node, parents await the `JoinHandle`s",
+            |workers| tokio_tasks(workers, leaves, branch, runs),
+        )?;
         ctx.peer_rows(
             sec,
             &prog,
