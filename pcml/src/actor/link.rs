@@ -387,6 +387,9 @@ impl<M: Send + 'static> Peer for Record<M> {
             return;
         }
         st.ext().kill = Some(reason.clone());
+        // Release: pairs with the Acquire load in `Record::owner_take`, whose slow path then
+        // reads the kill under the lock.
+        self.killed.store(true, Ordering::Release);
         // Complete every blocked receive event with the kill: its wrapper raises it.
         for (o, _) in std::mem::take(&mut st.offers.q) {
             let _ = deliver(&o, Err(reason.clone()));
@@ -784,6 +787,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert!(matches!(me.receive_any(), Received::Msg("hi")));
     /// ```
     pub fn receive_any(&mut self) -> Received<M> {
+        self.rec.give_back(super::record::own_mut(&mut self.own));
         loop {
             let mut st = self.rec.lock();
             if let Some(k) = st.kill().cloned() {
@@ -875,6 +879,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// });
     /// ```
     pub async fn recv_any(&mut self) -> Received<M> {
+        self.rec.give_back(super::record::own_mut(&mut self.own));
         self.recv_with(|st| {
             let signal = st.ext.as_mut().and_then(|e| e.signals.pop_front());
             signal

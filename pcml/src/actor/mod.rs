@@ -130,7 +130,7 @@ pub use registry::{
 };
 pub use supervisor::{Child, ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorMsg};
 
-use record::{Record, RecvEvt, Scan, park, wake};
+use record::{Own, Record, RecvEvt, Scan, own_lock, own_mut, park, wake};
 
 /// Pids are `Send + Sync` and contexts `Send` for any `Send` message type, `Sync` or not.
 const _: fn() = || {
@@ -536,6 +536,7 @@ fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>) {
         Ctx {
             rec,
             detached: false,
+            own: std::sync::Mutex::new(Own::new()),
         },
     )
 }
@@ -657,6 +658,9 @@ pub struct Ctx<M: Send + 'static> {
     rec: Arc<Record<M>>,
     /// Made by `Ctx::new`: the actor ends when the context is dropped.
     detached: bool,
+    /// The oldest messages, taken out of the shared queue by the owner's receives (see
+    /// `record::Own`).
+    pub(crate) own: std::sync::Mutex<Own<M>>,
 }
 
 impl<M: Send + 'static> fmt::Debug for Ctx<M> {
@@ -673,6 +677,8 @@ impl<M: Send + 'static> Default for Ctx<M> {
 
 impl<M: Send + 'static> Drop for Ctx<M> {
     fn drop(&mut self) {
+        // The actor is ending: its private messages go first, as its mailbox's do in `finish`.
+        own_mut(&mut self.own).clear();
         if self.detached {
             let reason = if std::thread::panicking() {
                 ExitReason::Panic(Arc::from("the thread owning the context panicked"))
@@ -698,6 +704,7 @@ impl<M: Send + 'static> Ctx<M> {
         Ctx {
             rec: Record::new(true),
             detached: true,
+            own: std::sync::Mutex::new(Own::new()),
         }
     }
 
@@ -731,7 +738,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.len(), 2);
     /// ```
     pub fn len(&self) -> usize {
-        self.rec.lock().queue.len()
+        own_lock(&self.own).len() + self.rec.lock().queue.len()
     }
 
     /// Whether the mailbox is empty.
@@ -741,7 +748,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert!(me.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.rec.lock().queue.is_empty()
+        self.len() == 0
     }
 
     /// Receives the oldest message, blocking while the mailbox is empty.
@@ -756,12 +763,15 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.receive(), 'b');
     /// ```
     pub fn receive(&mut self) -> M {
+        let mut scan = Scan::new();
         loop {
-            let mut st = self.rec.lock_owner();
-            if let Some(m) = st.pop() {
-                return m;
+            match self
+                .rec
+                .owner_take(own_mut(&mut self.own), &mut scan, &mut |_| true)
+            {
+                Ok(m) => return m,
+                Err(st) => park("actor receive", st),
             }
-            park("actor receive", st);
         }
     }
 
@@ -774,7 +784,9 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.try_receive(), Some(1));
     /// ```
     pub fn try_receive(&mut self) -> Option<M> {
-        self.rec.lock_owner().pop()
+        self.rec
+            .owner_take(own_mut(&mut self.own), &mut Scan::new(), &mut |_| true)
+            .ok()
     }
 
     /// Selective receive: takes the oldest message `f` accepts, blocking until one arrives.
@@ -797,11 +809,13 @@ impl<M: Send + 'static> Ctx<M> {
     pub fn receive_match(&mut self, mut f: impl FnMut(&M) -> bool) -> M {
         let mut scan = Scan::new();
         loop {
-            let mut st = self.rec.lock_owner();
-            if let Some(m) = st.take_match(&mut scan, &mut f) {
-                return m;
+            match self
+                .rec
+                .owner_take(own_mut(&mut self.own), &mut scan, &mut f)
+            {
+                Ok(m) => return m,
+                Err(st) => park("actor receive_match", st),
             }
-            park("actor receive_match", st);
         }
     }
 
@@ -815,10 +829,11 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.receive_match_since(mark, |_| true), 2);
     /// ```
     pub fn mark(&self) -> Mark {
+        let own = own_lock(&self.own);
         let st = self.rec.lock();
         Mark {
-            taken: st.taken,
-            len: st.queue.len(),
+            taken: own.taken() + st.taken,
+            len: own.len() + st.queue.len(),
         }
     }
 
@@ -849,11 +864,13 @@ impl<M: Send + 'static> Ctx<M> {
     pub fn receive_match_since(&mut self, mark: Mark, mut f: impl FnMut(&M) -> bool) -> M {
         let mut scan = Scan::since(mark);
         loop {
-            let mut st = self.rec.lock_owner();
-            if let Some(m) = st.take_match(&mut scan, &mut f) {
-                return m;
+            match self
+                .rec
+                .owner_take(own_mut(&mut self.own), &mut scan, &mut f)
+            {
+                Ok(m) => return m,
+                Err(st) => park("actor receive_match_since", st),
             }
-            park("actor receive_match_since", st);
         }
     }
 
@@ -866,7 +883,9 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.try_receive_match(|m| *m == 2), Some(2));
     /// ```
     pub fn try_receive_match(&mut self, mut f: impl FnMut(&M) -> bool) -> Option<M> {
-        self.rec.lock_owner().take_match(&mut Scan::new(), &mut f)
+        self.rec
+            .owner_take(own_mut(&mut self.own), &mut Scan::new(), &mut f)
+            .ok()
     }
 
     /// Receives the oldest message, or `None` if none arrives within `d`.
@@ -927,6 +946,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub fn recv_many(&mut self, n: usize) -> Vec<M> {
         let mut out = Vec::with_capacity(n);
+        self.rec.give_back(own_mut(&mut self.own));
         loop {
             let mut st = self.rec.lock_owner();
             st.drain_into(&mut out, n);
@@ -961,12 +981,7 @@ impl<M: Send + 'static> Ctx<M> {
 
     fn recv_evt_with(&self, pred: Option<record::Pred<M>>) -> Event<M> {
         let (id, detached) = (self.rec.id, self.rec.detached);
-        Event::from_base(RecvEvt {
-            rec: self.rec.clone(),
-            pred,
-            slot: None,
-        })
-        .wrap(move |r| match r {
+        Event::from_base(RecvEvt::new(&self.rec, &self.own, pred)).wrap(move |r| match r {
             Ok((m, _)) => m,
             Err(reason) => record::raise(id, detached, reason),
         })
@@ -1008,18 +1023,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// });
     /// ```
     pub async fn recv(&mut self) -> M {
-        let rec = &self.rec;
-        poll_fn(|cx| {
-            let mut st = rec.lock_owner();
-            match st.pop() {
-                Some(m) => Poll::Ready(m),
-                None => {
-                    st.parked = Some(Blocker::from_waker(cx.waker().clone()));
-                    Poll::Pending
-                }
-            }
-        })
-        .await
+        self.recv_scan(Scan::new(), |_| true).await
     }
 
     /// Selective receive for async actors: the oldest message `f` accepts.
@@ -1043,14 +1047,12 @@ impl<M: Send + 'static> Ctx<M> {
     /// The oldest message `f` accepts from where `scan` starts, for async actors.
     async fn recv_scan(&mut self, mut scan: Scan, mut f: impl FnMut(&M) -> bool) -> M {
         let rec = &self.rec;
-        poll_fn(|cx| {
-            let mut st = rec.lock_owner();
-            match st.take_match(&mut scan, &mut f) {
-                Some(m) => Poll::Ready(m),
-                None => {
-                    st.parked = Some(Blocker::from_waker(cx.waker().clone()));
-                    Poll::Pending
-                }
+        let own = own_mut(&mut self.own);
+        poll_fn(|cx| match rec.owner_take(own, &mut scan, &mut f) {
+            Ok(m) => Poll::Ready(m),
+            Err(mut st) => {
+                st.parked = Some(Blocker::from_waker(cx.waker().clone()));
+                Poll::Pending
             }
         })
         .await
@@ -1115,6 +1117,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// });
     /// ```
     pub async fn recv_many_async(&mut self, n: usize) -> Vec<M> {
+        self.rec.give_back(own_mut(&mut self.own));
         let rec = &self.rec;
         let mut out = Vec::with_capacity(n);
         poll_fn(|cx| {

@@ -12,12 +12,20 @@
 //! message is appended to the queue and the parked owner, if any, is taken out of `parked`
 //! and woken after the lock is released: one wake per parked receive, no scan by the sender.
 //!
-//! A direct receive (`receive`, `receive_match`, `recv`, ...) runs in the owner: it scans the
-//! queue under the lock and takes the first accepted message; if none, it parks (installs its
+//! A direct receive (`receive`, `receive_match`, `recv`, ...) runs in the owner. The owner
+//! keeps a private part of the mailbox ([`Own`], in its `Ctx`): the oldest messages, which it
+//! moved out of the shared queue in one lock. It scans the private part with no lock and takes
+//! the first accepted message; if none, it locks the record, moves the whole shared queue in
+//! behind the private part, and scans the rest; if still none, it parks (installs its
 //! [`Blocker`] under the same lock, so no send can slip between the scan and the park) and
-//! resumes its scan where it stopped when woken, as Erlang's save pointer does. If a message
-//! was taken by someone else meanwhile (a receive event synced on another thread), the scan
-//! restarts from the oldest message.
+//! resumes its scan where it stopped when woken, as Erlang's save pointer does. So a burst of
+//! `n` messages costs the receiver one lock, not `n`.
+//!
+//! Receive events read the shared queue from any thread, so while one is alive the owner
+//! keeps nothing private: making one gives the private messages back to the front of the
+//! shared queue, and the owner's receives scan the shared queue under the lock until every
+//! event is dropped (`Record::events`). If a message was taken by someone else meanwhile (a
+//! receive event synced on another thread), the scan restarts from the oldest message.
 //!
 //! # Invariants
 //! - `State` is touched only under `Record::state`. User code runs under that lock only as a
@@ -28,13 +36,17 @@
 //!   mailbox: a send serves blocked events before queueing, a receive event that finds an
 //!   accepted message takes it instead of blocking (for pure predicates).
 //! - `taken` counts every removal from `queue`, so a parked scan whose count changed rescans.
+//!   With the owner's private part, the mailbox is `Own::msgs` then `queue`, and its removal
+//!   count is `Own::taken + taken` (see [`Own`] for when each part may hold messages).
+//! - A kill sets `Record::killed` under the lock, so the owner's lock-free path sees it.
 //! - A sender never unwinds from a receive predicate: if one panics on its thread, the message
 //!   stays and the blocked event it belonged to completes with `ExitReason::Panic`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
+use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::loom::sync::{Mutex, MutexGuard};
 
 use crate::event::{BaseEvent, Blocked, OwnWaiter};
@@ -93,6 +105,13 @@ pub(crate) struct Record<M> {
     pub(crate) detached: bool,
     /// `M` is `AnyMsg`: signals are delivered as ordinary messages.
     pub(crate) untyped: bool,
+    /// Receive events (`RecvEvt`) alive for this mailbox. Incremented by the owner when it
+    /// makes one (after it gave its private messages back), decremented when one is dropped,
+    /// on any thread. While it is not zero the owner keeps no private messages (see `Own`).
+    pub(crate) events: AtomicUsize,
+    /// Set (under the lock, never cleared) when a kill is recorded in the extension, so the
+    /// owner's lock-free receive path notices it at its next receive.
+    pub(crate) killed: AtomicBool,
     pub(crate) state: Mutex<State<M>>,
 }
 
@@ -166,6 +185,8 @@ impl<M: 'static> Record<M> {
             id: next_id(),
             detached,
             untyped: std::any::TypeId::of::<M>() == std::any::TypeId::of::<super::AnyMsg>(),
+            events: AtomicUsize::new(0),
+            killed: AtomicBool::new(false),
             state: Mutex::new(State {
                 queue: Msgs::new(),
                 taken: 0,
@@ -235,6 +256,12 @@ impl<M> Msgs<M> {
         self.fresh.pop_back().or_else(|| self.passed.pop_back())
     }
 
+    /// The oldest message.
+    #[inline]
+    fn front(&self) -> Option<&M> {
+        self.passed.front().or_else(|| self.fresh.front())
+    }
+
     fn pop_front(&mut self) -> Option<M> {
         self.passed.pop_front().or_else(|| self.fresh.pop_front())
     }
@@ -270,6 +297,12 @@ impl<M> Msgs<M> {
         out.extend(self.passed.drain(..a));
         let b = (k - a).min(self.fresh.len());
         out.extend(self.fresh.drain(..b));
+    }
+
+    /// Moves every message of `other` to the end of `self`, in order.
+    fn append(&mut self, other: &mut Msgs<M>) {
+        self.fresh.append(&mut other.passed);
+        self.fresh.append(&mut other.fresh);
     }
 
     /// Every message, oldest first.
@@ -447,6 +480,177 @@ impl<M> State<M> {
     }
 }
 
+/// The owner's private messages: a prefix of the mailbox that the owner moved out of the
+/// shared queue in one lock, so its direct receives take them with no lock and no atomic
+/// read-modify-write. It lives in the actor's `Ctx`; only the owner touches it through
+/// `&mut Ctx`, and `&Ctx` methods (`len`, `mark`, making a receive event) lock its mutex,
+/// which never contends since they cannot run during a `&mut` receive.
+///
+/// The mailbox, oldest first, is `msgs` then `State::queue`; its removal count (what a
+/// [`Scan`] and a [`super::Mark`] compare) is `taken + State::taken`.
+///
+/// # Invariants
+/// - While `Record::events` is not zero, `msgs` is empty and `taken` is zero: making a
+///   receive event first gives them back (`give_back`), and the owner does not take
+///   messages private again until no event is left.
+/// - While `msgs` is not empty, `State::taken` is zero and nobody but the owner removes from
+///   the shared queue (only receive events and the owner's receives remove messages).
+pub(crate) struct Own<M> {
+    /// The oldest messages of the mailbox, taken out of the shared queue by `absorb`.
+    msgs: Msgs<M>,
+    /// Removals counted privately (see above).
+    taken: u64,
+}
+
+impl<M> Own<M> {
+    pub(crate) const fn new() -> Self {
+        Own {
+            msgs: Msgs::new(),
+            taken: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.msgs.len()
+    }
+
+    /// Removals counted privately.
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken
+    }
+
+    /// Drops the private messages (the actor ended).
+    pub(crate) fn clear(&mut self) {
+        self.msgs = Msgs::new();
+    }
+
+    /// Moves the shared queue and its removal count in behind the private messages (`st`
+    /// is the locked state of the same record).
+    fn absorb(&mut self, st: &mut State<M>) {
+        self.taken += std::mem::take(&mut st.taken);
+        if self.msgs.is_empty() {
+            std::mem::swap(&mut self.msgs, &mut st.queue);
+        } else {
+            self.msgs.append(&mut st.queue);
+        }
+    }
+
+    /// Takes the first message `f` accepts from where `scan` stopped, in the private part.
+    #[inline]
+    fn take_match(&mut self, scan: &mut Scan, f: &mut impl FnMut(&M) -> bool) -> Option<M> {
+        if scan.taken != self.taken {
+            scan.taken = self.taken;
+            scan.next = 0;
+        }
+        if scan.next == 0 {
+            // Most receives take the oldest message: test it before walking the parts.
+            let first = self.msgs.front()?;
+            if f(first) {
+                self.taken += 1;
+                return self.msgs.pop_front();
+            }
+            scan.next = 1;
+        }
+        match self.msgs.position_from(scan.next, f) {
+            Some(0) => {
+                self.taken += 1;
+                self.msgs.pop_front()
+            }
+            Some(i) => {
+                self.taken += 1;
+                self.msgs.remove(i)
+            }
+            None => {
+                scan.next = self.msgs.len();
+                None
+            }
+        }
+    }
+}
+
+/// The owner's private part, through `&mut Ctx` (no locking; poisoning from a panic in a
+/// dropped message is ignored).
+#[inline]
+pub(crate) fn own_mut<M>(own: &mut std::sync::Mutex<Own<M>>) -> &mut Own<M> {
+    own.get_mut().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The owner's private part, through `&Ctx` (the lock never contends: see `Own`).
+pub(crate) fn own_lock<M>(own: &std::sync::Mutex<Own<M>>) -> std::sync::MutexGuard<'_, Own<M>> {
+    own.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<M> Record<M> {
+    /// Whether the owner may keep messages private: no receive event is alive.
+    #[inline]
+    fn private_ok(&self) -> bool {
+        // Acquire: pairs with the Release decrement in `RecvEvt::drop`, so what a dropped
+        // event did to the mailbox (under the lock, which we take anyway before we look at
+        // the shared queue) is behind us.
+        self.events.load(Ordering::Acquire) == 0
+    }
+
+    /// The owner's receive: takes the oldest message `f` accepts, from where `scan` stopped;
+    /// if there is none, returns the locked state (with the shared queue empty of accepted
+    /// messages) so the caller parks under the same lock. Raises a pending kill.
+    #[inline]
+    pub(crate) fn owner_take(
+        &self,
+        own: &mut Own<M>,
+        scan: &mut Scan,
+        f: &mut impl FnMut(&M) -> bool,
+    ) -> Result<M, MutexGuard<'_, State<M>>> {
+        // Acquire: pairs with the Release store in `Peer::kill`; the kill itself is read under
+        // the lock by `lock_owner`.
+        if !self.killed.load(Ordering::Acquire) && self.private_ok() {
+            if !own.msgs.is_empty()
+                && let Some(m) = own.take_match(scan, f)
+            {
+                return Ok(m);
+            }
+            let mut st = self.lock_owner();
+            own.absorb(&mut st);
+            return match own.take_match(scan, f) {
+                Some(m) => Ok(m),
+                None => Err(st),
+            };
+        }
+        let mut st = self.lock_owner();
+        if self.private_ok() {
+            // A kill was recorded but the actor is dead (its extension is gone): carry on with
+            // the private messages as above.
+            own.absorb(&mut st);
+            return match own.take_match(scan, f) {
+                Some(m) => Ok(m),
+                None => Err(st),
+            };
+        }
+        match st.take_match(scan, f) {
+            Some(m) => Ok(m),
+            None => Err(st),
+        }
+    }
+
+    /// Gives the owner's private messages back to the front of the shared queue, with their
+    /// removal count, so receive events and the locked receive paths see the whole mailbox.
+    pub(crate) fn give_back(&self, own: &mut Own<M>) {
+        if own.msgs.is_empty() && own.taken == 0 {
+            return;
+        }
+        let mut st = self.lock();
+        st.taken += std::mem::take(&mut own.taken);
+        let mut msgs = std::mem::replace(&mut own.msgs, Msgs::new());
+        if !st.alive {
+            // A dead actor's mailbox stays empty.
+            drop(st);
+            drop(msgs);
+            return;
+        }
+        msgs.append(&mut st.queue);
+        st.queue = msgs;
+    }
+}
+
 /// Parks the calling fiber or OS thread (not a task) until the next send or signal. Takes the
 /// lock guard so the blocker is installed before any sender can look.
 pub(crate) fn park<M>(what: &str, mut st: MutexGuard<'_, State<M>>) {
@@ -517,6 +721,25 @@ pub(crate) struct RecvEvt<M> {
 }
 
 impl<M> RecvEvt<M> {
+    /// A receive event of `rec`'s owner, whose private part is `own`: counts it in
+    /// `Record::events` and gives the private messages back, so the event sees them.
+    pub(crate) fn new(
+        rec: &Arc<Record<M>>,
+        own: &std::sync::Mutex<Own<M>>,
+        pred: Option<Pred<M>>,
+    ) -> Self {
+        // Relaxed: only the owner reads the count to decide whether to keep messages
+        // private, and it made this event (or got its context from whoever did, which orders
+        // the increment before its next receive).
+        rec.events.fetch_add(1, Ordering::Relaxed);
+        rec.give_back(&mut own_lock(own));
+        RecvEvt {
+            rec: rec.clone(),
+            pred,
+            slot: None,
+        }
+    }
+
     /// The index of the first queued message the predicate accepts.
     fn find(&self, st: &State<M>) -> Option<usize> {
         match &self.pred {
@@ -544,6 +767,13 @@ impl<M> RecvEvt<M> {
                 taken: st.taken,
             },
         )))
+    }
+}
+
+impl<M> Drop for RecvEvt<M> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire load in `Record::private_ok`.
+        self.rec.events.fetch_sub(1, Ordering::Release);
     }
 }
 

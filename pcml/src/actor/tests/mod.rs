@@ -67,3 +67,27 @@ fn loom_death_races_receive_signal() {
         assert_eq!(me.try_receive_signal(), None);
     });
 }
+
+/// The owner holds a message privately (taken out of the shared queue by an earlier receive)
+/// when it makes a receive event and syncs it on another thread, while a third message is sent
+/// and the owner receives selectively: the event sees the private message, and the two
+/// receives get one each of the two messages they accept (the event's count, dropped on the
+/// other thread, races the owner's choice between its private and shared paths).
+#[test]
+fn loom_private_messages_and_a_receive_event_on_another_thread() {
+    model(|| {
+        let mut me = Ctx::<u8>::new();
+        let pid = me.pid();
+        pid.send_many([1, 2]).unwrap();
+        assert_eq!(me.receive(), 1);
+        let ev = me.receive_match_evt(|m| *m >= 2);
+        let t = loom::thread::spawn(move || ev.sync());
+        pid.send(3).unwrap();
+        let mine = me.receive_match(|m| *m >= 2);
+        let theirs = t.join().unwrap();
+        let mut got = [mine, theirs];
+        got.sort_unstable();
+        assert_eq!(got, [2, 3]);
+        assert!(me.is_empty());
+    });
+}
