@@ -1,8 +1,8 @@
 //! Profiling aid: seed 000's tiny actor programs (bombing 2 and skynet depth 6, as the bench
 //! crate runs them), repeated on `procs` procs, for `perf stat` and callgrind.
 //!
-//! `cargo run --release -p pcml --example actors -- PROGRAM KIND RUNS PROCS` with PROGRAM
-//! `bombing2` or `skynet6`, KIND `fibers` or `async`.
+//! `cargo run --release -p pcml --example actors -- PROGRAM KIND RUNS PROCS [N]` with PROGRAM
+//! `bombing2` or `skynet6`, KIND `fibers` or `async`, N the messages of a bombing run (200).
 use pcml::IVar;
 use pcml::actor::{self, Ctx, Pid};
 use std::future::Future;
@@ -126,11 +126,13 @@ fn main() {
     let fibers = args.get(2).map_or("async", |s| s.as_str()) == "fibers";
     let runs: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let procs: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);
+    // Messages per bombing run (the thesis's 200).
+    let n: u64 = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(200);
     let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
     rt.block_on(move || {
         let one = || match (prog.as_str(), fibers) {
-            ("bombing2", true) => assert_eq!(bombing_fibers(200), 400),
-            ("bombing2", false) => assert_eq!(bombing_async(200), 400),
+            ("bombing2", true) => assert_eq!(bombing_fibers(n), 2 * n),
+            ("bombing2", false) => assert_eq!(bombing_async(n), 2 * n),
             ("skynet6", f) => assert_eq!(skynet(f), 729),
             (p, _) => panic!("unknown program {p}: bombing2 or skynet6"),
         };

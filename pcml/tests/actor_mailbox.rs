@@ -63,6 +63,24 @@ fn marks_count_the_private_messages() {
     assert_eq!(me.recv_many(2), vec![2, 2]);
 }
 
+/// A mark taken while the messages are still in the shared queue (nothing private yet) is
+/// honoured by a receive that starts with an empty private part.
+#[test]
+fn a_mark_past_the_private_part_skips_the_shared_messages_before_it() {
+    let mut me = Ctx::new();
+    me.pid().send_many([(1, 'a'), (1, 'b')]).unwrap();
+    let mark = me.mark();
+    me.pid().send((1, 'c')).unwrap();
+    assert_eq!(me.len(), 3);
+    assert_eq!(me.receive_match_since(mark, |m| m.0 == 1), (1, 'c'));
+    // The two older ones are still there.
+    assert_eq!(me.recv_many(2), vec![(1, 'a'), (1, 'b')]);
+    let mark = me.mark();
+    me.pid().send_many([(2, 'd'), (3, 'e')]).unwrap();
+    assert_eq!(me.receive_match_since(mark, |m| m.0 >= 2), (2, 'd'));
+    assert_eq!(me.receive(), (3, 'e'));
+}
+
 /// Signals come before private messages in `receive_any`, which sees the private messages.
 #[test]
 fn receive_any_sees_private_messages_after_signals() {

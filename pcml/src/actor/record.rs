@@ -47,11 +47,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::loom::sync::{Mutex, MutexGuard};
 
 use crate::event::{BaseEvent, Blocked, OwnWaiter};
+use crate::mp::{SpinLock, SpinLockGuard};
 use crate::sched::blocker::{self, Blocker};
-use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, delivered, lock};
+use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, delivered};
 
 use super::link::Ext;
 use super::{ActorId, ExitReason};
@@ -97,6 +97,9 @@ fn test_pred<M>(p: &Pred<M>, m: &M) -> Result<bool, Arc<str>> {
     })
 }
 
+/// The record's lock held.
+pub(crate) type Guard<'a, M> = SpinLockGuard<'a, State<M>>;
+
 /// The shared record of one actor.
 pub(crate) struct Record<M> {
     pub(crate) id: ActorId,
@@ -112,7 +115,10 @@ pub(crate) struct Record<M> {
     /// Set (under the lock, never cleared) when a kill is recorded in the extension, so the
     /// owner's lock-free receive path notices it at its next receive.
     pub(crate) killed: AtomicBool,
-    pub(crate) state: Mutex<State<M>>,
+    /// The mailbox's state. A spin lock: every section under it is short (a push, a swap of
+    /// queues, a scan by the owner's predicate), so a send costs one atomic read-modify-write
+    /// (the release of a spin lock is a plain store; a `std` mutex's is a swap).
+    pub(crate) state: SpinLock<State<M>>,
 }
 
 pub(crate) struct State<M> {
@@ -187,7 +193,7 @@ impl<M: 'static> Record<M> {
             untyped: std::any::TypeId::of::<M>() == std::any::TypeId::of::<super::AnyMsg>(),
             events: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
-            state: Mutex::new(State {
+            state: SpinLock::new(State {
                 queue: Msgs::new(),
                 taken: 0,
                 parked: None,
@@ -200,13 +206,14 @@ impl<M: 'static> Record<M> {
 }
 
 impl<M> Record<M> {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State<M>> {
-        lock(&self.state)
+    #[inline]
+    pub(crate) fn lock(&self) -> Guard<'_, M> {
+        self.state.lock()
     }
 
     /// Locks the record for a receive by its owner, raising a pending kill.
     #[inline]
-    pub(crate) fn lock_owner(&self) -> MutexGuard<'_, State<M>> {
+    pub(crate) fn lock_owner(&self) -> Guard<'_, M> {
         let st = self.lock();
         if let Some(k) = st.kill() {
             let k = k.clone();
@@ -254,12 +261,6 @@ impl<M> Msgs<M> {
 
     fn pop_back(&mut self) -> Option<M> {
         self.fresh.pop_back().or_else(|| self.passed.pop_back())
-    }
-
-    /// The oldest message.
-    #[inline]
-    fn front(&self) -> Option<&M> {
-        self.passed.front().or_else(|| self.fresh.front())
     }
 
     fn pop_front(&mut self) -> Option<M> {
@@ -536,21 +537,26 @@ impl<M> Own<M> {
     }
 
     /// Takes the first message `f` accepts from where `scan` stopped, in the private part.
-    #[inline]
+    #[inline(always)]
     fn take_match(&mut self, scan: &mut Scan, f: &mut impl FnMut(&M) -> bool) -> Option<M> {
         if scan.taken != self.taken {
             scan.taken = self.taken;
             scan.next = 0;
         }
-        if scan.next == 0 {
+        if scan.next == 0 && self.msgs.passed.is_empty() {
             // Most receives take the oldest message: test it before walking the parts.
-            let first = self.msgs.front()?;
+            let first = self.msgs.fresh.front()?;
             if f(first) {
                 self.taken += 1;
-                return self.msgs.pop_front();
+                return self.msgs.fresh.pop_front();
             }
-            scan.next = 1;
         }
+        self.take_match_slow(scan, f)
+    }
+
+    /// `take_match` past the oldest message.
+    #[inline(never)]
+    fn take_match_slow(&mut self, scan: &mut Scan, f: &mut impl FnMut(&M) -> bool) -> Option<M> {
         match self.msgs.position_from(scan.next, f) {
             Some(0) => {
                 self.taken += 1;
@@ -561,7 +567,9 @@ impl<M> Own<M> {
                 self.msgs.remove(i)
             }
             None => {
-                scan.next = self.msgs.len();
+                // A mark may point past the private part, into the shared queue: everything
+                // before `next` stays tested (or skipped) after the shared queue moves in.
+                scan.next = scan.next.max(self.msgs.len());
                 None
             }
         }
@@ -591,43 +599,40 @@ impl<M> Record<M> {
     }
 
     /// The owner's receive: takes the oldest message `f` accepts, from where `scan` stopped;
-    /// if there is none, returns the locked state (with the shared queue empty of accepted
-    /// messages) so the caller parks under the same lock. Raises a pending kill.
+    /// if there is none, returns the locked state (with no message left to test) so the
+    /// caller parks under the same lock. Raises a pending kill.
+    ///
+    /// With no receive event alive, `f` tests the private messages with the lock released;
+    /// the lock is held only to move the shared queue in (so senders never wait for `f`).
     #[inline]
     pub(crate) fn owner_take(
         &self,
         own: &mut Own<M>,
         scan: &mut Scan,
         f: &mut impl FnMut(&M) -> bool,
-    ) -> Result<M, MutexGuard<'_, State<M>>> {
+    ) -> Result<M, Guard<'_, M>> {
         // Acquire: pairs with the Release store in `Peer::kill`; the kill itself is read under
-        // the lock by `lock_owner`.
-        if !self.killed.load(Ordering::Acquire) && self.private_ok() {
-            if !own.msgs.is_empty()
-                && let Some(m) = own.take_match(scan, f)
-            {
+        // the lock by `lock_owner`, which raises it.
+        if self.killed.load(Ordering::Acquire) {
+            drop(self.lock_owner());
+        }
+        if !self.private_ok() {
+            // A receive event may take messages from the shared queue: scan it under the lock.
+            let mut st = self.lock_owner();
+            return match st.take_match(scan, f) {
+                Some(m) => Ok(m),
+                None => Err(st),
+            };
+        }
+        loop {
+            if let Some(m) = own.take_match(scan, f) {
                 return Ok(m);
             }
             let mut st = self.lock_owner();
+            if st.queue.is_empty() {
+                return Err(st);
+            }
             own.absorb(&mut st);
-            return match own.take_match(scan, f) {
-                Some(m) => Ok(m),
-                None => Err(st),
-            };
-        }
-        let mut st = self.lock_owner();
-        if self.private_ok() {
-            // A kill was recorded but the actor is dead (its extension is gone): carry on with
-            // the private messages as above.
-            own.absorb(&mut st);
-            return match own.take_match(scan, f) {
-                Some(m) => Ok(m),
-                None => Err(st),
-            };
-        }
-        match st.take_match(scan, f) {
-            Some(m) => Ok(m),
-            None => Err(st),
         }
     }
 
@@ -653,7 +658,7 @@ impl<M> Record<M> {
 
 /// Parks the calling fiber or OS thread (not a task) until the next send or signal. Takes the
 /// lock guard so the blocker is installed before any sender can look.
-pub(crate) fn park<M>(what: &str, mut st: MutexGuard<'_, State<M>>) {
+pub(crate) fn park<M>(what: &str, mut st: Guard<'_, M>) {
     blocker::block_current(what, move |b| {
         st.parked = Some(b);
         drop(st);
