@@ -608,7 +608,7 @@ where
     let life = Life {
         rec: Some(ctx.rec.clone()),
     };
-    crate::sched::spawn::spawn_task_detached(async move {
+    let body = async move {
         let me = life
             .rec
             .as_ref()
@@ -634,7 +634,12 @@ where
             Err(p) => Err(p),
         };
         life.end(outcome);
-    });
+    };
+    // On a proc, a task with no join state; elsewhere (a blocking-pool thread, or no runtime,
+    // which panics) the general detached spawn.
+    if let Err(body) = crate::task::spawn_unjoined(body) {
+        crate::sched::spawn::spawn_task_detached(body);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

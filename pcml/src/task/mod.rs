@@ -80,22 +80,48 @@ pub(crate) enum TaskRun {
     Finished,
 }
 
-/// One task: state, future and join state in one allocation.
-pub(crate) struct TaskCell<F: Future> {
+/// One task: state, future and join state in one allocation. `J` is where its outcome goes:
+/// a [`JoinState`] for a joinable task, [`Detached`] for one spawned with no handle.
+pub(crate) struct TaskCell<F: Future, J = JoinState<<F as Future>::Output>> {
     header: Header,
     /// Touched only by the thread holding the task in `RUNNING`, or at shutdown.
     future: PlainCell<Option<F>>,
-    join: JoinState<F::Output>,
+    join: J,
 }
 
 // SAFETY: `future` is reached by one thread at a time (the RUNNING protocol) and F is Send;
 // the join state hands its output between threads (F::Output: Send).
-unsafe impl<F: Future + Send> Sync for TaskCell<F> where F::Output: Send {}
+unsafe impl<F: Future + Send, J: Sync> Sync for TaskCell<F, J> where F::Output: Send {}
 
-impl<F> TaskCell<F>
+/// Where a finished task's outcome goes.
+pub(crate) trait Completion<T>: Send + Sync + 'static {
+    /// Takes the outcome of the task (once).
+    fn complete(&self, outcome: Result<T, crate::JoinError>);
+}
+
+impl<T: Send + 'static> Completion<T> for JoinState<T> {
+    fn complete(&self, outcome: Result<T, crate::JoinError>) {
+        JoinState::complete(self, outcome);
+    }
+}
+
+/// The completion of a task spawned with no join handle: its output is dropped and a panic
+/// is reported as an unjoined thread's is. No state and no atomic: nobody can join it.
+pub(crate) struct Detached;
+
+impl<T> Completion<T> for Detached {
+    fn complete(&self, outcome: Result<T, crate::JoinError>) {
+        if let Err(e) = outcome {
+            crate::sched::join::report_unobserved(&e);
+        }
+    }
+}
+
+impl<F, J> TaskCell<F, J>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    J: Completion<F::Output>,
 {
     const VTABLE: RawWakerVTable = RawWakerVTable::new(
         Self::waker_clone,
@@ -165,10 +191,11 @@ where
     }
 }
 
-impl<F> Task for TaskCell<F>
+impl<F, J> Task for TaskCell<F, J>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    J: Completion<F::Output>,
 {
     fn header(&self) -> &Header {
         &self.header
@@ -318,16 +345,29 @@ where
     worker::push_runnable(shared, Runnable::Task(task));
 }
 
-/// A task cell for `fut`, counted live in `shared`, not yet scheduled.
-fn new_cell<F>(
-    shared: &Arc<Shared>,
-    fut: F,
-    join: JoinState<F::Output>,
-    id: ThreadId,
-) -> Arc<TaskCell<F>>
+/// Spawns `fut` as a task with no join handle and no join state at all (see [`Detached`]):
+/// the lightest task, for an actor's body, which reports its own end. Only from a proc of a
+/// runtime (the common case: an actor spawned by an actor); elsewhere it returns `fut` back
+/// for [`spawn_detached_on_runtime`]'s path.
+pub(crate) fn spawn_unjoined<F>(fut: F) -> Result<(), F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+{
+    let Some(ctx) = worker::context() else {
+        return Err(fut);
+    };
+    let task: TaskRef = new_cell(&ctx.shared, fut, Detached, ThreadId::next());
+    worker::push_runnable(&ctx.shared, Runnable::Task(task));
+    Ok(())
+}
+
+/// A task cell for `fut`, counted live in `shared`, not yet scheduled.
+fn new_cell<F, J>(shared: &Arc<Shared>, fut: F, join: J, id: ThreadId) -> Arc<TaskCell<F, J>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    J: Completion<F::Output>,
 {
     let cell = Arc::new(TaskCell {
         header: Header {
