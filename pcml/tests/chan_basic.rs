@@ -217,3 +217,89 @@ fn clones_are_the_same_channel() {
     send_sync::<Chan<Box<u8>>>();
     let _ = choose([a.recv_evt(), b.recv_evt()]);
 }
+
+/// A message that counts its drops.
+struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn fibers_dropped_while_blocked_withdraw_their_offers() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (sends, recvs) = (Chan::<Counted>::new(), Chan::<Counted>::new());
+    let (a, b, d) = (sends.clone(), recvs.clone(), drops.clone());
+    rt(2)
+        .block_on(move || {
+            let (a2, b2) = (a.clone(), b.clone());
+            // Blocked forever when main returns: a send holding its message, and a receive.
+            drop(pcml::spawn_on(0, move || a2.send(Counted(d))));
+            drop(pcml::spawn_on(1, move || drop(b2.recv())));
+            while a.queue_lens() != (1, 0) || b.queue_lens() != (0, 1) {
+                pcml::yield_now();
+            }
+        })
+        .unwrap();
+    // Shutdown dropped both fibers: each withdrew its offer, and the message was dropped once.
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(sends.queue_lens(), (0, 0));
+    assert_eq!(recvs.queue_lens(), (0, 0));
+    assert!(recvs.try_send(Counted(drops.clone())).is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn many_senders_and_receivers_on_one_channel_meet_exactly_once() {
+    // Direct sends and receives from fibers on two procs and an OS thread, and receive events
+    // in a choice, all on one channel: every message is received exactly once.
+    let got = rt(2)
+        .block_on(|| {
+            let ch = Chan::new();
+            let other: Chan<u32> = Chan::new();
+            let mut hs = Vec::new();
+            for s in 0..4u32 {
+                let tx = ch.clone();
+                hs.push(pcml::spawn_on(s as usize % 2, move || {
+                    for i in 0..500 {
+                        tx.send(s * 1000 + i);
+                    }
+                    Vec::new()
+                }));
+            }
+            let tx = ch.clone();
+            let t = std::thread::spawn(move || (0..500).for_each(|i| tx.send(4000 + i)));
+            for r in 0..3usize {
+                let (rx, o) = (ch.clone(), other.clone());
+                hs.push(pcml::spawn_on(r % 2, move || {
+                    let mut v = Vec::new();
+                    for _ in 0..500 {
+                        if r == 0 {
+                            v.push(select([rx.recv_evt(), o.recv_evt()]));
+                        } else {
+                            v.push(rx.recv());
+                        }
+                    }
+                    v
+                }));
+            }
+            let mut all: Vec<u32> = (0..1000).map(|_| ch.recv()).collect();
+            for h in hs {
+                all.extend(h.join().unwrap());
+            }
+            t.join().unwrap();
+            all
+        })
+        .unwrap();
+    let mut got = got;
+    got.sort();
+    let want: Vec<u32> = (0..5)
+        .flat_map(|s| (0..500).map(move |i| s * 1000 + i))
+        .collect();
+    assert_eq!(got, want);
+}

@@ -12,36 +12,57 @@
 //!   (section 4), and tries to match it (Figure 9); finding none, it enqueues its own offer;
 //! - `cancel` takes back a losing send offer's message.
 //!
-//! The plain `send` and `recv` run the same phases on the channel directly, without boxing an
-//! event, with their event-state record inside their offer: one allocation when they block,
-//! none when they commit at once.
+//! # Direct sends and receives
+//! The plain [`Chan::send`] and [`Chan::recv`] are one-branch syncs with no choice and no nack,
+//! and skip what only a choice needs (the event module's "Direct syncs"). They lock once: if
+//! the other queue holds a live offer they win it and deliver (the commit phase); if not they
+//! block at once, under the same lock acquisition, with their offer's blocker installed before
+//! the offer is queued. Their offer is a [`DirectOffer`] owned by the syncing thread (a
+//! per-thread cached allocation, so blocking allocates nothing in a loop) and the queue holds a
+//! pointer to it, not a reference count. A direct offer has no `Waiting`/`Claimed`/`Synched`
+//! state: taking it out of the queue under the lock is winning it. So a rendezvous between two
+//! direct syncs costs two lock acquisitions (the blocker's and the committer's) and no other
+//! read-modify-write: the partner delivers, takes the blocker, marks the offer done with a
+//! store, and wakes its owner.
 //!
 //! # Dead offers
 //! An offer whose sync completed elsewhere stays queued until someone meets it (and drops it)
 //! or a sweep removes it: when a push finds the queue at its threshold, dead offers are removed
 //! and the threshold reset to `max(n + K1, K2 * n)` for the `n` offers left, with `K1 = 10`,
 //! `K2 = 1.5` (section 8.3). A loop choosing over a busy and an idle channel thus keeps the
-//! idle channel's queue below about `K1` dead offers.
+//! idle channel's queue below about `K1` dead offers. Direct offers are never dead while
+//! queued: only a partner (taking it out) or its owner (withdrawing it, under the lock)
+//! completes one.
 //!
 //! # Invariants
 //! - The queues are touched only under the channel's lock; the lock is never held across a
-//!   block, a yield, a wake-up or user code, and no other channel's lock is taken under it.
+//!   block, a yield, a wake-up or user code, and no other channel's lock is taken under it. A
+//!   direct sync that blocks holds it from its commit attempt until its offer is queued, which
+//!   includes making its blocker (for an OS thread, one allocation), but never across the
+//!   suspension itself.
 //! - An offer's slot is written by its owner before it is enqueued, and afterwards only by the
-//!   thread that won the offer's sync (a partner, after `TrySynch::Won`/`Match::Won`) or by its
-//!   owner once its sync is settled and this offer lost (`cancel`) or won (`complete`).
+//!   thread that won the offer's sync (a partner, after `TrySynch::Won`/`Match::Won`, or after
+//!   taking a direct offer out of its queue) or by its owner once its sync is settled and this
+//!   offer lost (`cancel`) or won (`complete`, or a direct offer's `DirectRecord::is_done`).
+//! - A queued direct offer stays allocated until its owner sees it done (after the partner's
+//!   last access) or withdraws it from the queue under the lock; nobody but that owner frees
+//!   or reuses it.
 //! - `senders`/`receivers` equal the queue lengths as of the last update under the lock.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
+use std::ptr::NonNull;
 
 use crate::event::Event;
-use crate::event::rep::{BaseEvent, Blocked, Match, OwnWaiter, SelfSynch, SyncRecord};
-use crate::event::sync;
+use crate::event::rep::{
+    BaseEvent, Blocked, DirectRecord, Match, OwnWaiter, SelfSynch, SyncRecord,
+};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
-use crate::mp::SpinLock;
-use crate::sched::worker;
+use crate::mp::{SpinLock, SpinLockGuard};
+use crate::sched::{blocker, worker};
 
 /// Dead-offer sweep: the threshold's additive term.
 const K1: usize = 10;
@@ -73,90 +94,45 @@ struct ChanInner<T> {
     receivers: AtomicUsize,
 }
 
+type Guard<'a, T> = SpinLockGuard<'a, Queues<T>>;
+
 struct Queues<T> {
     sendq: WaitQueue<T>,
     recvq: WaitQueue<T>,
 }
 
+impl<T> Queues<T> {
+    fn sendq(&mut self) -> &mut WaitQueue<T> {
+        &mut self.sendq
+    }
+
+    fn recvq(&mut self) -> &mut WaitQueue<T> {
+        &mut self.recvq
+    }
+}
+
 /// A queue of offers with the dead-offer sweep of section 8.3.
 struct WaitQueue<T> {
-    q: VecDeque<Arc<Offer<T>>>,
+    q: VecDeque<Entry<T>>,
     /// Sweep when a push finds `q.len()` at this.
     threshold: usize,
 }
 
-/// One offer of one sync on this channel.
-///
-/// A plain `send`/`recv` (one base event, no choice) keeps its event-state record inside its
-/// offer (`own`), so blocking costs one allocation; an offer of an `Event` sync points to the
-/// sync's shared record instead (`shared`), and `own` is unused.
-struct Offer<T> {
-    /// The record of a direct send/recv; unused when `shared` is set.
-    own: SyncRecord,
-    /// The record of the `Event` sync this offer belongs to.
-    shared: Option<Arc<SyncRecord>>,
-    /// The offer's branch index within its sync.
-    branch: u32,
-    /// A send offer's message, or a receive offer's delivered message; see the invariants.
-    slot: UnsafeCell<Option<T>>,
+/// A queued offer.
+enum Entry<T> {
+    /// The one offer of a direct `send`/`recv`, owned by its syncing thread.
+    Direct(DirectPtr<T>),
+    /// An offer of an `Event` sync, shared with the sync's base event.
+    Event(Arc<Offer<T>>),
 }
 
-// SAFETY: the slot is reached by one thread at a time (module invariants: its owner before
-// publication and after settlement, the winner of its sync in between), and the message is
-// `Send`; the records are made of atomics and a lock.
-unsafe impl<T: Send> Sync for Offer<T> {}
-// SAFETY: as above; all fields may move between threads when `T: Send`.
-unsafe impl<T: Send> Send for Offer<T> {}
+/// A message slot: a send offer's message, or a receive offer's delivered message; see the
+/// module invariants for who may touch it when.
+struct Slot<T>(UnsafeCell<Option<T>>);
 
-impl<T> Offer<T> {
-    /// An offer of a direct send/recv, with its own record: the calling thread's cached one
-    /// if it has one of this type, else a new one.
-    fn direct(msg: Option<T>) -> Arc<Self>
-    where
-        T: Send + 'static,
-    {
-        if let Some(o) = cache::take::<Offer<T>>() {
-            // The cache holds only offers nobody else references (see `cache::put`), and
-            // nobody can have cloned it since: its record and slot are ours alone.
-            o.own.reset();
-            if let Some(m) = msg {
-                // SAFETY: we hold the only reference, so we have the right to the slot.
-                unsafe { o.put(m) };
-            }
-            return o;
-        }
-        Arc::new(Offer {
-            own: SyncRecord::new(),
-            shared: None,
-            branch: 0,
-            slot: UnsafeCell::new(msg),
-        })
-    }
-
-    /// Gives a finished direct offer back to the thread's cache (if nobody else holds it).
-    fn recycle(o: Arc<Self>)
-    where
-        T: Send + 'static,
-    {
-        cache::put(o);
-    }
-
-    /// An offer of branch `me` of an `Event` sync.
-    fn of(me: &OwnWaiter<'_>, msg: Option<T>) -> Arc<Self> {
-        Arc::new(Offer {
-            own: SyncRecord::new(),
-            shared: Some(me.rec.clone()),
-            branch: me.branch,
-            slot: UnsafeCell::new(msg),
-        })
-    }
-
-    /// The event-state record of the offer's sync.
-    fn record(&self) -> &SyncRecord {
-        match &self.shared {
-            Some(r) => r,
-            None => &self.own,
-        }
+impl<T> Slot<T> {
+    fn new(v: Option<T>) -> Self {
+        Slot(UnsafeCell::new(v))
     }
 
     /// Takes the slot's content.
@@ -165,7 +141,16 @@ impl<T> Offer<T> {
     /// The caller has the right to the slot (module invariants).
     unsafe fn take(&self) -> Option<T> {
         // SAFETY: the caller has exclusive access to the slot.
-        self.slot.with_mut(|p| unsafe { (*p).take() })
+        self.0.with_mut(|p| unsafe { (*p).take() })
+    }
+
+    /// Swaps the slot's content with `v`.
+    ///
+    /// # Safety
+    /// The caller has the right to the slot (module invariants).
+    unsafe fn swap(&self, v: &mut Option<T>) {
+        // SAFETY: the caller has exclusive access to the slot.
+        self.0.with_mut(|p| unsafe { std::ptr::swap(p, v) });
     }
 
     /// Fills the slot.
@@ -174,7 +159,74 @@ impl<T> Offer<T> {
     /// The caller has the right to the slot (module invariants).
     unsafe fn put(&self, v: T) {
         // SAFETY: the caller has exclusive access to the slot.
-        self.slot.with_mut(|p| unsafe { *p = Some(v) });
+        self.0.with_mut(|p| unsafe { *p = Some(v) });
+    }
+}
+
+/// One offer of one `Event` sync on this channel.
+struct Offer<T> {
+    /// The record of the sync this offer belongs to.
+    rec: Arc<SyncRecord>,
+    /// The offer's branch index within its sync.
+    branch: u32,
+    slot: Slot<T>,
+}
+
+// SAFETY: the slot is reached by one thread at a time (module invariants: its owner before
+// publication and after settlement, the winner of its sync in between), and the message is
+// `Send`; the record is made of atomics.
+unsafe impl<T: Send> Sync for Offer<T> {}
+// SAFETY: as above; all fields may move between threads when `T: Send`.
+unsafe impl<T: Send> Send for Offer<T> {}
+
+impl<T> Offer<T> {
+    /// An offer of branch `me` of an `Event` sync.
+    fn of(me: &OwnWaiter<'_>, msg: Option<T>) -> Arc<Self> {
+        Arc::new(Offer {
+            rec: me.rec.clone(),
+            branch: me.branch,
+            slot: Slot::new(msg),
+        })
+    }
+}
+
+/// The one offer of a direct `send`/`recv`: owned by the syncing thread (through a
+/// [`DirectWait`]), pointed to by the queue while queued.
+struct DirectOffer<T> {
+    rec: DirectRecord,
+    slot: Slot<T>,
+}
+
+// SAFETY: the slot is reached by one thread at a time (module invariants: the owner until it
+// is queued and after it is done or withdrawn, the partner that took it out of the queue in
+// between), and the message is `Send`; the record is `Sync`.
+unsafe impl<T: Send> Sync for DirectOffer<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for DirectOffer<T> {}
+
+/// A queued direct offer: a pointer to its owner's allocation.
+struct DirectPtr<T>(NonNull<DirectOffer<T>>);
+
+// SAFETY: the pointee is `Send + Sync` when `T: Send` (above), and it stays allocated while
+// queued (module invariants), so the pointer may move between threads with the queue.
+unsafe impl<T: Send> Send for DirectPtr<T> {}
+
+impl<T> Entry<T> {
+    /// Whether the offer's sync completed elsewhere (a dead offer, to be dropped).
+    fn is_dead(&self) -> bool {
+        match self {
+            // Completed only by being taken out of the queue, or withdrawn from it.
+            Entry::Direct(_) => false,
+            Entry::Event(o) => o.rec.is_synched(),
+        }
+    }
+
+    /// Whether this is an offer of the `Event` sync whose record is `me`.
+    fn is_of(&self, me: &SyncRecord) -> bool {
+        match self {
+            Entry::Direct(_) => false,
+            Entry::Event(o) => std::ptr::eq(&*o.rec, me),
+        }
     }
 }
 
@@ -186,37 +238,46 @@ impl<T> WaitQueue<T> {
         }
     }
 
-    fn push(&mut self, o: Arc<Offer<T>>) {
+    fn push(&mut self, e: Entry<T>) {
         if self.q.len() >= self.threshold {
-            self.q.retain(|o| !o.record().is_synched());
+            self.q.retain(|e| !e.is_dead());
             let n = self.q.len();
             self.threshold = (n + K1).max(n + n / 2);
         }
-        self.q.push_back(o);
+        self.q.push_back(e);
     }
 
     /// Removes and returns the first live offer not of sync `me` (any live offer for `None`),
     /// with its position; drops dead offers met on the way.
-    fn take_match(&mut self, me: Option<&SyncRecord>) -> Option<(usize, Arc<Offer<T>>)> {
+    fn take_match(&mut self, me: Option<&SyncRecord>) -> Option<(usize, Entry<T>)> {
         let mut i = 0;
         while i < self.q.len() {
-            let o = &self.q[i];
-            if o.record().is_synched() {
+            let e = &self.q[i];
+            if e.is_dead() {
                 self.q.remove(i);
                 continue;
             }
-            if me.is_some_and(|me| std::ptr::eq(o.record(), me)) {
+            if me.is_some_and(|me| e.is_of(me)) {
                 i += 1;
                 continue;
             }
-            let o = if i == 0 {
+            let e = if i == 0 {
                 self.q.pop_front()
             } else {
                 self.q.remove(i)
             };
-            return o.map(|o| (i, o));
+            return e.map(|e| (i, e));
         }
         None
+    }
+
+    /// Removes the direct offer `p` if it is still queued; whether it was.
+    fn withdraw_direct(&mut self, p: NonNull<DirectOffer<T>>) -> bool {
+        let at = self
+            .q
+            .iter()
+            .position(|e| matches!(e, Entry::Direct(d) if d.0 == p));
+        at.map(|i| self.q.remove(i)).is_some()
     }
 }
 
@@ -227,35 +288,33 @@ mod cache {
     use std::any::TypeId;
     use std::cell::Cell;
 
-    use crate::loom::sync::Arc;
-
-    /// An `Arc<X>` with its type erased.
+    /// A `Box<X>` with its type erased.
     struct Cached {
         ty: TypeId,
-        ptr: *const (),
-        drop_fn: unsafe fn(*const ()),
+        ptr: *mut (),
+        drop_fn: unsafe fn(*mut ()),
     }
 
     impl Drop for Cached {
         fn drop(&mut self) {
-            // SAFETY: `ptr` came from `Arc::into_raw` of the type `drop_fn` was made for.
+            // SAFETY: `ptr` came from `Box::into_raw` of the type `drop_fn` was made for.
             unsafe { (self.drop_fn)(self.ptr) }
         }
     }
 
     /// # Safety
-    /// `p` comes from `Arc::<X>::into_raw` and is not used again.
-    unsafe fn drop_arc<X>(p: *const ()) {
+    /// `p` comes from `Box::<X>::into_raw` and is not used again.
+    unsafe fn drop_box<X>(p: *mut ()) {
         // SAFETY: per the contract.
-        drop(unsafe { Arc::from_raw(p.cast::<X>()) });
+        drop(unsafe { Box::from_raw(p.cast::<X>()) });
     }
 
     thread_local! {
         static SLOT: Cell<Option<Cached>> = const { Cell::new(None) };
     }
 
-    /// The cached `Arc<X>`, if the cache holds one of that type.
-    pub(super) fn take<X: 'static>() -> Option<Arc<X>> {
+    /// The cached `Box<X>`, if the cache holds one of that type.
+    pub(super) fn take<X: 'static>() -> Option<Box<X>> {
         if cfg!(pcml_loom) {
             return None;
         }
@@ -266,24 +325,19 @@ mod cache {
             return None;
         }
         let c = std::mem::ManuallyDrop::new(c);
-        // SAFETY: `ty` says `ptr` came from `Arc::<X>::into_raw`; `c` is not dropped.
-        Some(unsafe { Arc::from_raw(c.ptr.cast::<X>()) })
+        // SAFETY: `ty` says `ptr` came from `Box::<X>::into_raw`; `c` is not dropped.
+        Some(unsafe { Box::from_raw(c.ptr.cast::<X>()) })
     }
 
-    /// Caches `a` if this thread holds the only reference. (The check is a load, not the
-    /// compare-and-swap of `Arc::get_mut`: these Arcs never have `Weak`s, so a strong count of
-    /// one means nobody else can reach the value.)
-    pub(super) fn put<X: Send + Sync + 'static>(a: Arc<X>) {
-        if cfg!(pcml_loom) || Arc::strong_count(&a) != 1 {
+    /// Caches `b` (dropping whatever the cache held).
+    pub(super) fn put<X: Send + 'static>(b: Box<X>) {
+        if cfg!(pcml_loom) {
             return;
         }
-        // Acquire: pairs with the Release decrement of the last other holder's drop, so its
-        // accesses to the value happen before our reuse of it.
-        crate::loom::sync::atomic::fence(crate::loom::sync::atomic::Ordering::Acquire);
         let c = Cached {
             ty: TypeId::of::<X>(),
-            ptr: Arc::into_raw(a).cast::<()>(),
-            drop_fn: drop_arc::<X>,
+            ptr: Box::into_raw(b).cast::<()>(),
+            drop_fn: drop_box::<X>,
         };
         let _ = SLOT.try_with(|s| s.set(Some(c)));
     }
@@ -299,7 +353,103 @@ enum BlockOn<R> {
     Synched,
 }
 
-impl<T: Send> ChanInner<T> {
+/// A blocked direct send/recv: owns its offer. Dropped without `finish` (the thread unwinds
+/// before or while waiting: a fiber dropped at shutdown), it withdraws the offer if still
+/// queued, or waits for the partner that took it to be done with it, then frees it.
+struct DirectWait<'a, T: Send + 'static> {
+    ch: &'a ChanInner<T>,
+    /// Allocated by `DirectWait::new`, freed (or cached) only by `finish` or `drop`.
+    offer: NonNull<DirectOffer<T>>,
+    /// Whether the offer was queued.
+    queued: Cell<bool>,
+}
+
+impl<'a, T: Send + 'static> DirectWait<'a, T> {
+    /// A fresh offer holding `msg`: the thread's cached one, else a new one.
+    fn new(ch: &'a ChanInner<T>, msg: Option<T>) -> Self {
+        let b = match cache::take::<DirectOffer<T>>() {
+            Some(b) => {
+                b.rec.reset();
+                if let Some(m) = msg {
+                    // SAFETY: we own the box: nobody else can reach the slot.
+                    unsafe { b.slot.put(m) };
+                }
+                b
+            }
+            None => Box::new(DirectOffer {
+                rec: DirectRecord::new(),
+                slot: Slot::new(msg),
+            }),
+        };
+        DirectWait {
+            ch,
+            offer: NonNull::from(Box::leak(b)),
+            queued: Cell::new(false),
+        }
+    }
+
+    fn offer(&self) -> &DirectOffer<T> {
+        // SAFETY: the allocation lives until `finish` or `drop` frees it (field doc), and is
+        // only reached through shared references.
+        unsafe { self.offer.as_ref() }
+    }
+
+    /// Queues the offer in `q` (under the lock held in `qs`, which it releases) with `b`
+    /// installed: the prepare step of blocking.
+    fn queue(
+        &self,
+        b: blocker::Blocker,
+        mut qs: Guard<'_, T>,
+        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+    ) {
+        self.offer().rec.install(b);
+        q(&mut qs).push(Entry::Direct(DirectPtr(self.offer)));
+        self.ch.update_counts(&qs);
+        self.queued.set(true);
+        drop(qs);
+    }
+
+    /// Woken: the partner delivered. Returns the slot's content and recycles the offer.
+    fn finish(self) -> Option<T> {
+        if !self.offer().rec.is_done() {
+            // A wake-up without a partner breaks `block_current`'s contract; `drop` withdraws
+            // the offer.
+            panic!("pcml: a blocked send/recv woke before a partner took its offer");
+        }
+        // SAFETY: the partner is done with the offer (`is_done`): the slot is ours.
+        let v = unsafe { self.offer().slot.take() };
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the offer came from `Box::leak` in `new`, nobody else references it any
+        // more, and `this` is not dropped, so it is not freed twice.
+        cache::put(unsafe { Box::from_raw(this.offer.as_ptr()) });
+        v
+    }
+}
+
+impl<T: Send + 'static> Drop for DirectWait<'_, T> {
+    fn drop(&mut self) {
+        if self.queued.get() {
+            let mut qs = self.ch.queues.lock();
+            let withdrawn =
+                qs.sendq.withdraw_direct(self.offer) || qs.recvq.withdraw_direct(self.offer);
+            self.ch.update_counts(&qs);
+            drop(qs);
+            if withdrawn {
+                // Nobody took it: the blocker is ours again; dropping it wakes nobody.
+                drop(self.offer().rec.withdraw());
+            } else {
+                // A partner took it: wait until it is done with the offer.
+                self.offer().rec.wait_done();
+            }
+        }
+        // SAFETY: the offer is not queued and no partner holds it (above): the slot is ours.
+        drop(unsafe { self.offer().slot.take() });
+        // SAFETY: the offer came from `Box::leak` in `new` and nobody references it any more.
+        drop(unsafe { Box::from_raw(self.offer.as_ptr()) });
+    }
+}
+
+impl<T: Send + 'static> ChanInner<T> {
     fn update_counts(&self, qs: &Queues<T>) {
         self.senders.store(qs.sendq.q.len(), Ordering::Relaxed);
         self.receivers.store(qs.recvq.q.len(), Ordering::Relaxed);
@@ -315,104 +465,187 @@ impl<T: Send> ChanInner<T> {
         self.senders.load(Ordering::Relaxed) > 0
     }
 
-    /// Commit phase of a send (Figure 13): give `msg` to a blocked receiver, if any.
+    /// Commit phase (Figure 13), under the lock held in `qs`: wins the first live offer of
+    /// queue `q`, releases the lock, lets `deliver` fill or empty the offer's slot, and
+    /// publishes (wakes the offer's owner). Gives the lock back if `q` has no live offer.
+    fn commit<'g>(
+        &self,
+        mut qs: Guard<'g, T>,
+        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        deliver: impl FnOnce(&Slot<T>),
+    ) -> Result<(), Guard<'g, T>> {
+        loop {
+            let Some((_, e)) = q(&mut qs).take_match(None) else {
+                self.update_counts(&qs);
+                return Err(qs);
+            };
+            match e {
+                Entry::Direct(p) => {
+                    self.update_counts(&qs);
+                    drop(qs);
+                    finish_direct(p, deliver);
+                    return Ok(());
+                }
+                Entry::Event(o) => {
+                    if let Some(commit) = o.rec.synch_spinning_as(o.branch) {
+                        self.update_counts(&qs);
+                        drop(qs);
+                        deliver(&o.slot);
+                        commit.publish();
+                        return Ok(());
+                    }
+                    // Dead: it is out of the queue; try the next.
+                }
+            }
+        }
+    }
+
+    /// Commit phase of a send event or `try_send`: give `msg` to a blocked receiver, if any.
     fn do_send(&self, msg: T) -> Result<(), T> {
-        let mut qs = self.queues.lock();
-        loop {
-            let Some((_, o)) = qs.recvq.take_match(None) else {
-                self.update_counts(&qs);
-                return Err(msg);
-            };
-            if let Some(commit) = o.record().synch_spinning_as(o.branch) {
-                self.update_counts(&qs);
-                drop(qs);
-                // SAFETY: we won the receiver's sync, so its slot is ours until we publish.
-                unsafe { o.put(msg) };
-                commit.publish();
-                return Ok(());
-            }
-            // Dead receiver: it is out of the queue; try the next.
+        let mut msg = Some(msg);
+        let qs = self.queues.lock();
+        // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
+        let r = self.commit(qs, Queues::recvq, |slot| unsafe {
+            slot.put(msg.take().expect("pcml: message delivered twice"))
+        });
+        match r {
+            Ok(()) => Ok(()),
+            Err(_) => Err(msg.expect("pcml: message lost by a failed send")),
         }
     }
 
-    /// Commit phase of a receive: take a blocked sender's message, if any.
+    /// Commit phase of a receive event or `try_recv`: take a blocked sender's message, if any.
     fn do_recv(&self) -> Option<T> {
-        let mut qs = self.queues.lock();
-        loop {
-            let Some((_, o)) = qs.sendq.take_match(None) else {
-                self.update_counts(&qs);
-                return None;
-            };
-            if let Some(commit) = o.record().synch_spinning_as(o.branch) {
-                self.update_counts(&qs);
-                drop(qs);
-                // SAFETY: we won the sender's sync, so its slot is ours until we publish.
-                let msg = unsafe { o.take() }.expect("pcml: a send offer without a message");
-                commit.publish();
-                return Some(msg);
-            }
+        let mut got = None;
+        let qs = self.queues.lock();
+        // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
+        let r = self.commit(qs, Queues::sendq, |slot| got = unsafe { slot.take() });
+        match r {
+            Ok(()) => Some(got.expect("pcml: a send offer without a message")),
+            Err(_) => None,
         }
     }
 
-    /// Blocking phase of a send (Figure 14): `offer` holds the message and our record.
+    /// Blocking phase of a send event (Figure 14): `offer` holds the message and our record.
     fn block_send(&self, offer: &Arc<Offer<T>>) -> BlockOn<()> {
-        let me = offer.record();
+        // SAFETY (in `deliver`): our offer is unpublished, so its slot is ours; the partner's
+        // slot is handed over by `block_with`, which won it.
+        self.block_with(offer, Queues::recvq, Queues::sendq, |slot| unsafe {
+            slot.put(offer.slot.take().expect("pcml: send offer without message"))
+        })
+    }
+
+    /// Blocking phase of a receive event (Figure 14, mirrored): `offer` has an empty slot.
+    fn block_recv(&self, offer: &Arc<Offer<T>>) -> BlockOn<T> {
+        let mut got = None;
+        // SAFETY (in `deliver`): the partner's slot is handed over by `block_with`.
+        let r = self.block_with(offer, Queues::sendq, Queues::recvq, |slot| {
+            got = unsafe { slot.take() }
+        });
+        match r {
+            BlockOn::Committed(()) => {
+                BlockOn::Committed(got.expect("pcml: a send offer without a message"))
+            }
+            BlockOn::Waiting => BlockOn::Waiting,
+            BlockOn::Synched => BlockOn::Synched,
+        }
+    }
+
+    /// Figure 14 for an `Event` sync's `offer`: under the lock, look in `theirs` for a live
+    /// offer of another sync and match it (then `deliver` into its slot, after unlocking);
+    /// finding none, queue `offer` in `ours`.
+    fn block_with(
+        &self,
+        offer: &Arc<Offer<T>>,
+        theirs: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        ours: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        deliver: impl FnOnce(&Slot<T>),
+    ) -> BlockOn<()> {
+        let me = &*offer.rec;
         let mut qs = self.queues.lock();
         loop {
-            let Some((i, o)) = qs.recvq.take_match(Some(me)) else {
-                qs.sendq.push(offer.clone());
+            let Some((i, e)) = theirs(&mut qs).take_match(Some(me)) else {
+                ours(&mut qs).push(Entry::Event(offer.clone()));
                 self.update_counts(&qs);
                 return BlockOn::Waiting;
             };
-            match me.try_match(o.record(), o.branch) {
-                Match::Won(commit) => {
-                    self.update_counts(&qs);
-                    drop(qs);
-                    // SAFETY: our offer is unpublished, so its slot is ours; we won the
-                    // receiver's sync, so its slot is ours until we publish.
-                    unsafe { o.put(offer.take().expect("pcml: send offer without message")) };
-                    commit.publish();
-                    return BlockOn::Committed(());
+            let e = match e {
+                // A direct offer is ours once taken out of the queue: we need only complete
+                // our own sync (Figure 9 with a partner nobody else can reach).
+                Entry::Direct(p) => match me.synch_self() {
+                    SelfSynch::Won => {
+                        self.update_counts(&qs);
+                        drop(qs);
+                        finish_direct(p, deliver);
+                        return BlockOn::Committed(());
+                    }
+                    SelfSynch::AlreadySynched => Entry::Direct(p),
+                },
+                Entry::Event(o) => {
+                    match me.try_match(&o.rec, o.branch) {
+                        Match::Won(commit) => {
+                            self.update_counts(&qs);
+                            drop(qs);
+                            deliver(&o.slot);
+                            commit.publish();
+                            return BlockOn::Committed(());
+                        }
+                        // Dead partner, already out of the queue: look again.
+                        Match::PartnerGone => continue,
+                        Match::SelfSynched => {}
+                    }
+                    Entry::Event(o)
                 }
-                // Dead receiver, already out of the queue: look again.
-                Match::PartnerGone => continue,
-                Match::SelfSynched => {}
-            }
-            // Someone completed our sync through another offer: put the receiver back where
-            // it was (the paper's `undequeue`) and stop.
-            qs.recvq.q.insert(i, o);
+            };
+            // Someone completed our sync through another offer: put the partner back where it
+            // was (the paper's `undequeue`) and stop.
+            theirs(&mut qs).q.insert(i, e);
             self.update_counts(&qs);
             return BlockOn::Synched;
         }
     }
 
-    /// Blocking phase of a receive (Figure 14, mirrored): `offer` has an empty slot.
-    fn block_recv(&self, offer: &Arc<Offer<T>>) -> BlockOn<T> {
-        let me = offer.record();
-        let mut qs = self.queues.lock();
-        loop {
-            let Some((i, o)) = qs.sendq.take_match(Some(me)) else {
-                qs.recvq.push(offer.clone());
-                self.update_counts(&qs);
-                return BlockOn::Waiting;
-            };
-            match me.try_match(o.record(), o.branch) {
-                Match::Won(commit) => {
-                    self.update_counts(&qs);
-                    drop(qs);
-                    // SAFETY: we won the sender's sync: its slot is ours until we publish.
-                    let msg = unsafe { o.take() }.expect("pcml: a send offer without a message");
-                    commit.publish();
-                    return BlockOn::Committed(msg);
-                }
-                // Dead sender, already out of the queue: look again.
-                Match::PartnerGone => continue,
-                Match::SelfSynched => {}
+    /// A direct send or receive: the commit phase, then, with no partner, the blocking phase
+    /// under the same lock acquisition. Delivery swaps the partner's slot with `msg` (a send's
+    /// message goes in, a receive's message comes out); returns what `msg` holds afterwards,
+    /// or after a wait what our own offer's slot holds (the received message).
+    fn direct(
+        &self,
+        theirs: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        ours: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        mut msg: Option<T>,
+        what: &str,
+    ) -> Option<T> {
+        let qs = self.queues.lock();
+        // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
+        let qs = match self.commit(qs, theirs, |slot| unsafe { slot.swap(&mut msg) }) {
+            Ok(()) => {
+                worker::consume_budget();
+                return msg;
             }
-            qs.sendq.q.insert(i, o);
-            self.update_counts(&qs);
-            return BlockOn::Synched;
-        }
+            Err(qs) => qs,
+        };
+        // Blocking phase with the lock still held: the offer is queued, with its blocker
+        // installed, by `block_current`'s prepare step, which releases the lock. If the caller
+        // cannot block, `block_current` drops the prepare step (releasing the lock) and
+        // panics before anything was queued.
+        let wait = DirectWait::new(self, msg);
+        blocker::block_current(what, |b| wait.queue(b, qs, ours));
+        wait.finish()
+    }
+}
+
+/// Delivers into the direct offer `p`, which we took out of its queue (so it is ours to
+/// deliver to), marks it done and wakes its owner.
+fn finish_direct<T>(p: DirectPtr<T>, deliver: impl FnOnce(&Slot<T>)) {
+    // SAFETY: a queued direct offer stays allocated until its owner sees it done or withdraws
+    // it (module invariants); we took it out of the queue, so it cannot be withdrawn, and it
+    // is not done before our `finish` below, after which we do not touch it.
+    let o = unsafe { p.0.as_ref() };
+    deliver(&o.slot);
+    let b = o.rec.finish();
+    if let Some(b) = b {
+        b.unblock();
     }
 }
 
@@ -453,7 +686,7 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
             BlockOn::Committed(()) => Blocked::Committed(()),
             BlockOn::Synched => {
                 // SAFETY: the offer was never published.
-                self.msg = unsafe { offer.take() };
+                self.msg = unsafe { offer.slot.take() };
                 Blocked::Synched
             }
         }
@@ -467,7 +700,7 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
     fn cancel(&mut self) {
         if let Some(o) = self.offer.take() {
             // SAFETY: our sync is settled and this offer lost: no partner touches its slot.
-            drop(unsafe { o.take() });
+            drop(unsafe { o.slot.take() });
         }
     }
 }
@@ -508,37 +741,12 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
             .take()
             .expect("pcml: receive completed without an offer");
         // SAFETY: the sender published after delivering, and we saw the publication.
-        unsafe { o.take() }.expect("pcml: receive completed without a message")
+        unsafe { o.slot.take() }.expect("pcml: receive completed without a message")
     }
 
     fn cancel(&mut self) {
         // An empty slot: nothing to reclaim; the dead offer is swept.
         self.offer = None;
-    }
-}
-
-/// A blocked direct send/recv; cancels its offer if the thread unwinds while waiting (a fiber
-/// dropped at shutdown).
-struct DirectWait<'a, T> {
-    offer: &'a Offer<T>,
-    armed: bool,
-}
-
-impl<T> Drop for DirectWait<'_, T> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        match self.offer.own.synch_self() {
-            // Nobody can complete us now; reclaim a send's message.
-            SelfSynch::Won => {}
-            // A partner won us: wait until it is done with the slot.
-            SelfSynch::AlreadySynched => {
-                self.offer.own.wait_winner();
-            }
-        }
-        // SAFETY: the sync is settled and any partner is done with the slot.
-        drop(unsafe { self.offer.take() });
     }
 }
 
@@ -577,39 +785,10 @@ impl<T: Send + 'static> Chan<T> {
     /// });
     /// ```
     pub fn send(&self, msg: T) {
-        let ch = &*self.inner;
-        // Polling and commit phases.
-        let msg = if ch.poll_send() {
-            match ch.do_send(msg) {
-                Ok(()) => {
-                    worker::consume_budget();
-                    return;
-                }
-                Err(msg) => msg,
-            }
-        } else {
-            msg
-        };
-        // Blocking phase, with the record inside the offer.
-        sync::assert_can_block("send");
-        let offer = Offer::direct(Some(msg));
-        match ch.block_send(&offer) {
-            BlockOn::Committed(()) => {
-                Offer::recycle(offer);
-                worker::consume_budget();
-                return;
-            }
-            BlockOn::Waiting => {}
-            BlockOn::Synched => unreachable!("pcml: a one-offer sync completed elsewhere"),
-        }
-        let mut wait = DirectWait {
-            offer: &offer,
-            armed: true,
-        };
-        sync::wait_for_winner(&offer.own, "send");
-        wait.armed = false;
-        drop(wait);
-        Offer::recycle(offer);
+        let left = self
+            .inner
+            .direct(Queues::recvq, Queues::sendq, Some(msg), "send");
+        debug_assert!(left.is_none(), "pcml: a send kept its message");
     }
 
     /// Receives a message, blocking until a sender offers one.
@@ -626,35 +805,9 @@ impl<T: Send + 'static> Chan<T> {
     /// });
     /// ```
     pub fn recv(&self) -> T {
-        let ch = &*self.inner;
-        if ch.poll_recv()
-            && let Some(v) = ch.do_recv()
-        {
-            worker::consume_budget();
-            return v;
-        }
-        sync::assert_can_block("recv");
-        let offer = Offer::direct(None);
-        match ch.block_recv(&offer) {
-            BlockOn::Committed(v) => {
-                Offer::recycle(offer);
-                worker::consume_budget();
-                return v;
-            }
-            BlockOn::Waiting => {}
-            BlockOn::Synched => unreachable!("pcml: a one-offer sync completed elsewhere"),
-        }
-        let mut wait = DirectWait {
-            offer: &offer,
-            armed: true,
-        };
-        sync::wait_for_winner(&offer.own, "recv");
-        wait.armed = false;
-        drop(wait);
-        // SAFETY: the sender published after delivering, and we saw the publication.
-        let v = unsafe { offer.take() }.expect("pcml: receive completed without a message");
-        Offer::recycle(offer);
-        v
+        self.inner
+            .direct(Queues::sendq, Queues::recvq, None, "recv")
+            .expect("pcml: a receive completed without a message")
     }
 
     /// The event of sending `msg` (CML's `sendEvt`).

@@ -8,6 +8,7 @@
 //!   [`OwnWaiter`], the owner's handle during the blocking phase;
 //! - [`Commit`], the right to deliver a value to a waiter and wake it, owned by whoever moved
 //!   that waiter's state from `Waiting` to `Synched`;
+//! - [`DirectRecord`], the lighter record of a *direct* sync (see "Direct syncs" below);
 //! - [`BaseEvent`], the four phases (`poll`, `do`, `block`, `cancel`) through which every
 //!   communication object (channels here; IVars, MVars, mailboxes, timers and I/O later, and
 //!   users' own primitives) exposes its base events.
@@ -32,7 +33,28 @@
 //!   (`hand`: empty, blocker installed, or winner published), so a sync that commits during
 //!   its blocking phase never has to suspend, and a wake-up costs one atomic swap.
 //!
+//! # Direct syncs
+//! A sync of one base event with no choice, no nack and no wrapper (the plain `Chan::send`
+//! and `Chan::recv`) needs less of the protocol, because nothing else of the sync can win:
+//! - it publishes at most one offer, and only after its own commit attempt failed, under the
+//!   object's lock: so nobody has to CAS its state. Whoever takes the offer out of the
+//!   object's queue, under that lock, has won it (a choice that takes it still completes its
+//!   own record first, with a CAS on its own state, and puts the offer back if it lost);
+//! - it installs its blocker before the offer is queued, under the same lock acquisition:
+//!   so the winner finds the blocker there and no `hand` swap has to resolve a race with the
+//!   owner's installation;
+//! - the winner delivers, takes the blocker, marks the record done with a Release store and
+//!   unblocks the owner; the owner reads the delivered value after seeing `done` (Acquire).
+//!
+//! A direct rendezvous thus costs the object's two lock acquisitions and no other
+//! read-modify-write. The owner withdraws its offer (under the lock) only when it unwinds while
+//! blocked (a fiber dropped at runtime shutdown).
+//!
 //! # Invariants
+//! - A [`DirectRecord`]'s offer is in at most one queue, once; it is taken out of it only
+//!   under the object's lock, by one partner (which then owns delivery) or by its owner
+//!   (withdrawal); its blocker is written before it is queued and read only by the one that
+//!   took it out; `done` is set once, by the partner, after its last access to the offer.
 //! - `state` goes `Waiting -> Claimed` and `Claimed -> Waiting | Synched` only by the owner of
 //!   the sync; `Waiting -> Synched` by anyone (a partner committing, the owner cancelling, the
 //!   owner committing an always-enabled base event); `Synched` is final (Figure 7).
@@ -48,7 +70,7 @@ use std::fmt;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
-use crate::loom::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 use crate::sched::blocker::Blocker;
 
 const WAITING: u8 = 0;
@@ -145,22 +167,6 @@ impl SyncRecord {
             hand: AtomicU32::new(EMPTY),
             blocker: UnsafeCell::new(None),
         }
-    }
-
-    /// Makes a finished record fresh again (`Waiting`, empty hand, no blocker) for reuse by a
-    /// thread that holds the only reference to it.
-    ///
-    /// Relaxed stores suffice: the record is published to partners again only through a
-    /// channel lock (whose release orders these stores before any partner's access).
-    pub(crate) fn reset(&self) {
-        debug_assert!(
-            // SAFETY: the caller holds the only reference to the record, so nobody else
-            // touches the cell.
-            self.blocker.with_mut(|b| unsafe { (*b).is_none() }),
-            "pcml: a finished record still holds a blocker"
-        );
-        self.state.store(WAITING, Ordering::Relaxed);
-        self.hand.store(EMPTY, Ordering::Relaxed);
     }
 
     /// Figure 8's CAS, by a partner: `Waiting -> Synched`.
@@ -516,6 +522,107 @@ impl Drop for Commit<'_> {
     fn drop(&mut self) {
         if !self.published {
             self.rec.publish(self.branch);
+        }
+    }
+}
+
+/// The record of a *direct* sync: a plain `send` or `recv` on one object, with one offer, no
+/// choice and no nack (see "Direct syncs" in the module docs). It has no `Waiting`/`Claimed`/
+/// `Synched` state: its one offer is won by whoever takes it out of the object's queue under
+/// the object's lock, so nobody has to CAS it; and its blocker is installed before the offer
+/// is queued, so nobody has to race the owner for the hand-off.
+pub(crate) struct DirectRecord {
+    /// `false` while the offer is queued or being delivered; set once (Release) by the partner
+    /// that took the offer, after it delivered and took the blocker out; read (Acquire) by the
+    /// owner, after which the partner never touches the record again.
+    done: AtomicBool,
+    /// How to wake the owner. Written by the owner before the offer is queued (published by
+    /// the object lock's release); taken by the partner that took the offer out of the queue
+    /// (after its acquire of the same lock), or back by the owner if it withdraws the offer.
+    blocker: UnsafeCell<Option<Blocker>>,
+}
+
+// SAFETY: `blocker` is reached by one thread at a time, as the `DirectRecord` protocol says (the
+// owner until its offer is queued, then whoever takes the offer out of the queue under the
+// object's lock); a `Blocker` may be sent between threads.
+unsafe impl Sync for DirectRecord {}
+// SAFETY: as above.
+unsafe impl Send for DirectRecord {}
+
+impl fmt::Debug for DirectRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DirectRecord")
+            .field("done", &self.done.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl DirectRecord {
+    /// A fresh record: not done, no blocker.
+    pub(crate) fn new() -> Self {
+        Self {
+            done: AtomicBool::new(false),
+            blocker: UnsafeCell::new(None),
+        }
+    }
+
+    /// Makes a finished record fresh for reuse. The caller holds the only reference (no
+    /// offer of it is queued and no partner still holds it: `is_done` was seen, or the offer
+    /// was withdrawn or never queued).
+    ///
+    /// Relaxed suffices: the record reaches partners again only through an object's lock,
+    /// whose release orders this store before their accesses.
+    pub(crate) fn reset(&self) {
+        debug_assert!(
+            // SAFETY: the caller holds the only reference, so nobody else touches the cell.
+            self.blocker.with(|b| unsafe { (*b).is_none() }),
+            "pcml: a finished direct record still holds a blocker"
+        );
+        self.done.store(false, Ordering::Relaxed);
+    }
+
+    /// Installs how to wake the owner, before the offer is queued. Owner only, once per wait,
+    /// while no partner can reach the record.
+    pub(crate) fn install(&self, b: Blocker) {
+        // SAFETY: the offer is not queued yet, so no partner can reach the cell: it is ours.
+        // The object lock's release, when the offer is queued, publishes the write.
+        self.blocker.with_mut(|p| unsafe { *p = Some(b) });
+    }
+
+    /// Takes back the blocker of an offer the owner withdrew from its object's queue (under
+    /// the object's lock, so no partner took it).
+    pub(crate) fn withdraw(&self) -> Option<Blocker> {
+        // SAFETY: the owner removed the offer from the queue under the lock, so no partner
+        // holds it; the lock's acquire orders our access after the install.
+        self.blocker.with_mut(|p| unsafe { (*p).take() })
+    }
+
+    /// The partner that took the offer out of its queue: after delivering into the offer,
+    /// takes the owner's blocker and marks the record done. The caller then unblocks the
+    /// returned blocker and must not touch the record (nor its offer) again: the owner may
+    /// reuse or free it as soon as it sees `done`.
+    #[must_use = "the owner sleeps until the returned blocker is unblocked"]
+    pub(crate) fn finish(&self) -> Option<Blocker> {
+        // SAFETY: we took the offer out of the queue under the object's lock, whose acquire
+        // orders this after the owner's `install`; nobody else can take it.
+        let b = self.blocker.with_mut(|p| unsafe { (*p).take() });
+        // Release: pairs with the Acquire load in `is_done`, so the delivered value and the
+        // cell's emptying happen before the owner's reuse.
+        self.done.store(true, Ordering::Release);
+        b
+    }
+
+    /// Whether the partner that took the offer has finished with it.
+    pub(crate) fn is_done(&self) -> bool {
+        // Acquire: pairs with the Release store in `finish`.
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Spins until the partner that took the offer has finished with it: between its taking
+    /// the offer and `finish` it only delivers a value, a few instructions that never block.
+    pub(crate) fn wait_done(&self) {
+        while !self.is_done() {
+            crate::loom::spin_loop();
         }
     }
 }

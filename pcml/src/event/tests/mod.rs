@@ -6,6 +6,7 @@
 mod loom_async_drop;
 mod loom_both_directions;
 mod loom_claimed_pairing;
+mod loom_direct;
 mod loom_nack;
 mod loom_opposite_choices;
 
