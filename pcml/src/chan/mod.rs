@@ -17,7 +17,7 @@
 //! and skip what only a choice needs (the event module's "Direct syncs"). They lock once: if
 //! the other queue holds a live offer they win it and deliver (the commit phase); if not they
 //! block at once, under the same lock acquisition, with their offer's blocker installed before
-//! the offer is queued. Their offer is a [`DirectOffer`] owned by the syncing thread (a
+//! the offer is queued. Their offer is a `DirectOffer` owned by the syncing thread (a
 //! per-thread cached allocation, so blocking allocates nothing in a loop) and the queue holds a
 //! pointer to it, not a reference count. A direct offer has no `Waiting`/`Claimed`/`Synched`
 //! state: taking it out of the queue under the lock is winning it. So a rendezvous between two
@@ -247,9 +247,9 @@ impl<T> WaitQueue<T> {
         self.q.push_back(e);
     }
 
-    /// Removes and returns the first live offer not of sync `me` (any live offer for `None`),
-    /// with its position; drops dead offers met on the way.
-    fn take_match(&mut self, me: Option<&SyncRecord>) -> Option<(usize, Entry<T>)> {
+    /// Removes and returns the first live offer not of sync `me`, with its position; drops
+    /// dead offers met on the way.
+    fn take_match(&mut self, me: &SyncRecord) -> Option<(usize, Entry<T>)> {
         let mut i = 0;
         while i < self.q.len() {
             let e = &self.q[i];
@@ -257,7 +257,7 @@ impl<T> WaitQueue<T> {
                 self.q.remove(i);
                 continue;
             }
-            if me.is_some_and(|me| e.is_of(me)) {
+            if e.is_of(me) {
                 i += 1;
                 continue;
             }
@@ -267,6 +267,16 @@ impl<T> WaitQueue<T> {
                 self.q.remove(i)
             };
             return e.map(|e| (i, e));
+        }
+        None
+    }
+
+    /// Removes and returns the first live offer; drops dead offers met on the way.
+    fn pop_live(&mut self) -> Option<Entry<T>> {
+        while let Some(e) = self.q.pop_front() {
+            if !e.is_dead() {
+                return Some(e);
+            }
         }
         None
     }
@@ -467,7 +477,9 @@ impl<T: Send + 'static> ChanInner<T> {
 
     /// Commit phase (Figure 13), under the lock held in `qs`: wins the first live offer of
     /// queue `q`, releases the lock, lets `deliver` fill or empty the offer's slot, and
-    /// publishes (wakes the offer's owner). Gives the lock back if `q` has no live offer.
+    /// publishes (wakes the offer's owner). Gives the lock back if `q` has no live offer (the
+    /// caller updates the counts before releasing it: dead offers may have been dropped).
+    #[inline]
     fn commit<'g>(
         &self,
         mut qs: Guard<'g, T>,
@@ -475,8 +487,7 @@ impl<T: Send + 'static> ChanInner<T> {
         deliver: impl FnOnce(&Slot<T>),
     ) -> Result<(), Guard<'g, T>> {
         loop {
-            let Some((_, e)) = q(&mut qs).take_match(None) else {
-                self.update_counts(&qs);
+            let Some(e) = q(&mut qs).pop_live() else {
                 return Err(qs);
             };
             match e {
@@ -510,7 +521,10 @@ impl<T: Send + 'static> ChanInner<T> {
         });
         match r {
             Ok(()) => Ok(()),
-            Err(_) => Err(msg.expect("pcml: message lost by a failed send")),
+            Err(qs) => {
+                self.update_counts(&qs);
+                Err(msg.expect("pcml: message lost by a failed send"))
+            }
         }
     }
 
@@ -522,7 +536,10 @@ impl<T: Send + 'static> ChanInner<T> {
         let r = self.commit(qs, Queues::sendq, |slot| got = unsafe { slot.take() });
         match r {
             Ok(()) => Some(got.expect("pcml: a send offer without a message")),
-            Err(_) => None,
+            Err(qs) => {
+                self.update_counts(&qs);
+                None
+            }
         }
     }
 
@@ -564,7 +581,7 @@ impl<T: Send + 'static> ChanInner<T> {
         let me = &*offer.rec;
         let mut qs = self.queues.lock();
         loop {
-            let Some((i, e)) = theirs(&mut qs).take_match(Some(me)) else {
+            let Some((i, e)) = theirs(&mut qs).take_match(me) else {
                 ours(&mut qs).push(Entry::Event(offer.clone()));
                 self.update_counts(&qs);
                 return BlockOn::Waiting;

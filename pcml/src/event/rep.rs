@@ -585,8 +585,10 @@ impl DirectRecord {
     /// while no partner can reach the record.
     pub(crate) fn install(&self, b: Blocker) {
         // SAFETY: the offer is not queued yet, so no partner can reach the cell: it is ours.
-        // The object lock's release, when the offer is queued, publishes the write.
-        self.blocker.with_mut(|p| unsafe { *p = Some(b) });
+        // The object lock's release, when the offer is queued, publishes the write. The cell
+        // is empty (a finished record's blocker was taken: `reset`'s check), so writing over
+        // it drops nothing.
+        self.blocker.with_mut(|p| unsafe { p.write(Some(b)) });
     }
 
     /// Takes back the blocker of an offer the owner withdrew from its object's queue (under
