@@ -23,6 +23,13 @@
 //! This is Cilk's work-first join: a spawn followed soon by its join costs an allocation and
 //! a call, not a stack and two context switches.
 //!
+//! # The held fiber
+//! On a runtime of one proc, a fiber spawned by a fiber is held back on the proc, as Go's
+//! `runnext`, instead of entering the proc's deque: a join that follows takes it back without
+//! any atomic operation, and otherwise it is the next new work the proc runs, at the
+//! spawner's next switch (block, yield or end); a later spawn moves it to the deque. With more
+//! procs, every new fiber enters the deque at once, so that an idle proc can steal it.
+//!
 //! # Stacks
 //! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a
 //! per-proc pool, and returned to the pool when the fiber ends. Each stack takes two memory
@@ -60,7 +67,12 @@ pub(crate) type Yielder = corosensei::Yielder<(), Suspend>;
 ///
 /// A body runs at most once: whoever `claim`s it first runs it, either a proc starting it as
 /// a fiber of its own or a joiner running it inline (see `sched::join`).
-pub(crate) trait FiberBody: Send + Sync {
+///
+/// # Safety
+/// Implementors live in a heap allocation owned through counted references ([`BodyPtr`] and,
+/// for spawned fibers, the join handle's), and `release` drops one reference, freeing the
+/// allocation with the last.
+pub(crate) unsafe trait FiberBody: Send + Sync {
     /// Takes the right to run the body; `false` if someone already has.
     fn claim(&self) -> bool;
     /// Whether the body has been claimed (a hint: `claim` decides).
@@ -69,6 +81,58 @@ pub(crate) trait FiberBody: Send + Sync {
     fn run(&self);
     /// Reports the claimed body as never run (dropped at shutdown).
     fn cancel(&self);
+    /// Drops one counted reference to this body.
+    ///
+    /// # Safety
+    /// The caller owns a reference and does not use `self` after the call.
+    unsafe fn release(&self);
+}
+
+/// An owned, counted reference to a fiber body (as `Arc` would be, but with the count kept by
+/// the body itself, so that a spawned fiber's body and its join handle share one count that
+/// starts at two without an atomic read-modify-write; see `sched::spawn`).
+pub(crate) struct BodyPtr(std::ptr::NonNull<dyn FiberBody>);
+
+// SAFETY: a `FiberBody` is `Send + Sync`, and the reference count is atomic.
+unsafe impl Send for BodyPtr {}
+// SAFETY: as above.
+unsafe impl Sync for BodyPtr {}
+
+impl BodyPtr {
+    /// Takes over one counted reference to `body`.
+    ///
+    /// # Safety
+    /// `body` points to a live body whose count includes a reference the caller gives up.
+    pub(crate) unsafe fn from_raw(body: std::ptr::NonNull<dyn FiberBody>) -> Self {
+        Self(body)
+    }
+
+    /// The body's address, for identity comparisons.
+    pub(crate) fn addr(&self) -> *const () {
+        self.0.as_ptr() as *const ()
+    }
+
+    /// Gives up the reference without releasing it (the count still includes it): for the one
+    /// caller that knows it owns every reference and settles the count itself.
+    pub(crate) fn forget(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl std::ops::Deref for BodyPtr {
+    type Target = dyn FiberBody;
+
+    fn deref(&self) -> &(dyn FiberBody + 'static) {
+        // SAFETY: we own a counted reference, so the body is alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for BodyPtr {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference and never use it again.
+        unsafe { self.0.as_ref().release() }
+    }
 }
 
 /// An unstarted fiber.
@@ -76,7 +140,7 @@ pub(crate) struct NewFiber {
     pub(crate) id: crate::ThreadId,
     /// The runtime's main fiber (its panics are not captured: they reach `block_on`).
     pub(crate) main: bool,
-    pub(crate) body: std::sync::Arc<dyn FiberBody>,
+    pub(crate) body: BodyPtr,
 }
 
 impl Drop for NewFiber {
@@ -86,6 +150,17 @@ impl Drop for NewFiber {
         if !self.body.is_claimed() && self.body.claim() {
             self.body.cancel();
         }
+    }
+}
+
+impl NewFiber {
+    /// Gives up the fiber without cancelling it: for a caller that will run (or has run) its
+    /// body itself and holds another reference to it.
+    pub(crate) fn into_body(self) -> BodyPtr {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again, so the reference is moved out exactly
+        // once; the other fields are `Copy`.
+        unsafe { std::ptr::read(&this.body) }
     }
 }
 

@@ -102,19 +102,23 @@ pub struct JoinError {
 }
 
 enum Repr {
-    Panicked {
-        payload: Box<dyn Any + Send>,
-        report: String,
-    },
+    /// Boxed, so that a `Result<T, JoinError>` stays small on the spawn and join paths.
+    Panicked(Box<Panic>),
     Exited,
     Cancelled,
+}
+
+/// A panic's payload and its printed report.
+struct Panic {
+    payload: Box<dyn Any + Send>,
+    report: String,
 }
 
 impl JoinError {
     pub(crate) fn panicked(id: ThreadId, payload: Box<dyn Any + Send>, report: String) -> Self {
         Self {
             id,
-            repr: Repr::Panicked { payload, report },
+            repr: Repr::Panicked(Box::new(Panic { payload, report })),
         }
     }
     pub(crate) fn exited(id: ThreadId) -> Self {
@@ -137,7 +141,7 @@ impl JoinError {
 
     /// Whether the thread panicked.
     pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panicked { .. })
+        matches!(self.repr, Repr::Panicked(_))
     }
 
     /// Whether the thread ended itself with [`exit`](crate::exit).
@@ -170,7 +174,7 @@ impl JoinError {
     /// The panic payload, or the error itself if the thread did not panic.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send>, JoinError> {
         match self.repr {
-            Repr::Panicked { payload, .. } => Ok(payload),
+            Repr::Panicked(p) => Ok(p.payload),
             repr => Err(JoinError { id: self.id, repr }),
         }
     }
@@ -178,7 +182,7 @@ impl JoinError {
     /// The panic's message, when the payload is a string.
     pub fn panic_message(&self) -> Option<&str> {
         match &self.repr {
-            Repr::Panicked { payload, .. } => payload_message(payload.as_ref()),
+            Repr::Panicked(p) => payload_message(p.payload.as_ref()),
             _ => None,
         }
     }
@@ -194,7 +198,7 @@ pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> Option<&str> {
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Panicked { report, .. } => write!(f, "pcml thread {} {}", self.id, report),
+            Repr::Panicked(p) => write!(f, "pcml thread {} {}", self.id, p.report),
             Repr::Exited => write!(f, "pcml thread {} ended itself with pcml::exit", self.id),
             Repr::Cancelled => write!(
                 f,
@@ -357,6 +361,52 @@ pub(crate) trait JoinTarget<T>: Send + Sync {
     fn run_inline(&self) -> bool {
         false
     }
+
+    /// The joiner's fast path: if the thread is a fiber that its proc still holds back from
+    /// the queues (`worker::run_held`), runs its body here and returns its outcome, without
+    /// touching the join state.
+    fn join_held(&self) -> Option<Result<T, JoinError>> {
+        None
+    }
+
+    /// Drops one counted reference, for targets shared through [`TargetRef::Counted`].
+    ///
+    /// # Safety
+    /// The caller owns such a reference and does not use `self` after the call.
+    unsafe fn release(&self) {}
+}
+
+/// A join handle's reference to its target: an `Arc` (tasks, blocking jobs), or a spawned
+/// fiber's cell, which keeps its own count (see `sched::spawn`).
+pub(crate) enum TargetRef<T> {
+    Arc(Arc<dyn JoinTarget<T>>),
+    Counted(std::ptr::NonNull<dyn JoinTarget<T>>),
+}
+
+// SAFETY: a `JoinTarget` is `Send + Sync` and a counted one's count is atomic.
+unsafe impl<T> Send for TargetRef<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for TargetRef<T> {}
+
+impl<T> std::ops::Deref for TargetRef<T> {
+    type Target = dyn JoinTarget<T>;
+
+    fn deref(&self) -> &(dyn JoinTarget<T> + 'static) {
+        match self {
+            Self::Arc(a) => &**a,
+            // SAFETY: we own a counted reference, so the target is alive.
+            Self::Counted(p) => unsafe { p.as_ref() },
+        }
+    }
+}
+
+impl<T> Drop for TargetRef<T> {
+    fn drop(&mut self) {
+        if let Self::Counted(p) = self {
+            // SAFETY: we own one reference and never use it again.
+            unsafe { p.as_ref().release() }
+        }
+    }
 }
 
 impl<T: Send> JoinTarget<T> for JoinState<T> {
@@ -389,12 +439,24 @@ pub(crate) fn report_unobserved(e: &JoinError) {
 /// });
 /// ```
 pub struct JoinHandle<T> {
-    state: Option<Arc<dyn JoinTarget<T>>>,
+    state: Option<TargetRef<T>>,
 }
 
 impl<T> JoinHandle<T> {
     pub(crate) fn new(state: Arc<dyn JoinTarget<T>>) -> Self {
-        Self { state: Some(state) }
+        Self {
+            state: Some(TargetRef::Arc(state)),
+        }
+    }
+
+    /// A handle owning one counted reference to `target`.
+    ///
+    /// # Safety
+    /// `target` is alive and its count includes a reference the caller gives up.
+    pub(crate) unsafe fn from_counted(target: std::ptr::NonNull<dyn JoinTarget<T>>) -> Self {
+        Self {
+            state: Some(TargetRef::Counted(target)),
+        }
     }
 
     fn state(&self) -> &JoinState<T> {
@@ -417,6 +479,9 @@ impl<T> JoinHandle<T> {
     /// Inside a pcml async task, which cannot block: `.await` the handle there.
     pub fn join(mut self) -> Result<T, JoinError> {
         let target = self.state.take().expect("pcml: JoinHandle already joined");
+        if let Some(outcome) = target.join_held() {
+            return outcome;
+        }
         let state = target.state();
         // Work-first, as Cilk's join: a fiber joining a thread that has not started yet runs it
         // here instead of blocking while a proc starts it on a stack of its own.

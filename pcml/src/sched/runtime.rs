@@ -11,6 +11,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle as OsJoinHandle;
@@ -20,7 +21,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::ThreadId;
 use crate::fiber::stack::{self, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
-use crate::fiber::{FiberBody, NewFiber};
+use crate::fiber::{BodyPtr, FiberBody, NewFiber};
 use crate::mp::Parker;
 use crate::sched::blocking::BlockingPool;
 use crate::sched::inbox::Inbox;
@@ -407,11 +408,14 @@ impl Runtime {
             InboxMsg::Start(NewFiber {
                 id,
                 main: true,
-                body: Arc::new(MainBody {
-                    f: Mutex::new(Some(main)),
-                    value: value.clone(),
-                    shared: self.shared.clone(),
-                }),
+                // SAFETY: a fresh box is the one reference `release` (below) frees.
+                body: unsafe {
+                    BodyPtr::from_raw(NonNull::from(Box::leak(Box::new(MainBody {
+                        f: Mutex::new(Some(main)),
+                        value: value.clone(),
+                        shared: self.shared.clone(),
+                    })) as &mut dyn FiberBody))
+                },
             }),
         );
         // After the push: a proc that sees `submitted` also sees main in proc 0's inbox.
@@ -483,11 +487,18 @@ struct MainBody<F, T> {
     shared: Arc<Shared>,
 }
 
-impl<F, T> FiberBody for MainBody<F, T>
+// SAFETY: a main body is boxed and has a single reference (`block_on`'s `BodyPtr`), which
+// `release` frees.
+unsafe impl<F, T> FiberBody for MainBody<F, T>
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
+    unsafe fn release(&self) {
+        // SAFETY: the body came from `Box::leak` and this was its only reference.
+        drop(unsafe { Box::from_raw(self as *const Self as *mut Self) });
+    }
+
     fn claim(&self) -> bool {
         true
     }

@@ -5,17 +5,18 @@ use std::future::Future;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::task::{Context, Poll};
 
 use crate::fiber::stack::{self, NoStack};
-use crate::fiber::{FiberBody, NewFiber};
+use crate::fiber::{BodyPtr, FiberBody, NewFiber};
 use crate::loom::PlainCell;
 use crate::sched::blocking::{self, BlockingPool};
 use crate::sched::join::{JoinHandle, JoinState, JoinTarget};
 use crate::sched::panic::ExitSignal;
-use crate::sched::worker::{self, Current, InboxMsg, Runnable, Shared};
+use crate::sched::worker::{self, Current, InboxMsg, Shared};
 use crate::{JoinError, ThreadId};
 
 /// Why a fiber could not be spawned.
@@ -95,7 +96,12 @@ impl std::error::Error for SpawnError {
 /// # Invariants
 /// - `claimed` goes `false -> true` once; the thread that flips it owns `f` (runs it or, at
 ///   shutdown, cancels it).
+/// - The cell is boxed and freed by the `release` that drops its last counted reference: the
+///   runnable's [`BodyPtr`] and the handle's [`TargetRef::Counted`], so `refs` starts at two,
+///   written before either reference is published (no read-modify-write on spawn).
 struct FiberCell<F, T> {
+    /// Counted references alive; see `release`.
+    refs: AtomicUsize,
     join: JoinState<T>,
     /// The runtime the fiber belongs to.
     runtime: u64,
@@ -111,11 +117,40 @@ struct FiberCell<F, T> {
 // for T: Send.
 unsafe impl<F: Send, T: Send> Sync for FiberCell<F, T> {}
 
-impl<F, T> FiberBody for FiberCell<F, T>
+impl<F, T> FiberCell<F, T> {
+    /// Drops one counted reference, freeing the cell with the last.
+    ///
+    /// # Safety
+    /// The caller owns a reference and does not use `self` after the call.
+    unsafe fn release_ref(&self) {
+        // Acquire load: when it reads 1 the caller holds the only reference, so nobody can
+        // change the count any more, and the Acquire pairs with the Release decrements of the
+        // earlier owners, whose uses of the cell happen before the free. Otherwise the Release
+        // decrement publishes our uses to whoever frees, and the Acquire fence orders the
+        // free after everyone's decrements.
+        if self.refs.load(Ordering::Acquire) != 1 {
+            if self.refs.fetch_sub(1, Ordering::Release) != 1 {
+                return;
+            }
+            fence(Ordering::Acquire);
+        }
+        // SAFETY: the cell came from `Box::leak` in `new_fiber`, and this was the last
+        // reference.
+        drop(unsafe { Box::from_raw(self as *const Self as *mut Self) });
+    }
+}
+
+// SAFETY: the cell is boxed and counted as `release_ref` describes.
+unsafe impl<F, T> FiberBody for FiberCell<F, T>
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
+    unsafe fn release(&self) {
+        // SAFETY: as the trait requires.
+        unsafe { self.release_ref() }
+    }
+
     fn claim(&self) -> bool {
         // AcqRel: the Acquire half orders our later read of `f` after the cell's
         // construction (published by the deque push or the Arc clone); the Release half is
@@ -165,6 +200,40 @@ where
     fn run_inline(&self) -> bool {
         worker::run_inline(self, self.join.id, self.runtime, self.proc)
     }
+
+    unsafe fn release(&self) {
+        // SAFETY: as the trait requires.
+        unsafe { self.release_ref() }
+    }
+
+    fn join_held(&self) -> Option<Result<T, JoinError>> {
+        if self.proc != ANY_PROC {
+            return None;
+        }
+        let me = self as *const Self as *const ();
+        worker::run_held(me, self.join.id, self.runtime, |held| {
+            // The held reference was never published and the joiner owns the handle's: with
+            // the held one forgotten, the handle's is the only one left (a plain store: no
+            // other thread can see the count), and its drop frees the cell without an atomic
+            // read-modify-write.
+            held.forget();
+            self.refs.store(1, Ordering::Relaxed);
+            // SAFETY: `run_held` took the only other reference to this unstarted fiber off
+            // its proc, so the joiner alone touches `f`.
+            let f = self
+                .f
+                .with_mut(|f| unsafe { (*f).take() })
+                .expect("pcml: a fiber body ran twice");
+            match catch_unwind(AssertUnwindSafe(f)) {
+                Ok(v) => Ok(v),
+                // Unwound by shutdown while inlined: let the unwind reach the joiner's root.
+                Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
+                    resume_unwind(p)
+                }
+                Err(p) => Err(crate::sched::panic::join_error(self.join.id, p)),
+            }
+        })
+    }
 }
 
 /// The runtime of the calling thread: a proc's, or a blocking-pool thread's.
@@ -198,44 +267,61 @@ where
     T: Send + 'static,
 {
     let id = ThreadId::next();
-    let cell = Arc::new(FiberCell {
+    let cell: &mut FiberCell<F, T> = Box::leak(Box::new(FiberCell {
+        refs: AtomicUsize::new(2),
         join: JoinState::new_inline(id),
         runtime,
         proc,
         claimed: AtomicBool::new(false),
         f: PlainCell::new(Some(f)),
-    });
-    (
-        NewFiber {
-            id,
-            main: false,
-            body: cell.clone(),
-        },
-        JoinHandle::new(cell),
-    )
+    }));
+    let cell = NonNull::from(cell);
+    // SAFETY: the cell is alive, and its count of two covers exactly these two references.
+    unsafe {
+        (
+            NewFiber {
+                id,
+                main: false,
+                body: BodyPtr::from_raw(cell as NonNull<dyn FiberBody>),
+            },
+            JoinHandle::from_counted(cell as NonNull<dyn JoinTarget<T>>),
+        )
+    }
 }
 
 /// Checks that a fiber could get a stack now.
 fn check_capacity(shared: &Shared) -> Result<(), SpawnError> {
+    check_limit(shared)?;
+    worker::reserve_stack(shared).map_err(no_stack)
+}
+
+/// Checks the runtime's `max_fibers`.
+#[inline]
+fn check_limit(shared: &Shared) -> Result<(), SpawnError> {
     if shared.running_fibers.load(Ordering::Relaxed) >= shared.max_fibers {
         return Err(SpawnError::FiberLimit {
             max_fibers: shared.max_fibers,
         });
     }
-    worker::reserve_stack(shared).map_err(|e| match e {
+    Ok(())
+}
+
+#[cold]
+fn no_stack(e: NoStack) -> SpawnError {
+    match e {
         NoStack::Cap { cap } => SpawnError::StackCap {
             cap,
             max_map_count: stack::max_map_count(),
         },
         NoStack::Mmap(e) => SpawnError::StackMap(e),
-    })
+    }
 }
 
 /// Spawns a fiber running `f`, or says why it cannot.
 ///
-/// The fiber is unstarted until a proc picks it up (any idle proc may steal it); it gets its
-/// stack when it first runs. Fails when no stack could be had now (see the crate docs on the
-/// fiber cap) or outside a runtime.
+/// The fiber is unstarted until a proc picks it up (any idle proc may steal it; see also [the
+/// held fiber](crate::fiber#the-held-fiber)); it gets its stack when it first runs. Fails when
+/// no stack could be had now (see the crate docs on the fiber cap) or outside a runtime.
 ///
 /// ```
 /// pcml::run(|| {
@@ -249,14 +335,22 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    with_current_shared(|shared| {
-        let shared = shared.ok_or(SpawnError::NoRuntime)?;
-        check_capacity(shared)?;
+    if let Some(ctx) = worker::context() {
+        // On a proc: everything through its context, found once.
+        let shared = &*ctx.shared;
+        check_limit(shared)?;
+        ctx.reserve_stack().map_err(no_stack)?;
         let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
-        shared.count_live(1);
-        worker::push_runnable(shared, Runnable::Fiber(fiber));
-        Ok(handle)
-    })
+        ctx.count_live_here(1);
+        ctx.hold_new(fiber);
+        return Ok(handle);
+    }
+    let shared = blocking::current_shared().ok_or(SpawnError::NoRuntime)?;
+    check_capacity(&shared)?;
+    let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
+    shared.count_live(1);
+    worker::push_new_fiber(&shared, fiber);
+    Ok(handle)
 }
 
 /// Spawns a fiber running `f`.

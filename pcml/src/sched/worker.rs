@@ -5,6 +5,9 @@
 //!   fibers placed here explicitly (`spawn_on`); private to the proc;
 //! - `local`: a work-stealing deque of unstarted fibers and async tasks; the proc pushes and pops
 //!   at one end, idle procs steal from the other;
+//! - `held`: on a one-proc runtime, the fiber its running thread spawned last, kept back from
+//!   the deque (as Go's `runnext`; see `Context::hold_new`), so that the usual spawn-then-join
+//!   costs no atomic operation: the joiner takes the fiber back and runs it inline;
 //! - an [`Inbox`]: the landing pad through which others wake this proc's fibers;
 //! - its fibers' slots (`fibers`), its stack pool, and a [`Parker`] to sleep on.
 //!
@@ -38,7 +41,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::ThreadId;
 use crate::fiber::stack::{self, NoStack, StackPool};
-use crate::fiber::{Coroutine, FiberBody, NewFiber, Suspend, Yielder, overflow};
+use crate::fiber::{BodyPtr, Coroutine, FiberBody, NewFiber, Suspend, Yielder, overflow};
 use crate::mp::Parker;
 use crate::sched::blocker::Blocker;
 use crate::sched::blocking::BlockingPool;
@@ -292,6 +295,10 @@ pub(crate) struct Context {
     /// New work held on this proc, run before the local deque: fibers placed here
     /// (`spawn_on`), and an item taken off the deque's front while sweeping it.
     placed: RefCell<VecDeque<Runnable>>,
+    /// On a one-proc runtime, the fiber this proc's running thread spawned last, held back
+    /// from the deque (see `hold_new`): its joiner takes it back from here without any atomic
+    /// operation, and otherwise it is the next new work this proc runs.
+    held: RefCell<Option<NewFiber>>,
     fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
@@ -313,6 +320,10 @@ pub(crate) struct Context {
     pub(crate) guard: Cell<usize>,
     /// Set while the worker drops its fibers at shutdown.
     shutting_down: Cell<bool>,
+    /// How far above its guard page's start a fiber's stack pointer must be for the fiber to
+    /// run another thread's body inline (`inline_room`): the guard page, plus a quarter of the
+    /// stack size (16 KiB at least).
+    inline_margin: usize,
 }
 
 thread_local! {
@@ -400,35 +411,40 @@ pub(crate) fn wake_fiber(runtime: u64, proc: usize, slot: usize, token: u64) {
     }
 }
 
-/// Runs an unstarted fiber's body on the calling fiber's stack, if the caller is a fiber of a
-/// runtime, not shutting down, with at least a quarter of its stack (16 KiB at least) free,
-/// and the body is still unclaimed and of the caller's runtime; a fiber placed on a proc (`proc` other than
-/// `usize::MAX`) is run inline only by a joiner on that proc. While it runs, `current()` names
-/// the inlined thread.
-pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc: usize) -> bool {
-    let Some(ctx) = context() else {
-        return false;
-    };
+/// Schedules a fiber just spawned by `try_spawn` (any proc may run it): on the spawning proc
+/// when that is one of `shared`'s procs (see [`Context::hold_new`]), else through the
+/// injector.
+pub(crate) fn push_new_fiber(shared: &Arc<Shared>, f: NewFiber) {
+    match context() {
+        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => ctx.hold_new(f),
+        _ => shared.push_injector(Runnable::Fiber(f)),
+    }
+}
+
+/// The calling fiber's context and slot, if it may run another thread's body on its own
+/// stack: a fiber of runtime `runtime` (on proc `proc` unless that is `usize::MAX`), not
+/// shutting down, with at least a quarter of its stack (16 KiB at least) free.
+fn inline_room(runtime: u64, proc: usize) -> Option<(&'static Context, usize)> {
+    let ctx = context()?;
     if ctx.shared.id != runtime || (proc != usize::MAX && proc != ctx.index) {
-        return false;
+        return None;
     }
     let Current::Fiber { slot, .. } = ctx.current.get() else {
-        return false;
+        return None;
     };
-    if ctx.shutting_down.get() || body.is_claimed() {
-        return false;
+    if ctx.shutting_down.get() {
+        return None;
     }
-    let Some(e) = ctx.fibers.get(slot) else {
-        return false;
-    };
-    // The stack grows down to the guard page; a local's address approximates the stack pointer.
+    // The stack grows down to the guard page (of the running fiber: `guard`); a local's
+    // address approximates the stack pointer.
     let marker = 0u8;
     let sp = std::hint::black_box(&marker) as *const u8 as usize;
-    let low = e.guard.0 + stack::page_size();
-    let need = (ctx.shared.stack_size / 4).max(16 * 1024);
-    if sp < low || sp - low < need || !body.claim() {
-        return false;
-    }
+    (sp >= ctx.guard.get() + ctx.inline_margin).then_some((ctx, slot))
+}
+
+/// Runs `body` as thread `id` on the calling fiber (slot `slot`): `current()` names `id`
+/// while it runs, and the thread counts as finished after.
+fn run_as<R>(ctx: &Context, slot: usize, id: ThreadId, body: impl FnOnce() -> R) -> R {
     let outer = ctx.current.replace(Current::Fiber {
         slot,
         id,
@@ -438,13 +454,51 @@ pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc:
     impl Drop for Restore<'_> {
         fn drop(&mut self) {
             self.0.current.set(self.1);
+            self.0.count_live_here(-1);
         }
     }
     let _restore = Restore(ctx, outer);
-    body.run();
-    ctx.shared.thread_finished();
+    body()
+}
+
+/// Runs an unstarted fiber's body on the calling fiber's stack, if the caller may
+/// ([`inline_room`]) and the body is still unclaimed; a fiber placed on a proc (`proc` other
+/// than `usize::MAX`) is run inline only by a joiner on that proc. While it runs, `current()`
+/// names the inlined thread.
+pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc: usize) -> bool {
+    let Some((ctx, slot)) = inline_room(runtime, proc) else {
+        return false;
+    };
+    if body.is_claimed() || !body.claim() {
+        return false;
+    }
+    run_as(ctx, slot, id, || body.run());
     ctx.sweep_claimed();
     true
+}
+
+/// The joiner's fast path: if the fiber whose body is at `body` (any proc may run it) is the
+/// one its proc holds back (`Context::hold_new`), and the caller may run it inline
+/// ([`inline_room`]), takes it back and runs `run` as that thread on the caller's stack,
+/// giving it the held reference to the body. No other thread can have seen the fiber, so no
+/// claim is needed. `None` if it was not there.
+pub(crate) fn run_held<R>(
+    body: *const (),
+    id: ThreadId,
+    runtime: u64,
+    run: impl FnOnce(BodyPtr) -> R,
+) -> Option<R> {
+    let (ctx, slot) = inline_room(runtime, usize::MAX)?;
+    let held = {
+        let mut h = ctx.held.borrow_mut();
+        match &*h {
+            Some(f) if ptr::eq(f.body.addr(), body) => h.take(),
+            _ => None,
+        }
+    }?;
+    // Not dropped as a `NewFiber`, which would cancel the unrun body.
+    let held = held.into_body();
+    Some(run_as(ctx, slot, id, || run(held)))
 }
 
 /// Arms a timer on the current proc that does `on_fire` at `deadline`; off the procs, on the
@@ -544,15 +598,7 @@ pub(crate) fn cancel_runnable(r: Runnable) {
 /// otherwise whether mapping one would be allowed. Maps one into the pool to find out.
 pub(crate) fn reserve_stack(shared: &Shared) -> Result<(), NoStack> {
     match context() {
-        Some(ctx) if ptr::eq(&*ctx.shared, shared) => {
-            let mut pool = ctx.stacks.borrow_mut();
-            if pool.has_free() {
-                return Ok(());
-            }
-            let s = pool.take()?;
-            pool.give(s);
-            Ok(())
-        }
+        Some(ctx) if ptr::eq(&*ctx.shared, shared) => ctx.reserve_stack(),
         _ => {
             let cap = stack::stack_cap();
             if stack::mapped() >= cap {
@@ -565,6 +611,27 @@ pub(crate) fn reserve_stack(shared: &Shared) -> Result<(), NoStack> {
 }
 
 impl Context {
+    /// [`reserve_stack`] on this proc.
+    #[inline]
+    pub(crate) fn reserve_stack(&self) -> Result<(), NoStack> {
+        let mut pool = self.stacks.borrow_mut();
+        if pool.has_free() {
+            return Ok(());
+        }
+        let s = pool.take()?;
+        pool.give(s);
+        Ok(())
+    }
+
+    /// Counts a thread started (+1) or finished (-1) on this proc: `Shared::count_live`
+    /// without looking the proc up.
+    #[inline]
+    pub(crate) fn count_live_here(&self, delta: isize) {
+        let c = &self.shared.procs[self.index].live;
+        // Relaxed load and store: see `Shared::count_live`.
+        c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+    }
+
     /// Suspends the running fiber, telling the worker why.
     #[inline(always)]
     fn suspend(&self, why: Suspend) {
@@ -611,6 +678,26 @@ impl Context {
         let fired = !due.is_empty();
         crate::sched::timer::fire_all(due);
         fired
+    }
+
+    /// Holds a fiber just spawned by this proc's running thread back from the deque, as Go's
+    /// `runnext` does, on a runtime of one proc, where no other proc could steal it anyway:
+    /// its joiner (typically the spawner, soon) takes it back without any atomic operation
+    /// (`run_held`), and otherwise it is the first new work this proc runs. The fiber it
+    /// displaces goes to the deque. With more procs, new fibers go to the deque, where idle
+    /// procs can steal them (held there, one would wait for its spawner's next switch, and a
+    /// spawner that spins until the fiber has run would wait forever).
+    pub(crate) fn hold_new(&self, f: NewFiber) {
+        let sh = &*self.shared;
+        if sh.procs.len() > 1 {
+            self.local.push(Runnable::Fiber(f));
+            sh.notify_idle();
+            return;
+        }
+        let displaced = self.held.borrow_mut().replace(f);
+        if let Some(old) = displaced {
+            self.local.push(Runnable::Fiber(old));
+        }
     }
 
     /// Drops fibers at the front of the local deque that were already run inline by their
@@ -709,13 +796,16 @@ impl Context {
     /// Whether placed fibers or the local deque hold anything (cheap loads only).
     #[inline]
     fn has_new_work(&self) -> bool {
-        !self.local.is_empty() || !self.placed.borrow().is_empty()
+        self.held.borrow().is_some() || !self.local.is_empty() || !self.placed.borrow().is_empty()
     }
 
-    /// A placed fiber or the local deque's next item, skipping fibers that their joiners
-    /// already ran inline.
+    /// The held fiber, a placed fiber or the local deque's next item, skipping fibers that
+    /// their joiners already ran inline.
     #[inline]
     fn new_work(&self) -> Option<Runnable> {
+        if let Some(f) = self.held.borrow_mut().take() {
+            return Some(Runnable::Fiber(f));
+        }
         loop {
             let next = match self.placed.borrow_mut().pop_front() {
                 Some(r) => Some(r),
@@ -759,6 +849,7 @@ impl Context {
         let sh = &*self.shared;
         !sh.procs[self.index].inbox.is_empty()
             || !self.ready.borrow().is_empty()
+            || self.held.borrow().is_some()
             || !self.placed.borrow().is_empty()
             || !self.local.is_empty()
             || !sh.injector.is_empty()
@@ -988,6 +1079,10 @@ impl Context {
         self.shutting_down.set(true);
         self.drain_inbox();
         // Unstarted work: dropping a body completes its join state as cancelled.
+        let held = self.held.borrow_mut().take();
+        if let Some(f) = held {
+            cancel_runnable(Runnable::Fiber(f));
+        }
         for r in self.placed.borrow_mut().drain(..) {
             cancel_runnable(r);
         }
@@ -1016,6 +1111,7 @@ impl Context {
 
 /// The body of proc `index`'s OS thread.
 pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnable>) {
+    let shared_stack_size = shared.stack_size;
     let ctx = Context {
         stacks: RefCell::new(StackPool::new(shared.stack_size)),
         shared,
@@ -1023,6 +1119,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         local,
         ready: RefCell::new(VecDeque::new()),
         placed: RefCell::new(VecDeque::new()),
+        held: RefCell::new(None),
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
         tick: Cell::new(0),
@@ -1036,6 +1133,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         yielder: Cell::new(ptr::null()),
         shutting_down: Cell::new(false),
         guard: Cell::new(0),
+        inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
     };
     CONTEXT.with(|c| c.set(&ctx));
     overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);

@@ -1,0 +1,143 @@
+//! The held fiber of a one-proc runtime (`fiber` module docs, "The held fiber"): a fiber
+//! spawned and then joined runs inline as itself; one that is not joined still runs, in
+//! order with the others; panics and exits still reach the joiner; shutdown cancels it.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::run_on_procs;
+
+#[test]
+fn a_joined_child_runs_as_itself_and_returns_its_value() {
+    let (parent, child, seen) = run_on_procs(1, || {
+        let parent = pcml::current();
+        let h = pcml::spawn(pcml::current);
+        let child = h.id();
+        let seen = h.join().unwrap();
+        // The parent is itself again after the inline run.
+        assert_eq!(pcml::current(), parent);
+        (parent, child, seen)
+    })
+    .unwrap();
+    assert_ne!(parent, child);
+    assert_eq!(
+        seen, child,
+        "the child saw its own id while it ran on the parent's stack"
+    );
+}
+
+#[test]
+fn panics_and_exits_of_a_joined_child_reach_the_joiner() {
+    run_on_procs(1, || {
+        let e = pcml::spawn(|| -> u32 { panic!("held boom") })
+            .join()
+            .unwrap_err();
+        assert!(e.is_panic());
+        assert_eq!(e.panic_message(), Some("held boom"));
+        let e = pcml::spawn(|| -> u32 { pcml::exit() }).join().unwrap_err();
+        assert!(e.is_exit());
+        // The runtime and the joiner carry on.
+        assert_eq!(pcml::spawn(|| 5).join().unwrap(), 5);
+    })
+    .unwrap();
+}
+
+#[test]
+fn unjoined_children_all_run_when_the_spawner_switches() {
+    let order = run_on_procs(1, || {
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut handles = Vec::new();
+        for i in 0..5 {
+            let order = order.clone();
+            handles.push(pcml::spawn(move || order.lock().unwrap().push(i)));
+        }
+        // Nothing has run yet: one proc, and the spawner has not switched.
+        assert!(order.lock().unwrap().is_empty());
+        pcml::yield_now();
+        for h in handles {
+            h.join().unwrap();
+        }
+        order.lock().unwrap().clone()
+    })
+    .unwrap();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![0, 1, 2, 3, 4], "every child ran exactly once");
+}
+
+#[test]
+fn a_detached_child_still_runs() {
+    let ran = run_on_procs(1, || {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        drop(pcml::spawn(move || r.fetch_add(1, Ordering::SeqCst)));
+        let r = ran.clone();
+        // Spawned and joined after a detached sibling: the sibling is displaced, not lost.
+        drop(pcml::spawn(move || r.fetch_add(1, Ordering::SeqCst)));
+        pcml::spawn(|| ()).join().unwrap();
+        while ran.load(Ordering::SeqCst) < 2 {
+            pcml::yield_now();
+        }
+        ran.load(Ordering::SeqCst)
+    })
+    .unwrap();
+    assert_eq!(ran, 2);
+}
+
+#[test]
+fn a_held_child_left_when_main_returns_is_run_or_cancelled_never_lost() {
+    for _ in 0..100 {
+        let h = run_on_procs(1, || pcml::spawn(|| 1)).unwrap();
+        // The proc may start it before it sees the shutdown; either way the handle settles.
+        match h.join() {
+            Ok(v) => assert_eq!(v, 1),
+            Err(e) => assert!(e.is_cancelled(), "got {e}"),
+        }
+    }
+}
+
+#[test]
+fn deep_chains_of_spawn_and_join_fall_back_to_own_stacks() {
+    /// Each level spawns the next and joins it: inline while the stack has room, on a stack of
+    /// its own after that.
+    fn depth(n: u32) -> u32 {
+        if n == 0 {
+            return 0;
+        }
+        let pad = std::hint::black_box([0u8; 512]);
+        1 + pad[0] as u32 + pcml::spawn(move || depth(n - 1)).join().unwrap()
+    }
+    let got = pcml::Runtime::builder()
+        .procs(1)
+        .stack_size(64 * 1024)
+        .build()
+        .unwrap()
+        .block_on(|| depth(2_000))
+        .unwrap();
+    assert_eq!(got, 2_000);
+}
+
+#[test]
+fn spawn_and_join_from_tasks_and_two_procs_still_work() {
+    for procs in [1, 2] {
+        let sum = run_on_procs(procs, || {
+            let t = pcml::spawn_task(async {
+                let mut s = 0;
+                for i in 0..100u64 {
+                    s += pcml::spawn(move || i).await.unwrap();
+                }
+                s
+            });
+            let mut s = 0;
+            for i in 0..1000u64 {
+                s += pcml::spawn(move || i).join().unwrap();
+            }
+            s + t.join().unwrap()
+        })
+        .unwrap();
+        assert_eq!(sum, 4950 + 499_500);
+    }
+}
