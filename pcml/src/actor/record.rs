@@ -409,7 +409,19 @@ impl<M> State<M> {
 
     /// Hands `m` to the first blocked receive event that accepts it, else queues it. Returns
     /// whether it was queued (so the parked owner must be woken).
-    pub(crate) fn push(&mut self, mut m: M) -> bool {
+    #[inline]
+    pub(crate) fn push(&mut self, m: M) -> bool {
+        if self.offers.q.is_empty() {
+            // No receive event is blocked here (the common case): queue it.
+            self.queue.push_back(m);
+            return true;
+        }
+        self.push_to_offers(m)
+    }
+
+    /// `push` with receive events blocked on the mailbox.
+    #[cold]
+    fn push_to_offers(&mut self, mut m: M) -> bool {
         let mut i = 0;
         while i < self.offers.q.len() {
             let (o, pred) = &self.offers.q[i];
@@ -666,6 +678,7 @@ pub(crate) fn park<M>(what: &str, mut st: Guard<'_, M>) {
 }
 
 /// Wakes `b` if there is one (after the record's lock was released).
+#[inline]
 pub(crate) fn wake(b: Option<Blocker>) {
     if let Some(b) = b {
         b.unblock();
@@ -674,6 +687,7 @@ pub(crate) fn wake(b: Option<Blocker>) {
 
 impl<M: Send + 'static> Record<M> {
     /// Sends one message: `Err(m)` if the actor is dead.
+    #[inline]
     pub(crate) fn send(&self, m: M) -> Result<(), M> {
         let mut st = self.lock();
         if !st.alive {
@@ -681,7 +695,9 @@ impl<M: Send + 'static> Record<M> {
         }
         let b = if st.push(m) { st.take_parked() } else { None };
         drop(st);
-        wake(b);
+        if b.is_some() {
+            wake(b);
+        }
         Ok(())
     }
 
