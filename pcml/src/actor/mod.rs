@@ -295,6 +295,7 @@ impl<M: Send + 'static> Pid<M> {
     /// drop(me);
     /// assert_eq!(pid.send(2).unwrap_err().0, 2);
     /// ```
+    #[inline]
     pub fn send(&self, m: M) -> Result<(), SendError<M>> {
         self.rec.send(m).map_err(SendError)
     }
@@ -767,6 +768,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.receive(), 'a');
     /// assert_eq!(me.receive(), 'b');
     /// ```
+    #[inline]
     pub fn receive(&mut self) -> M {
         let mut scan = Scan::new();
         loop {
@@ -811,6 +813,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert_eq!(me.receive(), 1);
     /// assert_eq!(me.receive(), 3);
     /// ```
+    #[inline]
     pub fn receive_match(&mut self, mut f: impl FnMut(&M) -> bool) -> M {
         let mut scan = Scan::new();
         loop {
