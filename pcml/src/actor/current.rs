@@ -14,6 +14,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -28,7 +29,34 @@ thread_local! {
     /// holds, or null. Non-null only while a `Polling` guard borrowing that `Arc` lives.
     static POLLING: Cell<*const Arc<dyn Peer>> = const { Cell::new(std::ptr::null()) };
     /// The fiber actors living on this OS thread.
-    static FIBERS: RefCell<HashMap<ThreadId, Arc<dyn Peer>>> = RefCell::new(HashMap::new());
+    static FIBERS: RefCell<HashMap<ThreadId, Arc<dyn Peer>, IdHash>> =
+        RefCell::new(HashMap::default());
+}
+
+/// Hashes a pcml thread id with one multiplication (Fibonacci hashing): the ids are unique
+/// numbers handed out by the runtime, not chosen by an adversary, so the table needs no
+/// SipHash (which cost a fiber actor's start and end about a hundred instructions each).
+type IdHash = BuildHasherDefault<IdHasher>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // The golden ratio's 64-bit multiplier spreads consecutive ids over the high bits the
+        // table uses.
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// A supervisor starting a child, and the actors spawned meanwhile.
