@@ -101,8 +101,12 @@ impl fmt::Debug for Blocker {
 
 /// Blocks the calling thread until the blocker given to `prepare` is unblocked.
 ///
-/// `prepare` stores the blocker where the waker will find it; it may unblock it at once. `what`
-/// names the operation for the panic message in contexts that cannot block.
+/// `prepare` stores the blocker where the waker will find it; it may unblock it at once. It runs
+/// before the caller suspends, so it may end a critical section begun before the call (a direct
+/// channel send or receive queues its offer and releases the channel's spin lock there, so its
+/// blocker is in place before any partner can see the offer). If the caller cannot block,
+/// `prepare` is dropped without being called (releasing whatever it holds) before the panic.
+/// `what` names the operation for the panic message in contexts that cannot block.
 ///
 /// # Panics
 /// Inside a pcml async task, which cannot block.
@@ -115,7 +119,8 @@ pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
         ),
         Err(worker::NotAFiber::OsThread(prepare)) => block_thread(prepare),
         Err(worker::NotAFiber::Shutdown) => panic!(
-            "pcml: {what} would block in a fiber that is being dropped at runtime shutdown;              destructors of fibers must not block"
+            "pcml: {what} would block in a fiber that is being dropped at runtime shutdown; \
+             destructors of fibers must not block"
         ),
     }
 }
