@@ -590,12 +590,14 @@ impl<T: Send + 'static> ChanInner<T> {
                 // A direct offer is ours once taken out of the queue: we need only complete
                 // our own sync (Figure 9 with a partner nobody else can reach).
                 Entry::Direct(p) => match me.synch_self() {
+                    // Our sync is ours (Waiting -> Synched): deliver to the direct offer.
                     SelfSynch::Won => {
                         self.update_counts(&qs);
                         drop(qs);
                         finish_direct(p, deliver);
                         return BlockOn::Committed(());
                     }
+                    // A partner completed our sync through an earlier offer: give it back.
                     SelfSynch::AlreadySynched => Entry::Direct(p),
                 },
                 Entry::Event(o) => {
