@@ -141,3 +141,22 @@ fn spawn_and_join_from_tasks_and_two_procs_still_work() {
         assert_eq!(sum, 4950 + 499_500);
     }
 }
+
+#[test]
+fn an_idle_proc_steals_a_held_fiber_from_a_spinning_spawner() {
+    for _ in 0..20 {
+        let on = run_on_procs(2, || {
+            let ran_on = Arc::new(AtomicUsize::new(usize::MAX));
+            let r = ran_on.clone();
+            let h = pcml::spawn(move || r.store(pcml::current_proc().unwrap(), Ordering::SeqCst));
+            // Never switches: the fiber can only run if proc 1 takes it from the held slot.
+            while ran_on.load(Ordering::SeqCst) == usize::MAX {
+                std::hint::spin_loop();
+            }
+            h.join().unwrap();
+            ran_on.load(Ordering::SeqCst)
+        })
+        .unwrap();
+        assert_eq!(on, 1);
+    }
+}

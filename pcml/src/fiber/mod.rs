@@ -24,11 +24,12 @@
 //! a call, not a stack and two context switches.
 //!
 //! # The held fiber
-//! On a runtime of one proc, a fiber spawned by a fiber is held back on the proc, as Go's
-//! `runnext`, instead of entering the proc's deque: a join that follows takes it back without
-//! any atomic operation, and otherwise it is the next new work the proc runs, at the
-//! spawner's next switch (block, yield or end); a later spawn moves it to the deque. With more
-//! procs, every new fiber enters the deque at once, so that an idle proc can steal it.
+//! A fiber spawned by a thread running on a proc is held in that proc's one-item slot, as Go's
+//! `runnext`, rather than pushed into its deque: a join that follows takes it back with one
+//! atomic compare-and-swap (none on a runtime of one proc, where nobody can steal) and runs it
+//! inline. Otherwise it is the next new work the proc runs, at the spawner's next switch
+//! (block, yield or end), unless an idle proc steals it from the slot first; a later spawn
+//! moves it to the deque.
 //!
 //! # Stacks
 //! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a

@@ -2,7 +2,8 @@
 //! spawning, joining, deadlock detection.
 //!
 //! A runtime has one worker OS thread per proc (see `worker`). Work reaches a proc three ways:
-//! its own deque (what it spawns, stealable by idle procs), the global injector (work from
+//! its own deque and held slot (what it spawns, stealable by idle procs; see `held`), the
+//! global injector (work from
 //! outside the procs), and its inbox (wake-ups of its own fibers, and fibers placed on it with
 //! `spawn_on`). A started fiber lives on its home proc for life (see `fiber`); tasks migrate.
 //!
@@ -19,6 +20,7 @@
 pub(crate) mod blocker;
 pub(crate) mod blocking;
 pub(crate) mod fibers;
+pub(crate) mod held;
 pub(crate) mod inbox;
 pub(crate) mod io;
 pub(crate) mod join;

@@ -24,6 +24,7 @@ use crate::fiber::stack::{self, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SI
 use crate::fiber::{BodyPtr, FiberBody, NewFiber};
 use crate::mp::Parker;
 use crate::sched::blocking::BlockingPool;
+use crate::sched::held::HeldSlot;
 use crate::sched::inbox::Inbox;
 use crate::sched::worker::{self, InboxMsg, ProcShared, Shared};
 use crate::task::TaskRegistry;
@@ -288,6 +289,7 @@ impl Builder {
                         sleeping: AtomicBool::new(false),
                         live: AtomicIsize::new(0),
                         timers_cancelled: AtomicUsize::new(0),
+                        held: HeldSlot::new(),
                     })
                 })
                 .collect(),

@@ -5,9 +5,11 @@
 //!   fibers placed here explicitly (`spawn_on`); private to the proc;
 //! - `local`: a work-stealing deque of unstarted fibers and async tasks; the proc pushes and pops
 //!   at one end, idle procs steal from the other;
-//! - `held`: on a one-proc runtime, the fiber its running thread spawned last, kept back from
-//!   the deque (as Go's `runnext`; see `Context::hold_new`), so that the usual spawn-then-join
-//!   costs no atomic operation: the joiner takes the fiber back and runs it inline;
+//! - a held fiber: the fiber its running thread spawned last, kept out of the deque (as Go's
+//!   `runnext`; see `Context::hold_new`), so that the usual spawn-then-join costs one atomic
+//!   operation: the joiner takes the fiber back and runs it inline. It is held in the proc's
+//!   shared entry (`held`), where idle procs may steal it, or, on a runtime of one proc, in its
+//!   private context (`own_held`), with no atomic operation at all;
 //! - an [`Inbox`]: the landing pad through which others wake this proc's fibers;
 //! - its fibers' slots (`fibers`), its stack pool, and a [`Parker`] to sleep on.
 //!
@@ -46,6 +48,7 @@ use crate::mp::Parker;
 use crate::sched::blocker::Blocker;
 use crate::sched::blocking::BlockingPool;
 use crate::sched::fibers::{FiberState, FiberTable};
+use crate::sched::held::HeldSlot;
 use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
 use crate::sched::timer::{OnFire, TimerCell, TimerHeap};
@@ -100,6 +103,9 @@ pub(crate) struct ProcShared {
     /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
     /// incremented by any thread, reset by the proc.
     pub(crate) timers_cancelled: AtomicUsize,
+    /// The fiber this proc's running thread spawned last (see `Context::hold_new`); idle procs
+    /// may steal it.
+    pub(crate) held: HeldSlot<NewFiber>,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -295,10 +301,11 @@ pub(crate) struct Context {
     /// New work held on this proc, run before the local deque: fibers placed here
     /// (`spawn_on`), and an item taken off the deque's front while sweeping it.
     placed: RefCell<VecDeque<Runnable>>,
-    /// On a one-proc runtime, the fiber this proc's running thread spawned last, held back
-    /// from the deque (see `hold_new`): its joiner takes it back from here without any atomic
-    /// operation, and otherwise it is the next new work this proc runs.
-    held: RefCell<Option<NewFiber>>,
+    /// The held fiber of a one-proc runtime (`hold_new`); with more procs it is held in the
+    /// shared entry (`ProcShared::held`), where they can steal it.
+    own_held: RefCell<Option<NewFiber>>,
+    /// Whether this is the runtime's only proc.
+    alone: bool,
     fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
@@ -480,8 +487,8 @@ pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc:
 /// The joiner's fast path: if the fiber whose body is at `body` (any proc may run it) is the
 /// one its proc holds back (`Context::hold_new`), and the caller may run it inline
 /// ([`inline_room`]), takes it back and runs `run` as that thread on the caller's stack,
-/// giving it the held reference to the body. No other thread can have seen the fiber, so no
-/// claim is needed. `None` if it was not there.
+/// giving it the held reference to the body. Taking it from the slot is the claim: no other
+/// thread can run it after that. `None` if it was not there.
 pub(crate) fn run_held<R>(
     body: *const (),
     id: ThreadId,
@@ -489,13 +496,7 @@ pub(crate) fn run_held<R>(
     run: impl FnOnce(BodyPtr) -> R,
 ) -> Option<R> {
     let (ctx, slot) = inline_room(runtime, usize::MAX)?;
-    let held = {
-        let mut h = ctx.held.borrow_mut();
-        match &*h {
-            Some(f) if ptr::eq(f.body.addr(), body) => h.take(),
-            _ => None,
-        }
-    }?;
+    let held = ctx.take_held_if(|f| ptr::eq(f.body.addr(), body))?;
     // Not dropped as a `NewFiber`, which would cancel the unrun body.
     let held = held.into_body();
     Some(run_as(ctx, slot, id, || run(held)))
@@ -680,24 +681,53 @@ impl Context {
         fired
     }
 
-    /// Holds a fiber just spawned by this proc's running thread back from the deque, as Go's
-    /// `runnext` does, on a runtime of one proc, where no other proc could steal it anyway:
-    /// its joiner (typically the spawner, soon) takes it back without any atomic operation
-    /// (`run_held`), and otherwise it is the first new work this proc runs. The fiber it
-    /// displaces goes to the deque. With more procs, new fibers go to the deque, where idle
-    /// procs can steal them (held there, one would wait for its spawner's next switch, and a
-    /// spawner that spins until the fiber has run would wait forever).
+    /// Holds a fiber just spawned by this proc's running thread out of the deque, as Go's
+    /// `runnext` does: its joiner (typically the spawner, soon) takes it back with one CAS
+    /// (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is the
+    /// first new work this proc runs, unless an idle proc steals it first (idle procs are
+    /// notified as for a deque push). The fiber it displaces goes to the deque.
     pub(crate) fn hold_new(&self, f: NewFiber) {
-        let sh = &*self.shared;
-        if sh.procs.len() > 1 {
-            self.local.push(Runnable::Fiber(f));
-            sh.notify_idle();
+        if self.alone {
+            let displaced = self.own_held.borrow_mut().replace(f);
+            if let Some(old) = displaced {
+                self.local.push(Runnable::Fiber(old));
+            }
             return;
         }
-        let displaced = self.held.borrow_mut().replace(f);
-        if let Some(old) = displaced {
+        if let Some(old) = self.me().held.put(f) {
             self.local.push(Runnable::Fiber(old));
         }
+        self.shared.notify_idle();
+    }
+
+    /// Takes this proc's held fiber if `want` accepts it.
+    #[inline]
+    fn take_held_if(&self, want: impl FnOnce(&NewFiber) -> bool) -> Option<NewFiber> {
+        if self.alone {
+            let mut h = self.own_held.borrow_mut();
+            match &*h {
+                Some(f) if want(f) => h.take(),
+                _ => None,
+            }
+        } else {
+            self.me().held.take_if(want)
+        }
+    }
+
+    /// Whether this proc holds a fiber (a hint off the one-proc case).
+    #[inline]
+    fn has_held(&self) -> bool {
+        if self.alone {
+            self.own_held.borrow().is_some()
+        } else {
+            self.me().held.is_full()
+        }
+    }
+
+    /// This proc's shared entry.
+    #[inline]
+    fn me(&self) -> &ProcShared {
+        &self.shared.procs[self.index]
     }
 
     /// Drops fibers at the front of the local deque that were already run inline by their
@@ -796,14 +826,14 @@ impl Context {
     /// Whether placed fibers or the local deque hold anything (cheap loads only).
     #[inline]
     fn has_new_work(&self) -> bool {
-        self.held.borrow().is_some() || !self.local.is_empty() || !self.placed.borrow().is_empty()
+        self.has_held() || !self.local.is_empty() || !self.placed.borrow().is_empty()
     }
 
     /// The held fiber, a placed fiber or the local deque's next item, skipping fibers that
     /// their joiners already ran inline.
     #[inline]
     fn new_work(&self) -> Option<Runnable> {
-        if let Some(f) = self.held.borrow_mut().take() {
+        if let Some(f) = self.take_held_if(|_| true) {
             return Some(Runnable::Fiber(f));
         }
         loop {
@@ -840,6 +870,10 @@ impl Context {
                     Steal::Retry => {}
                 }
             }
+            // Its held fiber last: the victim's joiner is the likeliest to want it.
+            if let Some(f) = victim.held.take() {
+                return Some(Runnable::Fiber(f));
+            }
         }
         None
     }
@@ -849,11 +883,14 @@ impl Context {
         let sh = &*self.shared;
         !sh.procs[self.index].inbox.is_empty()
             || !self.ready.borrow().is_empty()
-            || self.held.borrow().is_some()
+            || self.has_held()
             || !self.placed.borrow().is_empty()
             || !self.local.is_empty()
             || !sh.injector.is_empty()
-            || sh.procs.iter().any(|p| !p.stealer.is_empty())
+            || sh
+                .procs
+                .iter()
+                .any(|p| !p.stealer.is_empty() || p.held.is_full())
             || sh.is_shutdown()
     }
 
@@ -1065,7 +1102,7 @@ impl Context {
             && sh
                 .procs
                 .iter()
-                .all(|p| p.inbox.is_empty() && p.stealer.is_empty());
+                .all(|p| p.inbox.is_empty() && p.stealer.is_empty() && !p.held.is_full());
         if !queues_empty || sh.num_sleeping.load(Ordering::SeqCst) != sh.procs.len() {
             return;
         }
@@ -1079,8 +1116,7 @@ impl Context {
         self.shutting_down.set(true);
         self.drain_inbox();
         // Unstarted work: dropping a body completes its join state as cancelled.
-        let held = self.held.borrow_mut().take();
-        if let Some(f) = held {
+        if let Some(f) = self.take_held_if(|_| true) {
             cancel_runnable(Runnable::Fiber(f));
         }
         for r in self.placed.borrow_mut().drain(..) {
@@ -1112,6 +1148,7 @@ impl Context {
 /// The body of proc `index`'s OS thread.
 pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnable>) {
     let shared_stack_size = shared.stack_size;
+    let shared_procs = shared.procs.len();
     let ctx = Context {
         stacks: RefCell::new(StackPool::new(shared.stack_size)),
         shared,
@@ -1119,7 +1156,8 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         local,
         ready: RefCell::new(VecDeque::new()),
         placed: RefCell::new(VecDeque::new()),
-        held: RefCell::new(None),
+        own_held: RefCell::new(None),
+        alone: shared_procs == 1,
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
         tick: Cell::new(0),

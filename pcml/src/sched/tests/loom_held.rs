@@ -1,0 +1,44 @@
+//! The held slot (`sched::held`): the owner puts and takes back while a thief steals. Every
+//! item put comes out exactly once: to the owner's take, as displaced by the owner's next put,
+//! or to the thief.
+
+use crate::loom::sync::Arc;
+use crate::sched::held::HeldSlot;
+
+#[test]
+fn loom_held_take_back_races_a_thief() {
+    loom::model(|| {
+        let slot = Arc::new(HeldSlot::new());
+        assert!(slot.put(1u32).is_none());
+        let thief = {
+            let slot = slot.clone();
+            loom::thread::spawn(move || slot.take())
+        };
+        let mine = slot.take_if(|v| *v == 1);
+        let stolen = thief.join().unwrap();
+        // Exactly one of the two got it.
+        assert_eq!(
+            [mine, stolen].iter().flatten().copied().collect::<Vec<_>>(),
+            vec![1]
+        );
+        assert!(!slot.is_full());
+    });
+}
+
+#[test]
+fn loom_held_displacing_put_races_a_thief() {
+    loom::model(|| {
+        let slot = Arc::new(HeldSlot::new());
+        assert!(slot.put(1u32).is_none());
+        let thief = {
+            let slot = slot.clone();
+            loom::thread::spawn(move || slot.take())
+        };
+        let displaced = slot.put(2);
+        let mine = slot.take_if(|v| *v == 2);
+        let stolen = thief.join().unwrap();
+        let mut got: Vec<u32> = [displaced, mine, stolen].into_iter().flatten().collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2], "each item comes out exactly once");
+    });
+}
