@@ -401,16 +401,27 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
 /// still `token`. From the runtime's own procs this touches no shared reference count; from
 /// elsewhere it looks the runtime up (and does nothing if the runtime is gone: so is the
 /// fiber).
+#[inline]
 pub(crate) fn wake_fiber(runtime: u64, proc: usize, slot: usize, token: u64) {
     if let Some(ctx) = context()
         && ctx.shared.id == runtime
+        && ctx.index == proc
     {
-        if ctx.index == proc {
-            // On the home proc: no need for the inbox.
-            ctx.wake_local(slot, token);
-        } else {
-            ctx.shared.send_to(proc, InboxMsg::Wake { slot, token });
-        }
+        // On the home proc: no need for the inbox.
+        ctx.wake_local(slot, token);
+        return;
+    }
+    wake_fiber_elsewhere(runtime, proc, slot, token);
+}
+
+/// [`wake_fiber`] from another proc or thread, through the home proc's inbox. Out of line, so
+/// that the local wake-up's path saves no registers for it.
+#[inline(never)]
+fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
+    if let Some(ctx) = context()
+        && ctx.shared.id == runtime
+    {
+        ctx.shared.send_to(proc, InboxMsg::Wake { slot, token });
         return;
     }
     if let Some(shared) = crate::sched::registry::lookup(runtime) {
@@ -532,18 +543,27 @@ pub(crate) fn yield_fiber() -> bool {
 /// Counts one operation that completed without blocking; a fiber that has done `BUDGET` of them
 /// in a row yields, so a loop over always-ready events cannot monopolise its proc.
 #[allow(dead_code)] // called by the event layer's sync
+#[inline]
 pub(crate) fn consume_budget() {
     if let Some(ctx) = context()
         && matches!(ctx.current.get(), Current::Fiber { .. })
     {
         let left = ctx.budget.get();
         if left <= 1 {
-            ctx.budget.set(BUDGET);
-            ctx.suspend(Suspend::Yield);
+            budget_spent(ctx);
         } else {
             ctx.budget.set(left - 1);
         }
     }
+}
+
+/// The budget's yield, out of line: the switch clobbers every register, and inlined it made
+/// each call of `consume_budget` save and restore them all.
+#[cold]
+#[inline(never)]
+fn budget_spent(ctx: &Context) {
+    ctx.budget.set(BUDGET);
+    ctx.suspend(Suspend::Yield);
 }
 
 /// Pushes stealable work from the current thread: to this proc's deque on a worker, else to
