@@ -75,7 +75,9 @@ pub fn line_round_trip(n: u64) -> f64 {
 /// of work was done per unit of the time one thread alone takes.
 ///
 /// ```
-/// assert!(pcml_bench::machine::parallelism(1) > 0.5);
+/// // A measurement, not a property: on a loaded machine it can be anything positive.
+/// let p = pcml_bench::machine::parallelism(1);
+/// assert!(p.is_finite() && p > 0.0);
 /// ```
 pub fn parallelism(threads: usize) -> f64 {
     fn work() -> u64 {
