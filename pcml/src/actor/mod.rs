@@ -96,8 +96,10 @@
 //!   use [`spawn_async`] for millions of actors.
 //!
 //! # Invariants
-//! - One shared record per actor (`record`): the mailbox and its state behind one lock. See
-//!   `record` for the send and receive protocol and its invariants.
+//! - One shared record per actor (`record`): the mailbox and its state behind one spin lock,
+//!   plus the owner's private part of the mailbox in its `Ctx` (messages its receives took
+//!   out of the shared queue in one lock). See `record` for the send and receive protocol and
+//!   its invariants.
 //! - An actor is alive until its body returns, panics or is killed; then its mailbox is emptied
 //!   and closed (sends return [`SendError`]) before anyone is told of its death.
 
@@ -799,9 +801,12 @@ impl<M: Send + 'static> Ctx<M> {
     /// Selective receive: takes the oldest message `f` accepts, blocking until one arrives.
     /// The messages it skips stay in the mailbox, in their order.
     ///
-    /// `f` runs under the mailbox's lock: keep it short, and do not send to this actor from
-    /// it. A blocked call that is woken by new messages tests only those (the save pointer);
-    /// each new call starts from the oldest message, as Erlang's `receive` does.
+    /// `f` usually runs with the mailbox unlocked, on messages the call took out of the
+    /// shared queue; while a receive event of this actor is alive (not yet synced or dropped)
+    /// it runs under the mailbox's lock, where senders wait for it. So keep it short, and do
+    /// not send to this actor from it. A blocked call that is woken by new messages tests
+    /// only those (the save pointer); each new call starts from the oldest message, as
+    /// Erlang's `receive` does.
     ///
     /// # Panics
     /// In an async task (use [`recv_match`](Self::recv_match)).
