@@ -287,7 +287,7 @@ impl Builder {
                         inbox: Inbox::new(),
                         parker: Parker::new(),
                         sleeping: AtomicBool::new(false),
-                        live: AtomicIsize::new(0),
+                        live: CachePadded::new(AtomicIsize::new(0)),
                         timers_cancelled: AtomicUsize::new(0),
                         held: HeldSlot::new(),
                     })

@@ -98,8 +98,10 @@ pub(crate) struct ProcShared {
     pub(crate) sleeping: AtomicBool,
     /// Threads started minus threads finished by this proc (may be negative: a thread spawned
     /// here may end elsewhere). Written only by the proc's own worker thread, with a plain load
-    /// and store (no read-modify-write on the spawn path); summed by deadlock detection.
-    pub(crate) live: AtomicIsize,
+    /// and store (no read-modify-write on the spawn path); summed by deadlock detection. On a
+    /// line of its own: the owner writes it at every spawn and end, while idle procs poll the
+    /// other fields.
+    pub(crate) live: CachePadded<AtomicIsize>,
     /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
     /// incremented by any thread, reset by the proc.
     pub(crate) timers_cancelled: AtomicUsize,
