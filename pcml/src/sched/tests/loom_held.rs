@@ -4,23 +4,27 @@
 
 use crate::loom::sync::Arc;
 use crate::sched::held::HeldSlot;
+use loom::thread::{self, JoinHandle};
+
+/// A slot holding `1`, and a thief already trying to take it.
+fn held_one_and_a_thief() -> (Arc<HeldSlot<u32>>, JoinHandle<Option<u32>>) {
+    let slot = Arc::new(HeldSlot::new());
+    assert!(slot.put(1).is_none());
+    let thief = {
+        let slot = slot.clone();
+        thread::spawn(move || slot.take())
+    };
+    (slot, thief)
+}
 
 #[test]
 fn loom_held_take_back_races_a_thief() {
     loom::model(|| {
-        let slot = Arc::new(HeldSlot::new());
-        assert!(slot.put(1u32).is_none());
-        let thief = {
-            let slot = slot.clone();
-            loom::thread::spawn(move || slot.take())
-        };
+        let (slot, thief) = held_one_and_a_thief();
         let mine = slot.take_if(|v| *v == 1);
         let stolen = thief.join().unwrap();
-        // Exactly one of the two got it.
-        assert_eq!(
-            [mine, stolen].iter().flatten().copied().collect::<Vec<_>>(),
-            vec![1]
-        );
+        let got: Vec<u32> = [mine, stolen].into_iter().flatten().collect();
+        assert_eq!(got, vec![1], "exactly one of the two got it");
         assert!(!slot.is_full());
     });
 }
@@ -28,12 +32,7 @@ fn loom_held_take_back_races_a_thief() {
 #[test]
 fn loom_held_displacing_put_races_a_thief() {
     loom::model(|| {
-        let slot = Arc::new(HeldSlot::new());
-        assert!(slot.put(1u32).is_none());
-        let thief = {
-            let slot = slot.clone();
-            loom::thread::spawn(move || slot.take())
-        };
+        let (slot, thief) = held_one_and_a_thief();
         let displaced = slot.put(2);
         let mine = slot.take_if(|v| *v == 2);
         let stolen = thief.join().unwrap();
