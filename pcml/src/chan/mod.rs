@@ -25,6 +25,16 @@
 //! read-modify-write: the partner delivers, takes the blocker, marks the offer done with a
 //! store, and wakes its owner.
 //!
+//! A one-branch sync of a channel event (`ch.recv_evt().sync()`, `ch.send_evt(v).sync()`,
+//! with any `wrap`s) takes the same path, and so does its `.await`: the first poll commits or
+//! queues a direct offer whose blocker is the task's waker, and the future (through its base
+//! event) owns that offer. A later poll that finds the offer still queued replaces the waker
+//! under the lock (a task moved to another executor thread must be woken through its new
+//! waker); one that finds it taken waits for the partner's `done`. Dropping the pending future
+//! withdraws the offer under the lock, or, if a partner already took it, waits for `done` and
+//! drops the slot's content: a delivered message nobody will see, as `recv_evt`'s
+//! "Cancellation" says (the `BaseEvent::discard` of a channel receive).
+//!
 //! # Dead offers
 //! An offer whose sync completed elsewhere stays queued until someone meets it (and drops it)
 //! or a sweep removes it: when a push finds the queue at its threshold, dead offers are removed
@@ -52,9 +62,12 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
+use std::ops::Deref;
 use std::ptr::NonNull;
+use std::task::{Context, Poll};
 
 use crate::event::Event;
+use crate::event::branch::DirectBase;
 use crate::event::rep::{
     BaseEvent, Blocked, DirectRecord, Match, OwnWaiter, SelfSynch, SyncRecord,
 };
@@ -281,6 +294,13 @@ impl<T> WaitQueue<T> {
         None
     }
 
+    /// Whether the direct offer `p` is queued here.
+    fn holds_direct(&self, p: NonNull<DirectOffer<T>>) -> bool {
+        self.q
+            .iter()
+            .any(|e| matches!(e, Entry::Direct(d) if d.0 == p))
+    }
+
     /// Removes the direct offer `p` if it is still queued; whether it was.
     fn withdraw_direct(&mut self, p: NonNull<DirectOffer<T>>) -> bool {
         let at = self
@@ -364,19 +384,30 @@ enum BlockOn<R> {
 }
 
 /// A blocked direct send/recv: owns its offer. Dropped without `finish` (the thread unwinds
-/// before or while waiting: a fiber dropped at shutdown), it withdraws the offer if still
-/// queued, or waits for the partner that took it to be done with it, then frees it.
-struct DirectWait<'a, T: Send + 'static> {
-    ch: &'a ChanInner<T>,
+/// before or while waiting: a fiber dropped at shutdown; an async direct sync's future is
+/// dropped), it withdraws the offer if still queued, or waits for the partner that took it to
+/// be done with it, then frees it (dropping what the slot holds: a send's message nobody
+/// took, or a message delivered to a receive nobody will see). `C` is how it reaches the
+/// channel: borrowed by a blocking `send`/`recv`, shared by an async one.
+struct DirectWait<T: Send + 'static, C: Deref<Target = ChanInner<T>>> {
+    ch: C,
     /// Allocated by `DirectWait::new`, freed (or cached) only by `finish` or `drop`.
     offer: NonNull<DirectOffer<T>>,
     /// Whether the offer was queued.
     queued: Cell<bool>,
+    /// Set by `finish` once the offer is recycled: `drop` then has nothing left to do but
+    /// release `ch`.
+    recycled: bool,
 }
 
-impl<'a, T: Send + 'static> DirectWait<'a, T> {
+// SAFETY: a `DirectWait` owns its offer as a `Box` would (module invariants: only its owner
+// frees or reuses it), and the offer is `Send + Sync` when `T: Send`; so it may move to another
+// thread with its owner (an async task moving between executor threads) when `C` may.
+unsafe impl<T: Send + 'static, C: Deref<Target = ChanInner<T>> + Send> Send for DirectWait<T, C> {}
+
+impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
     /// A fresh offer holding `msg`: the thread's cached one, else a new one.
-    fn new(ch: &'a ChanInner<T>, msg: Option<T>) -> Self {
+    fn new(ch: C, msg: Option<T>) -> Self {
         let b = match cache::take::<DirectOffer<T>>() {
             Some(b) => {
                 b.rec.reset();
@@ -395,6 +426,7 @@ impl<'a, T: Send + 'static> DirectWait<'a, T> {
             ch,
             offer: NonNull::from(Box::leak(b)),
             queued: Cell::new(false),
+            recycled: false,
         }
     }
 
@@ -420,7 +452,7 @@ impl<'a, T: Send + 'static> DirectWait<'a, T> {
     }
 
     /// Woken: the partner delivered. Returns the slot's content and recycles the offer.
-    fn finish(self) -> Option<T> {
+    fn finish(mut self) -> Option<T> {
         if !self.offer().rec.is_done() {
             // A wake-up without a partner breaks `block_current`'s contract; `drop` withdraws
             // the offer.
@@ -428,16 +460,19 @@ impl<'a, T: Send + 'static> DirectWait<'a, T> {
         }
         // SAFETY: the partner is done with the offer (`is_done`): the slot is ours.
         let v = unsafe { self.offer().slot.take() };
-        let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the offer came from `Box::leak` in `new`, nobody else references it any
-        // more, and `this` is not dropped, so it is not freed twice.
-        cache::put(unsafe { Box::from_raw(this.offer.as_ptr()) });
+        // more, and `recycled` keeps `drop` from freeing it again.
+        cache::put(unsafe { Box::from_raw(self.offer.as_ptr()) });
+        self.recycled = true;
         v
     }
 }
 
-impl<T: Send + 'static> Drop for DirectWait<'_, T> {
+impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, C> {
     fn drop(&mut self) {
+        if self.recycled {
+            return;
+        }
         if self.queued.get() {
             let mut qs = self.ch.queues.lock();
             let withdrawn =
@@ -668,13 +703,90 @@ fn finish_direct<T>(p: DirectPtr<T>, deliver: impl FnOnce(&Slot<T>)) {
     }
 }
 
+/// An async direct sync's queued offer: shares the channel with its event.
+type AsyncWait<T> = DirectWait<T, Arc<ChanInner<T>>>;
+
+/// An async direct send or receive (a `.await` of a one-branch channel event), polled with
+/// `cx`. The first poll is the commit phase and, with no partner, the blocking phase under the
+/// same lock acquisition, as in `ChanInner::direct`, with `cx`'s waker as the offer's blocker;
+/// `wait` then owns the queued offer. Later polls return the delivered result once the
+/// partner is done, or install the new waker while the offer is still queued. Delivery swaps
+/// the partner's slot with `msg`; `Ready` holds what `msg` holds afterwards, or our own
+/// offer's slot after a wait (the received message).
+fn poll_direct<T: Send + 'static>(
+    ch: &Arc<ChanInner<T>>,
+    wait: &mut Option<AsyncWait<T>>,
+    theirs: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+    ours: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+    msg: &mut Option<T>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<T>> {
+    if let Some(w) = wait {
+        if !w.offer().rec.is_done() {
+            let mut qs = ch.queues.lock();
+            if ours(&mut qs).holds_direct(w.offer) {
+                // Still queued, so nobody took it: the blocker is still ours to replace (a
+                // task moved to another executor thread, or a spurious poll). The old one is
+                // dropped after unlocking: a waker's drop is foreign code.
+                let old = w
+                    .offer()
+                    .rec
+                    .replace_blocker(blocker::Blocker::from_waker(cx.waker().clone()));
+                drop(qs);
+                drop(old);
+                return Poll::Pending;
+            }
+            drop(qs);
+            // A partner took it out of the queue and is delivering: a few instructions.
+            w.offer().rec.wait_done();
+        }
+        let w = wait.take().expect("pcml: a direct wait vanished");
+        return Poll::Ready(w.finish());
+    }
+    let qs = ch.queues.lock();
+    // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
+    let qs = match ch.commit(qs, theirs, |slot| unsafe { slot.swap(msg) }) {
+        Ok(()) => return Poll::Ready(msg.take()),
+        Err(qs) => qs,
+    };
+    let w = DirectWait::new(ch.clone(), msg.take());
+    w.queue(blocker::Blocker::from_waker(cx.waker().clone()), qs, ours);
+    *wait = Some(w);
+    Poll::Pending
+}
+
 /// The base event of [`Chan::send_evt`].
-struct SendEvt<T> {
+struct SendEvt<T: Send + 'static> {
     ch: Arc<ChanInner<T>>,
     /// The message until it is offered or delivered.
     msg: Option<T>,
     /// Our published offer, if `block` published one.
     offer: Option<Arc<Offer<T>>>,
+    /// Our queued offer on the async direct path (`poll_direct`), if one is queued.
+    direct: Option<AsyncWait<T>>,
+}
+
+impl<T: Send + 'static> DirectBase for SendEvt<T> {
+    fn sync_direct(&mut self) {
+        let msg = self.msg.take().expect("pcml: send event reused");
+        let left = self
+            .ch
+            .direct(Queues::recvq, Queues::sendq, Some(msg), "sync");
+        debug_assert!(left.is_none(), "pcml: a send kept its message");
+    }
+
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let ch = &self.ch;
+        poll_direct(
+            ch,
+            &mut self.direct,
+            Queues::recvq,
+            Queues::sendq,
+            &mut self.msg,
+            cx,
+        )
+        .map(|left| debug_assert!(left.is_none(), "pcml: a send kept its message"))
+    }
 }
 
 impl<T: Send + 'static> BaseEvent for SendEvt<T> {
@@ -725,10 +837,33 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
 }
 
 /// The base event of [`Chan::recv_evt`].
-struct RecvEvt<T> {
+struct RecvEvt<T: Send + 'static> {
     ch: Arc<ChanInner<T>>,
     /// Our published offer, if `block` published one.
     offer: Option<Arc<Offer<T>>>,
+    /// Our queued offer on the async direct path (`poll_direct`), if one is queued.
+    direct: Option<AsyncWait<T>>,
+}
+
+impl<T: Send + 'static> DirectBase for RecvEvt<T> {
+    fn sync_direct(&mut self) -> T {
+        self.ch
+            .direct(Queues::sendq, Queues::recvq, None, "sync")
+            .expect("pcml: a receive completed without a message")
+    }
+
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<T> {
+        let mut none = None;
+        poll_direct(
+            &self.ch,
+            &mut self.direct,
+            Queues::sendq,
+            Queues::recvq,
+            &mut none,
+            cx,
+        )
+        .map(|got| got.expect("pcml: a receive completed without a message"))
+    }
 }
 
 impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
@@ -842,10 +977,11 @@ impl<T: Send + 'static> Chan<T> {
     /// });
     /// ```
     pub fn send_evt(&self, msg: T) -> Event<()> {
-        Event::from_base(SendEvt {
+        Event::from_direct_base(SendEvt {
             ch: self.inner.clone(),
             msg: Some(msg),
             offer: None,
+            direct: None,
         })
     }
 
@@ -883,9 +1019,10 @@ impl<T: Send + 'static> Chan<T> {
     /// assert_eq!(ch.try_recv(), None);
     /// ```
     pub fn recv_evt(&self) -> Event<T> {
-        Event::from_base(RecvEvt {
+        Event::from_direct_base(RecvEvt {
             ch: self.inner.clone(),
             offer: None,
+            direct: None,
         })
     }
 

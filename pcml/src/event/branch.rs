@@ -7,6 +7,7 @@
 //!   is consistent (so a panicking wrapper leaves no channel locked, no partner half-done).
 
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use super::rep::{BaseEvent, Blocked, OwnWaiter};
 
@@ -32,6 +33,77 @@ pub(crate) trait Branch<T>: Send {
     fn discard(self: Box<Self>);
     /// This branch lost.
     fn cancel(&mut self);
+    /// A blocking one-branch sync on the base event's direct path (its object's own
+    /// `send`/`recv`, see "Direct syncs" in `rep`): `true` once done, the output held for
+    /// `finish`; `false`, having done nothing, if the base event has no direct path.
+    fn sync_direct(&mut self) -> bool {
+        false
+    }
+    /// An async one-branch sync on the base event's direct path, polled with `cx`: `Ready`
+    /// holds the output for `finish`; `Pending` leaves the branch owning a queued offer
+    /// (dropping the branch withdraws it); `None`, having done nothing, if the base event has
+    /// no direct path.
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
+        let _ = cx;
+        None
+    }
+}
+
+/// A base event with a direct path: a one-branch sync of it may skip the protocol (no
+/// record, no state CAS), as the object's own blocking operations do.
+pub(crate) trait DirectBase: BaseEvent {
+    /// Synchronizes this event alone, blocking the calling fiber or OS thread; panics, before
+    /// publishing anything, if it would block inside a pcml async task.
+    fn sync_direct(&mut self) -> Self::Output;
+    /// Synchronizes this event alone from async code. On `Pending` the event owns a queued
+    /// offer whose waker is `cx`'s; polling again uses the new context's waker; dropping the
+    /// event withdraws the offer, or, if a partner already delivered, drops what it delivered
+    /// (the object's `discard`).
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output>;
+}
+
+/// A leaf whose base event has a direct path (no wrapper of its own: `wrap` puts a
+/// [`Mapped`] around it).
+pub(crate) struct DirectLeaf<E: BaseEvent> {
+    pub(crate) leaf: Leaf<E, Identity<E::Output>>,
+}
+
+/// The wrapper of a leaf that has none.
+pub(crate) type Identity<T> = fn(T) -> T;
+
+impl<E: DirectBase> Branch<E::Output> for DirectLeaf<E> {
+    fn poll(&mut self) -> bool {
+        self.leaf.poll()
+    }
+    fn try_do(&mut self) -> bool {
+        self.leaf.try_do()
+    }
+    fn block(&mut self, me: &OwnWaiter<'_>) -> BlockOutcome {
+        self.leaf.block(me)
+    }
+    fn finish(mut self: Box<Self>) -> E::Output {
+        // No wrapper: the identity.
+        self.leaf.output()
+    }
+    fn discard(mut self: Box<Self>) {
+        let v = self.leaf.output();
+        self.leaf.base.discard(v);
+    }
+    fn cancel(&mut self) {
+        self.leaf.cancel()
+    }
+    fn sync_direct(&mut self) -> bool {
+        self.leaf.out = Some(self.leaf.base.sync_direct());
+        true
+    }
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
+        Some(
+            self.leaf
+                .base
+                .poll_direct(cx)
+                .map(|v| self.leaf.out = Some(v)),
+        )
+    }
 }
 
 /// A base event and the wrapper composed onto it.
@@ -120,6 +192,12 @@ where
     }
     fn cancel(&mut self) {
         self.inner.cancel();
+    }
+    fn sync_direct(&mut self) -> bool {
+        self.inner.sync_direct()
+    }
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
+        self.inner.poll_direct(cx)
     }
 }
 

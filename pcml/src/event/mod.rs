@@ -93,7 +93,7 @@ pub(crate) mod tests;
 use std::fmt;
 use std::future::IntoFuture;
 
-use self::branch::{Branch, Leaf, Mapped, SharedMap};
+use self::branch::{Branch, DirectBase, DirectLeaf, Leaf, Mapped, SharedMap};
 use self::sync::Prepared;
 
 pub use self::rep::{BaseEvent, Blocked, Commit, Match, OwnWaiter, SelfSynch, TrySynch, Waiter};
@@ -206,6 +206,20 @@ impl<T: Send + 'static> Event<T> {
                 base,
                 out: None,
                 f: identity::<T>,
+            })),
+        }
+    }
+
+    /// Makes an event of a base event with a direct path: a one-branch sync of it (with any
+    /// wrappers) takes that path; in a choice it is an ordinary base event.
+    pub(crate) fn from_direct_base<E: DirectBase<Output = T>>(base: E) -> Self {
+        Event {
+            kind: Kind::Base(Box::new(DirectLeaf {
+                leaf: Leaf {
+                    base,
+                    out: None,
+                    f: identity::<T>,
+                },
             })),
         }
     }

@@ -48,13 +48,20 @@
 //!
 //! A direct rendezvous thus costs the object's two lock acquisitions and no other
 //! read-modify-write. The owner withdraws its offer (under the lock) only when it unwinds while
-//! blocked (a fiber dropped at runtime shutdown).
+//! blocked (a fiber dropped at runtime shutdown) or drops a pending future.
+//!
+//! One-branch syncs of an object's events (with wrappers, but no choice, guard or nack) take
+//! the same path when the object offers one (`branch::DirectBase`; channels do): `sync()`
+//! blocks as the object's `send`/`recv`, and `.await` queues a direct offer whose blocker is
+//! the task's waker. An async owner polled again while its offer is still queued replaces the
+//! blocker under the object's lock, where no partner can be taking it.
 //!
 //! # Invariants
 //! - A [`DirectRecord`]'s offer is in at most one queue, once; it is taken out of it only
 //!   under the object's lock, by one partner (which then owns delivery) or by its owner
-//!   (withdrawal); its blocker is written before it is queued and read only by the one that
-//!   took it out; `done` is set once, by the partner, after its last access to the offer.
+//!   (withdrawal); its blocker is written before it is queued (and replaced only by its
+//!   owner, under the lock, while it is still queued) and read only by the one that took it
+//!   out; `done` is set once, by the partner, after its last access to the offer.
 //! - `state` goes `Waiting -> Claimed` and `Claimed -> Waiting | Synched` only by the owner of
 //!   the sync; `Waiting -> Synched` by anyone (a partner committing, the owner cancelling, the
 //!   owner committing an always-enabled base event); `Synched` is final (Figure 7).
@@ -589,6 +596,16 @@ impl DirectRecord {
         // is empty (a finished record's blocker was taken: `reset`'s check), so writing over
         // it drops nothing.
         self.blocker.with_mut(|p| unsafe { p.write(Some(b)) });
+    }
+
+    /// Replaces the blocker of a queued offer (an async owner polled again with another
+    /// waker) and returns the old one, to be dropped after the lock is released. Owner only,
+    /// under the object's lock, with the offer still in its queue: no partner has taken it, and
+    /// the one that takes it later reads the new blocker after its acquire of the same lock.
+    pub(crate) fn replace_blocker(&self, b: Blocker) -> Option<Blocker> {
+        // SAFETY: the offer is queued and we hold the object's lock, so no partner holds the
+        // offer: the cell is ours until we release the lock.
+        self.blocker.with_mut(|p| unsafe { (*p).replace(b) })
     }
 
     /// Takes back the blocker of an offer the owner withdrew from its object's queue (under

@@ -10,6 +10,11 @@
 //!   preferred when several are enabled. Under loom the start is always 0 (models must be
 //!   deterministic).
 //! - The sync record is allocated only when the commit phase fails (section 9.2's C# trick).
+//! - A one-branch event whose base event has a direct path (`branch::DirectBase`: a channel
+//!   event, wrapped or not) skips all of this: `sync` and the future hand it to the object
+//!   (see `rep`'s "Direct syncs"). A future on that path owns the branch, whose base event owns
+//!   its queued offer; dropping the future drops the branch, which withdraws the offer or
+//!   discards what a partner already delivered.
 //!
 //! # Invariants
 //! - A `Pending` that is dropped before `finish` (a dropped future, an unwinding fiber, a
@@ -286,6 +291,19 @@ fn poll_phases<T: Send + 'static>(ev: Event<T>) -> Result<T, (Prepared<T>, usize
 
 /// Synchronizes on `ev`, blocking the calling fiber or OS thread.
 pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
+    // A one-branch event whose base event has a direct path takes it (see `rep`'s "Direct
+    // syncs"): no record, no `Prepared`.
+    let ev = match ev.kind {
+        Kind::Base(mut b) => {
+            if b.sync_direct() {
+                return b.finish();
+            }
+            Event {
+                kind: Kind::Base(b),
+            }
+        }
+        kind => Event { kind },
+    };
     let (p, start) = match poll_phases(ev) {
         Ok(v) => {
             worker::consume_budget();
@@ -364,6 +382,9 @@ pub struct SyncFuture<T> {
 
 enum FutState<T> {
     Init(Event<T>),
+    /// A one-branch sync on its base event's direct path, its offer queued (owned by the
+    /// branch, which withdraws it when dropped).
+    Direct(Box<dyn Branch<T>>),
     Blocked(Pending<T>),
     Done,
 }
@@ -372,7 +393,7 @@ impl<T> std::fmt::Debug for SyncFuture<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = match self.state {
             FutState::Init(_) => "Init",
-            FutState::Blocked(_) => "Blocked",
+            FutState::Direct(_) | FutState::Blocked(_) => "Blocked",
             FutState::Done => "Done",
         };
         f.debug_struct("SyncFuture").field("state", &s).finish()
@@ -399,6 +420,21 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
+                // A one-branch event whose base event has a direct path takes it.
+                let ev = match ev.kind {
+                    Kind::Base(mut b) => match b.poll_direct(cx) {
+                        Some(Poll::Ready(())) => return Poll::Ready(b.finish()),
+                        Some(Poll::Pending) => {
+                            async_budget_reset();
+                            this.state = FutState::Direct(b);
+                            return Poll::Pending;
+                        }
+                        None => Event {
+                            kind: Kind::Base(b),
+                        },
+                    },
+                    kind => Event { kind },
+                };
                 let (p, start) = match poll_phases(ev) {
                     Ok(v) => return Poll::Ready(v),
                     Err(e) => e,
@@ -422,6 +458,14 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
                     }
                 }
             }
+            FutState::Direct(mut b) => match b.poll_direct(cx) {
+                Some(Poll::Ready(())) => Poll::Ready(b.finish()),
+                Some(Poll::Pending) => {
+                    this.state = FutState::Direct(b);
+                    Poll::Pending
+                }
+                None => unreachable!("pcml: a direct branch lost its direct path"),
+            },
             FutState::Blocked(pending) => {
                 if let Some(w) = pending.rec.winner() {
                     return Poll::Ready(pending.finish(w));

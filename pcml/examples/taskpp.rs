@@ -1,0 +1,68 @@
+//! Profiling aid: ping-pong between two async tasks on one proc, over `recv_evt().await` and
+//! `send_evt(v).await` (the one-branch event syncs' direct path); with the argument `sync`,
+//! between two fibers over `recv_evt().sync()` and `send_evt(v).sync()` instead.
+//!
+//! `cargo run --release -p pcml --example taskpp -- [sync] [messages/2]`
+use pcml::chan::Chan;
+
+fn main() {
+    let mut args = std::env::args().skip(1).peekable();
+    let sync = args.peek().is_some_and(|a| a == "sync");
+    if sync {
+        args.next();
+    }
+    let n: u64 = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    rt.block_on(move || {
+        let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
+        let (p2, q2) = (ping.clone(), pong.clone());
+        let t = std::time::Instant::now();
+        let v = if sync {
+            let ponger = pcml::spawn(move || {
+                for _ in 0..n {
+                    let v = p2.recv_evt().sync();
+                    q2.send_evt(v + 1).sync();
+                }
+            });
+            let mut v = 0;
+            for _ in 0..n {
+                ping.send_evt(v).sync();
+                v = pong.recv_evt().sync();
+            }
+            ponger.join().unwrap();
+            v
+        } else {
+            pcml::spawn_task(async move {
+                for _ in 0..n {
+                    let v = p2.recv_evt().await;
+                    q2.send_evt(v + 1).await;
+                }
+            });
+            pcml::spawn_task(async move {
+                let mut v = 0;
+                for _ in 0..n {
+                    ping.send_evt(v).await;
+                    v = pong.recv_evt().await;
+                }
+                v
+            })
+            .join()
+            .unwrap()
+        };
+        let e = t.elapsed();
+        assert_eq!(v, n);
+        let what = if sync {
+            "fibers, sync()"
+        } else {
+            "tasks, .await"
+        };
+        println!(
+            "1-proc ping-pong ({what}): {:.1} ns per message",
+            e.as_nanos() as f64 / (2 * n) as f64
+        );
+    })
+    .unwrap();
+}

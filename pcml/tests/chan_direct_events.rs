@@ -1,0 +1,354 @@
+//! One-branch channel event syncs on the direct path: `ch.recv_evt().sync()`,
+//! `ch.send_evt(v).sync()` and their `.await`s, from fibers, OS threads, pcml tasks and
+//! tokio; cancellation of a pending `.await` (offer withdrawn, or the delivered message
+//! dropped once), and a new waker at each poll.
+
+mod common;
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use common::{run_on_procs, tokio_rt};
+use pcml::chan::Chan;
+use pcml::event::select;
+
+/// Ping-pong between two pcml tasks over `.await`s of one-branch events; the reply is `v + 1`.
+fn task_pingpong(rounds: u64) -> u64 {
+    let (ping, pong) = (Chan::new(), Chan::new());
+    let (p2, q2) = (ping.clone(), pong.clone());
+    pcml::spawn_task(async move {
+        for _ in 0..rounds {
+            let v: u64 = p2.recv_evt().await;
+            q2.send_evt(v + 1).await;
+        }
+    });
+    pcml::spawn_task(async move {
+        let mut sum = 0;
+        for i in 0..rounds {
+            ping.send_evt(i).await;
+            sum += pong.recv_evt().wrap(|x: u64| x * 2).await;
+        }
+        sum
+    })
+    .join()
+    .unwrap()
+}
+
+fn expected(rounds: u64) -> u64 {
+    // Sum over i of 2 * (i + 1).
+    rounds * (rounds + 1)
+}
+
+#[test]
+fn pcml_tasks_ping_pong_over_awaited_events_on_one_and_two_procs() {
+    for procs in [1, 2] {
+        let got = run_on_procs(procs, || task_pingpong(2000)).unwrap();
+        assert_eq!(got, expected(2000), "procs = {procs}");
+    }
+}
+
+#[test]
+fn fibers_ping_pong_over_synced_events() {
+    for procs in [1, 2] {
+        let got = run_on_procs(procs, || {
+            let (ping, pong) = (Chan::new(), Chan::new());
+            let (p2, q2) = (ping.clone(), pong.clone());
+            pcml::spawn(move || {
+                for _ in 0..1000 {
+                    let v: u64 = p2.recv_evt().sync();
+                    q2.send_evt(v + 1).sync();
+                }
+            });
+            (0..1000)
+                .map(|i| {
+                    ping.send_evt(i).sync();
+                    pong.recv_evt().wrap(|x: u64| x * 2).sync()
+                })
+                .sum::<u64>()
+        })
+        .unwrap();
+        assert_eq!(got, expected(1000), "procs = {procs}");
+    }
+}
+
+#[test]
+fn os_threads_sync_one_branch_events_against_plain_send_and_recv() {
+    let (ping, pong) = (Chan::new(), Chan::new());
+    let (p2, q2) = (ping.clone(), pong.clone());
+    let t = std::thread::spawn(move || {
+        for _ in 0..500 {
+            let v: u64 = p2.recv();
+            q2.send(v + 1);
+        }
+    });
+    let mut sum = 0;
+    for i in 0..500 {
+        ping.send_evt(i).sync();
+        sum += pong.recv_evt().wrap(|x: u64| x * 2).sync();
+    }
+    t.join().unwrap();
+    assert_eq!(sum, expected(500));
+}
+
+#[test]
+fn tokio_tasks_ping_pong_over_awaited_events_and_with_a_blocked_os_thread() {
+    let rt = tokio_rt();
+    let (ping, pong) = (Chan::new(), Chan::new());
+    let (p2, q2) = (ping.clone(), pong.clone());
+    // Two tokio tasks on a two-worker runtime: they move between workers, so their syncs are
+    // polled with new wakers.
+    rt.spawn(async move {
+        for _ in 0..2000 {
+            let v: u64 = p2.recv_evt().await;
+            q2.send_evt(v + 1).await;
+        }
+    });
+    let sum = rt.block_on(async move {
+        let mut sum = 0;
+        for i in 0..2000u64 {
+            let pong = pong.clone();
+            // Each round trip in a fresh task, so tasks start on either worker.
+            let ping = ping.clone();
+            sum += tokio::spawn(async move {
+                ping.send_evt(i).await;
+                pong.recv_evt().wrap(|x: u64| x * 2).await
+            })
+            .await
+            .unwrap();
+        }
+        sum
+    });
+    assert_eq!(sum, expected(2000));
+
+    // An OS thread blocked in a direct `recv` and `send` against tokio's awaits.
+    let (a, b) = (Chan::new(), Chan::new());
+    let (a2, b2) = (a.clone(), b.clone());
+    let t = std::thread::spawn(move || {
+        for _ in 0..200 {
+            let v: u64 = a2.recv();
+            b2.send(v + 1);
+        }
+    });
+    let sum = rt.block_on(async move {
+        let mut sum = 0;
+        for i in 0..200 {
+            a.send_evt(i).await;
+            sum += b.recv_evt().wrap(|x: u64| x * 2).await;
+        }
+        sum
+    });
+    t.join().unwrap();
+    assert_eq!(sum, expected(200));
+}
+
+#[test]
+fn an_awaited_receive_meets_a_choosing_sender_and_a_synced_send_meets_a_choosing_receiver() {
+    let rt = tokio_rt();
+    let (a, b) = (Chan::new(), Chan::<u8>::new());
+    let (a2, b2) = (a.clone(), b.clone());
+    let t = std::thread::spawn(move || {
+        select([a2.send_evt(1u8).wrap(|()| 'a'), b2.recv_evt().wrap(|_| 'b')])
+    });
+    assert_eq!(rt.block_on(a.recv_evt().into_future()), 1);
+    assert_eq!(t.join().unwrap(), 'a');
+    // The choice's losing receive is dead: a one-branch send finds no receiver.
+    assert_eq!(b.queue_lens().0, 0);
+
+    let (c, d) = (Chan::new(), Chan::new());
+    let (c2, d2) = (c.clone(), d.clone());
+    let t = std::thread::spawn(move || select([c2.recv_evt(), d2.recv_evt()]));
+    c.send_evt(7u8).sync();
+    assert_eq!(t.join().unwrap(), 7);
+    assert_eq!(d.try_recv(), None);
+}
+
+/// Counts its drops.
+struct Tracked {
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn a_dropped_pending_receive_withdraws_its_offer() {
+    let rt = tokio_rt();
+    let ch: Chan<u32> = Chan::new();
+    let r = rt.block_on(async {
+        tokio::time::timeout(Duration::from_millis(20), ch.recv_evt().into_future()).await
+    });
+    assert!(r.is_err(), "nobody sent");
+    assert_eq!(ch.queue_lens(), (0, 0));
+    assert_eq!(ch.try_send(1), Err(1));
+}
+
+#[test]
+fn a_dropped_pending_send_withdraws_its_offer_and_drops_its_message() {
+    let rt = tokio_rt();
+    let ch: Chan<Tracked> = Chan::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let msg = Tracked {
+        drops: drops.clone(),
+    };
+    let r = rt.block_on(async {
+        tokio::time::timeout(Duration::from_millis(20), ch.send_evt(msg).into_future()).await
+    });
+    assert!(r.is_err(), "nobody received");
+    assert_eq!(drops.load(SeqCst), 1);
+    assert_eq!(ch.queue_lens(), (0, 0));
+    assert!(ch.try_recv().is_none());
+}
+
+#[test]
+fn a_receive_dropped_after_a_sender_delivered_drops_the_message_once() {
+    let ch: Chan<Tracked> = Chan::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut recv = Box::pin(ch.recv_evt().into_future());
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(recv.as_mut().poll(&mut cx).is_pending());
+    let msg = Tracked {
+        drops: drops.clone(),
+    };
+    assert!(ch.try_send(msg).is_ok(), "the pending receive takes it");
+    assert_eq!(drops.load(SeqCst), 0);
+    drop(recv);
+    assert_eq!(drops.load(SeqCst), 1);
+    assert_eq!(ch.queue_lens(), (0, 0));
+}
+
+/// Counts its wake-ups.
+struct CountWakes(AtomicUsize);
+
+impl Wake for CountWakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn a_pending_sync_polled_with_a_new_waker_wakes_that_waker() {
+    for send_side in [false, true] {
+        let ch: Chan<u32> = Chan::new();
+        let (old, new) = (
+            Arc::new(CountWakes(AtomicUsize::new(0))),
+            Arc::new(CountWakes(AtomicUsize::new(0))),
+        );
+        let (old_w, new_w) = (Waker::from(old.clone()), Waker::from(new.clone()));
+        let mut fut: Pin<Box<dyn Future<Output = Option<u32>> + Send>> = if send_side {
+            Box::pin(async { Some(ch.send_evt(5).await) }.map_none())
+        } else {
+            Box::pin(async { Some(ch.recv_evt().await) })
+        };
+        assert!(
+            fut.as_mut()
+                .poll(&mut Context::from_waker(&old_w))
+                .is_pending()
+        );
+        assert!(
+            fut.as_mut()
+                .poll(&mut Context::from_waker(&new_w))
+                .is_pending()
+        );
+        if send_side {
+            assert_eq!(ch.try_recv(), Some(5));
+        } else {
+            assert_eq!(ch.try_send(9), Ok(()));
+        }
+        assert_eq!((old.0.load(SeqCst), new.0.load(SeqCst)), (0, 1));
+        let want = if send_side { None } else { Some(9) };
+        assert_eq!(
+            fut.as_mut().poll(&mut Context::from_waker(&new_w)),
+            Poll::Ready(want)
+        );
+    }
+}
+
+/// `async { Some(()) }` as `None`, so both sides of the test above share one output type.
+trait MapNone {
+    fn map_none(self) -> impl Future<Output = Option<u32>> + Send;
+}
+
+impl<F: Future<Output = Option<()>> + Send> MapNone for F {
+    fn map_none(self) -> impl Future<Output = Option<u32>> + Send {
+        async move {
+            self.await;
+            None
+        }
+    }
+}
+
+#[test]
+fn a_synced_event_that_would_block_in_a_pcml_task_panics_and_leaves_no_offer() {
+    let ch: Chan<u8> = Chan::new();
+    let rx = ch.clone();
+    let r = run_on_procs(1, move || {
+        pcml::spawn_task(async move { rx.recv_evt().sync() }).join()
+    })
+    .unwrap();
+    let msg = r.unwrap_err().to_string();
+    assert!(
+        msg.contains("would block inside a pcml async task"),
+        "{msg}"
+    );
+    assert_eq!(ch.queue_lens(), (0, 0));
+}
+
+/// Many tokio senders and receivers, the receives under short timeouts that cancel some of
+/// them: every message is dropped exactly once, either by the receiver that got it or with a
+/// cancelled send or a receive cancelled after delivery; nothing is left queued.
+#[test]
+fn cancelled_awaits_lose_no_message_and_duplicate_none() {
+    const SENDERS: usize = 4;
+    const PER: usize = 300;
+    let rt = tokio_rt();
+    let ch: Chan<Tracked> = Chan::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let received = Arc::new(AtomicUsize::new(0));
+    rt.block_on(async {
+        let mut hs = Vec::new();
+        for _ in 0..SENDERS {
+            let (ch, drops) = (ch.clone(), drops.clone());
+            hs.push(tokio::spawn(async move {
+                for _ in 0..PER {
+                    let m = Tracked {
+                        drops: drops.clone(),
+                    };
+                    let _ = tokio::time::timeout(
+                        Duration::from_micros(300),
+                        ch.send_evt(m).into_future(),
+                    )
+                    .await;
+                }
+            }));
+        }
+        for _ in 0..2 {
+            let (ch, received) = (ch.clone(), received.clone());
+            hs.push(tokio::spawn(async move {
+                for _ in 0..SENDERS * PER {
+                    let r = tokio::time::timeout(
+                        Duration::from_micros(200),
+                        ch.recv_evt().into_future(),
+                    )
+                    .await;
+                    if r.is_ok() {
+                        received.fetch_add(1, SeqCst);
+                    }
+                }
+            }));
+        }
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    // Every task is done, and with it every future: each message was dropped by now.
+    assert_eq!(drops.load(SeqCst), SENDERS * PER);
+    assert!(received.load(SeqCst) <= SENDERS * PER);
+    assert_eq!(ch.queue_lens(), (0, 0));
+}
