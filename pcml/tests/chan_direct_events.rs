@@ -242,7 +242,10 @@ fn a_pending_sync_polled_with_a_new_waker_wakes_that_waker() {
         );
         let (old_w, new_w) = (Waker::from(old.clone()), Waker::from(new.clone()));
         let mut fut: Pin<Box<dyn Future<Output = Option<u32>> + Send>> = if send_side {
-            Box::pin(async { Some(ch.send_evt(5).await) }.map_none())
+            Box::pin(async {
+                ch.send_evt(5).await;
+                None
+            })
         } else {
             Box::pin(async { Some(ch.recv_evt().await) })
         };
@@ -267,20 +270,6 @@ fn a_pending_sync_polled_with_a_new_waker_wakes_that_waker() {
             fut.as_mut().poll(&mut Context::from_waker(&new_w)),
             Poll::Ready(want)
         );
-    }
-}
-
-/// `async { Some(()) }` as `None`, so both sides of the test above share one output type.
-trait MapNone {
-    fn map_none(self) -> impl Future<Output = Option<u32>> + Send;
-}
-
-impl<F: Future<Output = Option<()>> + Send> MapNone for F {
-    fn map_none(self) -> impl Future<Output = Option<u32>> + Send {
-        async move {
-            self.await;
-            None
-        }
     }
 }
 
