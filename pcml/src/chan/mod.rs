@@ -703,8 +703,36 @@ fn finish_direct<T>(p: DirectPtr<T>, deliver: impl FnOnce(&Slot<T>)) {
     }
 }
 
-/// An async direct sync's queued offer: shares the channel with its event.
-type AsyncWait<T> = DirectWait<T, Arc<ChanInner<T>>>;
+/// An async direct sync's queued offer: a field of its event, reaching the channel through
+/// the event's own reference count.
+type AsyncWait<T> = DirectWait<T, ChanRef<T>>;
+
+/// The channel of an [`AsyncWait`]: a pointer to the `ChanInner` that the wait's event keeps
+/// alive in its `ch` field. The wait is the event's `direct` field, declared before `ch` so it
+/// is dropped first, and is taken out of it only to be finished while the event still holds
+/// `ch`; so the pointee outlives every use. (Saves a reference count increment and decrement
+/// per async wait.)
+struct ChanRef<T>(NonNull<ChanInner<T>>);
+
+impl<T> ChanRef<T> {
+    /// A pointer to `ch`'s channel, to be used only while `ch` is alive (type docs).
+    fn new(ch: &Arc<ChanInner<T>>) -> Self {
+        ChanRef(NonNull::from(&**ch))
+    }
+}
+
+impl<T> Deref for ChanRef<T> {
+    type Target = ChanInner<T>;
+
+    fn deref(&self) -> &ChanInner<T> {
+        // SAFETY: the event that holds this wait keeps the channel alive (type docs).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+// SAFETY: a `ChanRef` is a shared reference to a `ChanInner<T>`, which is `Sync` when
+// `T: Send` (its queues are behind a lock, its counters atomic).
+unsafe impl<T: Send> Send for ChanRef<T> {}
 
 /// An async direct send or receive (a `.await` of a one-branch channel event), polled with
 /// `cx`. The first poll is the commit phase and, with no partner, the blocking phase under the
@@ -749,7 +777,7 @@ fn poll_direct<T: Send + 'static>(
         Ok(()) => return Poll::Ready(msg.take()),
         Err(qs) => qs,
     };
-    let w = DirectWait::new(ch.clone(), msg.take());
+    let w = DirectWait::new(ChanRef::new(ch), msg.take());
     w.queue(blocker::Blocker::from_waker(cx.waker().clone()), qs, ours);
     *wait = Some(w);
     Poll::Pending
@@ -757,13 +785,14 @@ fn poll_direct<T: Send + 'static>(
 
 /// The base event of [`Chan::send_evt`].
 struct SendEvt<T: Send + 'static> {
+    /// Our queued offer on the async direct path (`poll_direct`), if one is queued. Declared
+    /// before `ch`, which it points into, so it is dropped first.
+    direct: Option<AsyncWait<T>>,
     ch: Arc<ChanInner<T>>,
     /// The message until it is offered or delivered.
     msg: Option<T>,
     /// Our published offer, if `block` published one.
     offer: Option<Arc<Offer<T>>>,
-    /// Our queued offer on the async direct path (`poll_direct`), if one is queued.
-    direct: Option<AsyncWait<T>>,
 }
 
 impl<T: Send + 'static> DirectBase for SendEvt<T> {
@@ -838,11 +867,12 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
 
 /// The base event of [`Chan::recv_evt`].
 struct RecvEvt<T: Send + 'static> {
+    /// Our queued offer on the async direct path (`poll_direct`), if one is queued. Declared
+    /// before `ch`, which it points into, so it is dropped first.
+    direct: Option<AsyncWait<T>>,
     ch: Arc<ChanInner<T>>,
     /// Our published offer, if `block` published one.
     offer: Option<Arc<Offer<T>>>,
-    /// Our queued offer on the async direct path (`poll_direct`), if one is queued.
-    direct: Option<AsyncWait<T>>,
 }
 
 impl<T: Send + 'static> DirectBase for RecvEvt<T> {
