@@ -534,7 +534,9 @@ impl<M> Own<M> {
 
     /// Drops the private messages (the actor ended).
     pub(crate) fn clear(&mut self) {
-        self.msgs = Msgs::new();
+        if !self.msgs.is_empty() {
+            self.msgs = Msgs::new();
+        }
     }
 
     /// Moves the shared queue and its removal count in behind the private messages (`st`

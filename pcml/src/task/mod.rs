@@ -24,14 +24,15 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use slab::Slab;
 
 use crate::ThreadId;
 use crate::loom::PlainCell;
+use crate::mp::SpinLock;
 use crate::sched::join::{JoinState, JoinTarget};
 use crate::sched::worker::{self, Runnable, Shared};
 
@@ -277,7 +278,9 @@ where
 
 /// Every live task of a runtime, sharded to keep spawns on different procs apart.
 pub(crate) struct TaskRegistry {
-    shards: Box<[Mutex<Slab<TaskRef>>]>,
+    /// Spin locks: a section is one slab insert or removal (a task that waits costs one
+    /// atomic read-modify-write to register and one to forget; a mutex's release is another).
+    shards: Box<[SpinLock<Slab<TaskRef>>]>,
 }
 
 const SHARDS: usize = 16;
@@ -285,13 +288,13 @@ const SHARDS: usize = 16;
 impl TaskRegistry {
     pub(crate) fn new() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::new(Slab::new())).collect(),
+            shards: (0..SHARDS).map(|_| SpinLock::new(Slab::new())).collect(),
         }
     }
 
     pub(crate) fn insert(&self, task: TaskRef) {
         let shard = task.header().id.as_u64() as usize % SHARDS;
-        let key = self.shards[shard].lock().unwrap().insert(task.clone());
+        let key = self.shards[shard].lock().insert(task.clone());
         // Relaxed: read only by `remove`, which runs after the task was scheduled (the
         // scheduling push orders this store before it).
         task.header().registry_key.store(key, Ordering::Relaxed);
@@ -304,14 +307,14 @@ impl TaskRegistry {
             return;
         }
         let shard = task.header().id.as_u64() as usize % SHARDS;
-        let removed = self.shards[shard].lock().unwrap().try_remove(key);
+        let removed = self.shards[shard].lock().try_remove(key);
         drop(removed);
     }
 
     /// Drops the future of every task still registered. Called once the procs have stopped.
     pub(crate) fn shutdown(&self) {
         for shard in self.shards.iter() {
-            let tasks: Vec<TaskRef> = shard.lock().unwrap().drain().collect();
+            let tasks: Vec<TaskRef> = shard.lock().drain().collect();
             for t in tasks {
                 t.drop_future();
             }
