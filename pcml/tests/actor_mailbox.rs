@@ -150,3 +150,24 @@ fn async_receives_and_a_timed_receive_share_the_private_messages() {
         })
         .unwrap();
 }
+
+/// A selective receive whose predicate panics leaves the mailbox usable, whether the
+/// predicate ran on private messages (no lock) or under the mailbox's lock (a receive event
+/// alive): the message stays, sends and receives go on.
+#[test]
+fn a_panicking_predicate_leaves_the_mailbox_usable() {
+    let mut me = Ctx::new();
+    me.pid().send_many([1, 2]).unwrap();
+    for with_event in [false, true] {
+        let ev = with_event.then(|| me.receive_match_evt(|m: &u32| *m > 100));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            me.receive_match(|m: &u32| if *m == 1 { panic!("no") } else { false })
+        }));
+        assert!(r.is_err());
+        me.pid().send(3).unwrap();
+        assert_eq!(me.len(), 3);
+        drop(ev);
+        assert_eq!(me.receive_match(|m| *m == 3), 3);
+    }
+    assert_eq!(me.recv_many(2), vec![1, 2]);
+}
