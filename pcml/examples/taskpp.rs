@@ -1,16 +1,21 @@
 //! Profiling aid: ping-pong between two async tasks on one proc, over `recv_evt().await` and
 //! `send_evt(v).await` (the one-branch event syncs' direct path); with the argument `sync`,
-//! between two fibers over `recv_evt().sync()` and `send_evt(v).sync()` instead.
+//! between two fibers over `recv_evt().sync()` and `send_evt(v).sync()` instead; with `async`,
+//! between two tasks over `recv_async()` and `send_async(v)`.
 //!
-//! `cargo run --release -p pcml --example taskpp -- [sync] [messages/2]`
+//! `cargo run --release -p pcml --example taskpp -- [sync|async] [messages/2]`
 use pcml::chan::Chan;
 
 fn main() {
     let mut args = std::env::args().skip(1).peekable();
-    let sync = args.peek().is_some_and(|a| a == "sync");
-    if sync {
+    let mode = match args.peek().map(String::as_str) {
+        Some(m @ ("sync" | "async")) => m.to_string(),
+        _ => "await".to_string(),
+    };
+    if mode != "await" {
         args.next();
     }
+    let sync = mode == "sync";
     let n: u64 = args
         .next()
         .and_then(|s| s.parse().ok())
@@ -34,6 +39,23 @@ fn main() {
             }
             ponger.join().unwrap();
             v
+        } else if mode == "async" {
+            pcml::spawn_task(async move {
+                for _ in 0..n {
+                    let v = p2.recv_async().await;
+                    q2.send_async(v + 1).await;
+                }
+            });
+            pcml::spawn_task(async move {
+                let mut v = 0;
+                for _ in 0..n {
+                    ping.send_async(v).await;
+                    v = pong.recv_async().await;
+                }
+                v
+            })
+            .join()
+            .unwrap()
         } else {
             pcml::spawn_task(async move {
                 for _ in 0..n {

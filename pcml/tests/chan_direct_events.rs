@@ -1,7 +1,8 @@
 //! One-branch channel event syncs on the direct path: `ch.recv_evt().sync()`,
 //! `ch.send_evt(v).sync()` and their `.await`s, from fibers, OS threads, pcml tasks and
 //! tokio; cancellation of a pending `.await` (offer withdrawn, or the delivered message
-//! dropped once), and a new waker at each poll.
+//! dropped once), and a new waker at each poll. Also `Chan::recv_async`/`Chan::send_async`,
+//! which take the same path without an event.
 
 mod common;
 
@@ -340,4 +341,118 @@ fn cancelled_awaits_lose_no_message_and_duplicate_none() {
     assert_eq!(drops.load(SeqCst), SENDERS * PER);
     assert!(received.load(SeqCst) <= SENDERS * PER);
     assert_eq!(ch.queue_lens(), (0, 0));
+}
+
+#[test]
+fn recv_async_and_send_async_ping_pong_in_pcml_tasks_and_tokio() {
+    for procs in [1, 2] {
+        let got = run_on_procs(procs, || {
+            let (ping, pong) = (Chan::new(), Chan::new());
+            let (p2, q2) = (ping.clone(), pong.clone());
+            pcml::spawn_task(async move {
+                for _ in 0..2000 {
+                    let v: u64 = p2.recv_async().await;
+                    q2.send_async(v + 1).await;
+                }
+            });
+            pcml::spawn_task(async move {
+                let mut sum = 0;
+                for i in 0..2000 {
+                    ping.send_async(i).await;
+                    sum += 2 * pong.recv_async().await;
+                }
+                sum
+            })
+            .join()
+            .unwrap()
+        })
+        .unwrap();
+        assert_eq!(got, expected(2000), "procs = {procs}");
+    }
+
+    let rt = tokio_rt();
+    let (ping, pong) = (Chan::new(), Chan::new());
+    let (p2, q2) = (ping.clone(), pong.clone());
+    // Against a fiber-free OS thread using the events, so both paths meet.
+    let t = std::thread::spawn(move || {
+        for _ in 0..500 {
+            let v: u64 = p2.recv_evt().sync();
+            q2.send(v + 1);
+        }
+    });
+    let sum = rt.block_on(async move {
+        tokio::spawn(async move {
+            let mut sum = 0;
+            for i in 0..500 {
+                ping.send_async(i).await;
+                sum += 2 * pong.recv_async().await;
+            }
+            sum
+        })
+        .await
+        .unwrap()
+    });
+    t.join().unwrap();
+    assert_eq!(sum, expected(500));
+}
+
+#[test]
+fn dropped_recv_async_and_send_async_withdraw_or_drop_once() {
+    let ch: Chan<Tracked> = Chan::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut cx = Context::from_waker(Waker::noop());
+
+    // A pending receive dropped with nobody sending: its offer goes.
+    let mut recv = Box::pin(ch.recv_async());
+    assert!(recv.as_mut().poll(&mut cx).is_pending());
+    drop(recv);
+    assert_eq!(ch.queue_lens(), (0, 0));
+
+    // A pending receive dropped after a sender delivered: the message is dropped once.
+    let mut recv = Box::pin(ch.recv_async());
+    assert!(recv.as_mut().poll(&mut cx).is_pending());
+    let msg = Tracked {
+        drops: drops.clone(),
+    };
+    assert!(ch.try_send(msg).is_ok());
+    drop(recv);
+    assert_eq!(drops.load(SeqCst), 1);
+
+    // A pending send dropped with nobody receiving: its offer and message go.
+    let msg = Tracked {
+        drops: drops.clone(),
+    };
+    let mut send = Box::pin(ch.send_async(msg));
+    assert!(send.as_mut().poll(&mut cx).is_pending());
+    drop(send);
+    assert_eq!(drops.load(SeqCst), 2);
+    assert_eq!(ch.queue_lens(), (0, 0));
+    assert!(ch.try_recv().is_none());
+}
+
+#[test]
+fn a_pending_recv_async_polled_with_a_new_waker_wakes_that_waker() {
+    let ch: Chan<u32> = Chan::new();
+    let (old, new) = (
+        Arc::new(CountWakes(AtomicUsize::new(0))),
+        Arc::new(CountWakes(AtomicUsize::new(0))),
+    );
+    let (old_w, new_w) = (Waker::from(old.clone()), Waker::from(new.clone()));
+    let mut recv = Box::pin(ch.recv_async());
+    assert!(
+        recv.as_mut()
+            .poll(&mut Context::from_waker(&old_w))
+            .is_pending()
+    );
+    assert!(
+        recv.as_mut()
+            .poll(&mut Context::from_waker(&new_w))
+            .is_pending()
+    );
+    assert_eq!(ch.try_send(4), Ok(()));
+    assert_eq!((old.0.load(SeqCst), new.0.load(SeqCst)), (0, 1));
+    assert_eq!(
+        recv.as_mut().poll(&mut Context::from_waker(&new_w)),
+        Poll::Ready(4)
+    );
 }

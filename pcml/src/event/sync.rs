@@ -346,7 +346,7 @@ thread_local! {
 /// Counts an async sync that completed without waiting; after `BUDGET` of them in a row the
 /// next one yields once (wakes itself and returns `Pending`), so a task looping on ready
 /// events cannot hog its executor.
-fn async_budget_exhausted() -> bool {
+pub(crate) fn async_budget_exhausted() -> bool {
     if cfg!(pcml_loom) {
         // Models must be deterministic; thread-locals outlive a model's iterations.
         return false;
@@ -363,7 +363,7 @@ fn async_budget_exhausted() -> bool {
     })
 }
 
-fn async_budget_reset() {
+pub(crate) fn async_budget_reset() {
     READY_IN_A_ROW.with(|c| c.set(0));
 }
 
