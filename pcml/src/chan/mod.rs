@@ -395,7 +395,7 @@ enum BlockOn<R> {
 /// be done with it, then frees it (dropping what the slot holds: a send's message nobody
 /// took, or a message delivered to a receive nobody will see). `C` is how it reaches the
 /// channel: borrowed by a blocking `send`/`recv`, shared by an async one.
-struct DirectWait<T: Send + 'static, C: Deref<Target = ChanInner<T>>> {
+struct DirectWait<T, C: Deref<Target = ChanInner<T>>> {
     ch: C,
     /// Allocated by `DirectWait::new`, freed (or cached) only by `finish` or `drop`.
     offer: NonNull<DirectOffer<T>>,
@@ -409,7 +409,18 @@ struct DirectWait<T: Send + 'static, C: Deref<Target = ChanInner<T>>> {
 // SAFETY: a `DirectWait` owns its offer as a `Box` would (module invariants: only its owner
 // frees or reuses it), and the offer is `Send + Sync` when `T: Send`; so it may move to another
 // thread with its owner (an async task moving between executor threads) when `C` may.
-unsafe impl<T: Send + 'static, C: Deref<Target = ChanInner<T>> + Send> Send for DirectWait<T, C> {}
+unsafe impl<T: Send, C: Deref<Target = ChanInner<T>> + Send> Send for DirectWait<T, C> {}
+
+// No `T: 'static` bound here (nor on the struct and its `Send`): a future holding a wait of
+// `&str`s must be `Send` for every lifetime the compiler may give the `&str` in an `async`
+// block's state.
+impl<T, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
+    fn offer(&self) -> &DirectOffer<T> {
+        // SAFETY: the allocation lives until `finish` or `drop` frees it (field doc), and is
+        // only reached through shared references.
+        unsafe { self.offer.as_ref() }
+    }
+}
 
 impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
     /// A fresh offer holding `msg`: the thread's cached one, else a new one.
@@ -434,12 +445,6 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
             queued: Cell::new(false),
             recycled: false,
         }
-    }
-
-    fn offer(&self) -> &DirectOffer<T> {
-        // SAFETY: the allocation lives until `finish` or `drop` frees it (field doc), and is
-        // only reached through shared references.
-        unsafe { self.offer.as_ref() }
     }
 
     /// Queues the offer in `q` (under the lock held in `qs`, which it releases) with `b`
@@ -474,7 +479,7 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
     }
 }
 
-impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, C> {
+impl<T, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, C> {
     fn drop(&mut self) {
         if self.recycled {
             return;
@@ -500,12 +505,14 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, 
     }
 }
 
-impl<T: Send + 'static> ChanInner<T> {
+impl<T> ChanInner<T> {
     fn update_counts(&self, qs: &Queues<T>) {
         self.senders.store(qs.sendq.q.len(), Ordering::Relaxed);
         self.receivers.store(qs.recvq.q.len(), Ordering::Relaxed);
     }
+}
 
+impl<T: Send + 'static> ChanInner<T> {
     /// Polling phase of a send.
     fn poll_send(&self) -> bool {
         self.receivers.load(Ordering::Relaxed) > 0
@@ -791,7 +798,7 @@ fn poll_direct<T: Send + 'static, C: Deref<Target = ChanInner<T>>>(
 }
 
 /// The base event of [`Chan::send_evt`].
-struct SendEvt<T: Send + 'static> {
+struct SendEvt<T> {
     /// Our queued offer on the async direct path (`poll_direct`), if one is queued. Declared
     /// before `ch`, which it points into, so it is dropped first.
     direct: Option<AsyncWait<T>>,
@@ -874,7 +881,7 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
 }
 
 /// The base event of [`Chan::recv_evt`].
-struct RecvEvt<T: Send + 'static> {
+struct RecvEvt<T> {
     /// Our queued offer on the async direct path (`poll_direct`), if one is queued. Declared
     /// before `ch`, which it points into, so it is dropped first.
     direct: Option<AsyncWait<T>>,
@@ -960,7 +967,7 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
 /// assert!(send.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready());
 /// ```
 #[must_use = "futures do nothing unless awaited"]
-pub struct SendFuture<'a, T: Send + 'static> {
+pub struct SendFuture<'a, T> {
     /// Our queued offer, once a poll queued it (it borrows the channel for `'a`).
     wait: Option<DirectWait<T, &'a ChanInner<T>>>,
     ch: &'a ChanInner<T>,
@@ -986,7 +993,7 @@ pub struct SendFuture<'a, T: Send + 'static> {
 /// assert_eq!(recv.as_mut().poll(&mut Context::from_waker(Waker::noop())), Poll::Ready(7));
 /// ```
 #[must_use = "futures do nothing unless awaited"]
-pub struct RecvFuture<'a, T: Send + 'static> {
+pub struct RecvFuture<'a, T> {
     /// Our queued offer, once a poll queued it (it borrows the channel for `'a`).
     wait: Option<DirectWait<T, &'a ChanInner<T>>>,
     ch: &'a ChanInner<T>,
@@ -994,7 +1001,7 @@ pub struct RecvFuture<'a, T: Send + 'static> {
 }
 
 // The message is never pinned: the future moves it into an offer or a partner's slot.
-impl<T: Send + 'static> Unpin for SendFuture<'_, T> {}
+impl<T> Unpin for SendFuture<'_, T> {}
 
 impl<T: Send + 'static> fmt::Debug for SendFuture<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
