@@ -29,7 +29,8 @@
 //! atomic compare-and-swap (none on a runtime of one proc, where nobody can steal) and runs it
 //! inline. Otherwise it is the next new work the proc runs, at the spawner's next switch
 //! (block, yield or end), unless an idle proc steals it from the slot first; a later spawn
-//! moves it to the deque.
+//! moves it to the deque. Async tasks spawned on a proc are held the same way, so a spawned
+//! child runs before older queued work.
 //!
 //! # Stacks
 //! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a

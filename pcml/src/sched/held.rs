@@ -1,10 +1,10 @@
-//! A proc's held fiber: the one its running thread spawned last, kept out of the work-stealing
-//! deque (as Go's `runnext`) so that a join soon after takes it back cheaply, yet still
-//! stealable by an idle proc.
+//! A proc's held work: the fiber or task its running thread spawned last, kept out of the
+//! work-stealing deque (as Go's `runnext`) so that a join soon after takes a fiber back cheaply
+//! and a spawned child runs next, yet still stealable by an idle proc.
 //!
 //! The slot holds at most one item and a state byte. Only the owning proc puts; the owner and
 //! thieves take. Taking is a CAS from `FULL` to `BUSY` (the taker then owns the item, moves it
-//! out and stores `EMPTY`). A runtime of one proc has no thieves and keeps its held fiber in
+//! out and stores `EMPTY`). A runtime of one proc has no thieves and keeps its held work in
 //! its private context instead (`worker`), with no atomic operation at all.
 //!
 //! # Invariants

@@ -16,7 +16,7 @@ use crate::loom::PlainCell;
 use crate::sched::blocking::{self, BlockingPool};
 use crate::sched::join::{JoinHandle, JoinState, JoinTarget};
 use crate::sched::panic::ExitSignal;
-use crate::sched::worker::{self, Current, InboxMsg, Shared};
+use crate::sched::worker::{self, Current, InboxMsg, Runnable, Shared};
 use crate::{JoinError, ThreadId};
 
 /// Why a fiber could not be spawned.
@@ -342,7 +342,7 @@ where
         ctx.reserve_stack().map_err(no_stack)?;
         let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
         ctx.count_live_here(1);
-        ctx.hold_new(fiber);
+        ctx.hold_new(Runnable::Fiber(fiber));
         return Ok(handle);
     }
     let shared = blocking::current_shared().ok_or(SpawnError::NoRuntime)?;

@@ -5,11 +5,13 @@
 //!   fibers placed here explicitly (`spawn_on`); private to the proc;
 //! - `local`: a work-stealing deque of unstarted fibers and async tasks; the proc pushes and pops
 //!   at one end, idle procs steal from the other;
-//! - a held fiber: the fiber its running thread spawned last, kept out of the deque (as Go's
-//!   `runnext`; see `Context::hold_new`), so that the usual spawn-then-join costs one atomic
-//!   operation: the joiner takes the fiber back and runs it inline. It is held in the proc's
-//!   shared entry (`held`), where idle procs may steal it, or, on a runtime of one proc, in its
-//!   private context (`own_held`), with no atomic operation at all;
+//! - held work: the fiber or task its running thread spawned last, kept out of the deque (as
+//!   Go's `runnext`; see `Context::hold_new`), so that the usual spawn-then-join of a fiber
+//!   costs one atomic operation (the joiner takes the fiber back and runs it inline), and a
+//!   spawned child runs before older queued work (a tree of spawns runs depth-first along its
+//!   newest branch, with fewer threads alive at once). It is held in the proc's shared entry
+//!   (`held`), where idle procs may steal it, or, on a runtime of one proc, in its private
+//!   context (`own_held`), with no atomic operation at all;
 //! - an [`Inbox`]: the landing pad through which others wake this proc's fibers;
 //! - its fibers' slots (`fibers`), its stack pool, and a [`Parker`] to sleep on.
 //!
@@ -107,7 +109,7 @@ pub(crate) struct ProcShared {
     pub(crate) timers_cancelled: AtomicUsize,
     /// The fiber this proc's running thread spawned last (see `Context::hold_new`); idle procs
     /// may steal it.
-    pub(crate) held: HeldSlot<NewFiber>,
+    pub(crate) held: HeldSlot<Runnable>,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -303,9 +305,9 @@ pub(crate) struct Context {
     /// New work held on this proc, run before the local deque: fibers placed here
     /// (`spawn_on`), and an item taken off the deque's front while sweeping it.
     placed: RefCell<VecDeque<Runnable>>,
-    /// The held fiber of a one-proc runtime (`hold_new`); with more procs it is held in the
+    /// The held work of a one-proc runtime (`hold_new`); with more procs it is held in the
     /// shared entry (`ProcShared::held`), where they can steal it.
-    own_held: RefCell<Option<NewFiber>>,
+    own_held: RefCell<Option<Runnable>>,
     /// Whether this is the runtime's only proc.
     alone: bool,
     fibers: FiberTable,
@@ -436,7 +438,7 @@ fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
 /// injector.
 pub(crate) fn push_new_fiber(shared: &Arc<Shared>, f: NewFiber) {
     match context() {
-        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => ctx.hold_new(f),
+        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => ctx.hold_new(Runnable::Fiber(f)),
         _ => shared.push_injector(Runnable::Fiber(f)),
     }
 }
@@ -509,7 +511,11 @@ pub(crate) fn run_held<R>(
     run: impl FnOnce(BodyPtr) -> R,
 ) -> Option<R> {
     let (ctx, slot) = inline_room(runtime, usize::MAX)?;
-    let held = ctx.take_held_if(|f| ptr::eq(f.body.addr(), body))?;
+    let held =
+        ctx.take_held_if(|r| matches!(r, Runnable::Fiber(f) if ptr::eq(f.body.addr(), body)))?;
+    let Runnable::Fiber(held) = held else {
+        unreachable!("the held runnable was checked to be this fiber")
+    };
     // Not dropped as a `NewFiber`, which would cancel the unrun body.
     let held = held.into_body();
     Some(run_as(ctx, slot, id, || run(held)))
@@ -568,14 +574,12 @@ fn budget_spent(ctx: &Context) {
     ctx.suspend(Suspend::Yield);
 }
 
-/// Pushes stealable work from the current thread: to this proc's deque on a worker, else to
-/// `shared`'s injector.
+/// Schedules new stealable work (a task just spawned) from the current thread: held on this
+/// proc if it is one of `shared`'s (see [`Context::hold_new`]), else through `shared`'s
+/// injector.
 pub(crate) fn push_runnable(shared: &Arc<Shared>, r: Runnable) {
     match context() {
-        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => {
-            ctx.local.push(r);
-            shared.notify_idle();
-        }
+        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => ctx.hold_new(r),
         _ => shared.push_injector(r),
     }
 }
@@ -703,28 +707,28 @@ impl Context {
         fired
     }
 
-    /// Holds a fiber just spawned by this proc's running thread out of the deque, as Go's
-    /// `runnext` does: its joiner (typically the spawner, soon) takes it back with one CAS
-    /// (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is the
-    /// first new work this proc runs, unless an idle proc steals it first (idle procs are
-    /// notified as for a deque push). The fiber it displaces goes to the deque.
-    pub(crate) fn hold_new(&self, f: NewFiber) {
+    /// Holds a fiber or task just spawned by this proc's running thread out of the deque, as
+    /// Go's `runnext` does: a fiber's joiner (typically the spawner, soon) takes it back with
+    /// one CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is
+    /// the first new work this proc runs, unless an idle proc steals it first (idle procs are
+    /// notified as for a deque push). The work it displaces goes to the deque.
+    pub(crate) fn hold_new(&self, f: Runnable) {
         if self.alone {
             let displaced = self.own_held.borrow_mut().replace(f);
             if let Some(old) = displaced {
-                self.local.push(Runnable::Fiber(old));
+                self.local.push(old);
             }
             return;
         }
         if let Some(old) = self.me().held.put(f) {
-            self.local.push(Runnable::Fiber(old));
+            self.local.push(old);
         }
         self.shared.notify_idle();
     }
 
-    /// Takes this proc's held fiber if `want` accepts it.
+    /// Takes this proc's held work if `want` accepts it.
     #[inline]
-    fn take_held_if(&self, want: impl FnOnce(&NewFiber) -> bool) -> Option<NewFiber> {
+    fn take_held_if(&self, want: impl FnOnce(&Runnable) -> bool) -> Option<Runnable> {
         if self.alone {
             let mut h = self.own_held.borrow_mut();
             match &*h {
@@ -736,7 +740,7 @@ impl Context {
         }
     }
 
-    /// Whether this proc holds a fiber (a hint off the one-proc case).
+    /// Whether this proc holds work (a hint off the one-proc case).
     #[inline]
     fn has_held(&self) -> bool {
         if self.alone {
@@ -851,12 +855,12 @@ impl Context {
         self.has_held() || !self.local.is_empty() || !self.placed.borrow().is_empty()
     }
 
-    /// The held fiber, a placed fiber or the local deque's next item, skipping fibers that
+    /// The held work, a placed fiber or the local deque's next item, skipping fibers that
     /// their joiners already ran inline.
     #[inline]
     fn new_work(&self) -> Option<Runnable> {
-        if let Some(f) = self.take_held_if(|_| true) {
-            return Some(Runnable::Fiber(f));
+        if let Some(r) = self.take_held_if(|_| true) {
+            return Some(r);
         }
         loop {
             let next = match self.placed.borrow_mut().pop_front() {
@@ -892,9 +896,9 @@ impl Context {
                     Steal::Retry => {}
                 }
             }
-            // Its held fiber last: the victim's joiner is the likeliest to want it.
-            if let Some(f) = victim.held.take() {
-                return Some(Runnable::Fiber(f));
+            // Its held work last: the victim's joiner is the likeliest to want it.
+            if let Some(r) = victim.held.take() {
+                return Some(r);
             }
         }
         None
@@ -1138,8 +1142,8 @@ impl Context {
         self.shutting_down.set(true);
         self.drain_inbox();
         // Unstarted work: dropping a body completes its join state as cancelled.
-        if let Some(f) = self.take_held_if(|_| true) {
-            cancel_runnable(Runnable::Fiber(f));
+        if let Some(r) = self.take_held_if(|_| true) {
+            cancel_runnable(r);
         }
         for r in self.placed.borrow_mut().drain(..) {
             cancel_runnable(r);
