@@ -76,10 +76,10 @@ fn main() {
         };
         let e = t.elapsed();
         assert_eq!(v, n);
-        let what = if sync {
-            "fibers, sync()"
-        } else {
-            "tasks, .await"
+        let what = match mode.as_str() {
+            "sync" => "fibers, sync()",
+            "async" => "tasks, recv_async/send_async",
+            _ => "tasks, .await",
         };
         println!(
             "1-proc ping-pong ({what}): {:.1} ns per message",
