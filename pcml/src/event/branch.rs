@@ -58,7 +58,8 @@ pub(crate) trait DirectBase: BaseEvent {
     /// Synchronizes this event alone from async code. On `Pending` the event owns a queued
     /// offer whose waker is `cx`'s; polling again uses the new context's waker; dropping the
     /// event withdraws the offer, or, if a partner already delivered, drops what it delivered
-    /// (the object's `discard`).
+    /// (the object's `discard`). The direct path never calls `BaseEvent::discard`: the
+    /// event's own drop must do what its `discard` does (for a channel, drop the message).
     fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output>;
 }
 
