@@ -108,6 +108,23 @@ fn async_direct_round_trip_with_new_wakers() {
     });
 }
 
+/// The same round trip over `Chan::send_async`/`Chan::recv_async` (the same hand-off, with
+/// futures that borrow the channel).
+#[test]
+fn send_async_recv_async_round_trip_with_new_wakers() {
+    super::model(|| {
+        let (ping, pong) = (Chan::new(), Chan::new());
+        let (p2, q2) = (ping.clone(), pong.clone());
+        let t = loom::thread::spawn(move || {
+            let v: u8 = p2.recv();
+            q2.send(v + 1);
+        });
+        poll_until_ready(Box::pin(ping.send_async(1u8)));
+        assert_eq!(poll_until_ready(Box::pin(pong.recv_async())), 2);
+        t.join().unwrap();
+    });
+}
+
 struct Tracked(Arc<AtomicUsize>);
 
 impl Drop for Tracked {
