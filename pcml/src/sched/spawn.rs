@@ -211,7 +211,7 @@ where
             return None;
         }
         let me = self as *const Self as *const ();
-        worker::run_held(me, self.join.id, self.runtime, |held| {
+        worker::run_held(me, self.join.id, |held| {
             // The held reference was never published and the joiner owns the handle's: with
             // the held one forgotten, the handle's is the only one left (a plain store: no
             // other thread can see the count), and its drop frees the cell without an atomic

@@ -451,6 +451,12 @@ fn inline_room(runtime: u64, proc: usize) -> Option<(&'static Context, usize)> {
     if ctx.shared.id != runtime || (proc != usize::MAX && proc != ctx.index) {
         return None;
     }
+    fiber_room(ctx)
+}
+
+/// [`inline_room`] without the runtime and proc checks: for work known to be this proc's.
+#[inline]
+fn fiber_room(ctx: &'static Context) -> Option<(&'static Context, usize)> {
     let Current::Fiber { slot, .. } = ctx.current.get() else {
         return None;
     };
@@ -507,10 +513,10 @@ pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc:
 pub(crate) fn run_held<R>(
     body: *const (),
     id: ThreadId,
-    runtime: u64,
     run: impl FnOnce(BodyPtr) -> R,
 ) -> Option<R> {
-    let (ctx, slot) = inline_room(runtime, usize::MAX)?;
+    // Held work is this proc's, so of this runtime: no need to check.
+    let (ctx, slot) = fiber_room(context()?)?;
     let held =
         ctx.take_held_if(|r| matches!(r, Runnable::Fiber(f) if ptr::eq(f.body.addr(), body)))?;
     let Runnable::Fiber(held) = held else {
