@@ -77,6 +77,7 @@ fn ping_pong_sums_the_replies() {
     for procs in [1, 2] {
         one_sample(pingpong::fibers(procs, 200, 1).unwrap(), 200);
         one_sample(pingpong::tasks(procs, 200, 1).unwrap(), 200);
+        one_sample(pingpong::tasks_async(procs, 200, 1).unwrap(), 200);
         one_sample(parpingpong::fibers(procs, 320, 1).unwrap(), 320);
     }
 }

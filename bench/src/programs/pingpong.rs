@@ -66,6 +66,27 @@ pub fn task_pair(rounds: u64) -> pcml::JoinHandle<u64> {
     })
 }
 
+/// [`task_pair`] over `Chan::send_async`/`recv_async`: futures that borrow the channel and
+/// cannot take part in a choice, with no allocation per operation.
+pub fn task_pair_async(rounds: u64) -> pcml::JoinHandle<u64> {
+    let (ping, pong) = (Chan::new(), Chan::new());
+    let (ping2, pong2) = (ping.clone(), pong.clone());
+    pcml::spawn_task(async move {
+        for _ in 0..rounds {
+            let v: u64 = ping2.recv_async().await;
+            pong2.send_async(v + 1).await;
+        }
+    });
+    pcml::spawn_task(async move {
+        let mut sum = 0u64;
+        for i in 0..rounds {
+            ping.send_async(i).await;
+            sum += pong.recv_async().await;
+        }
+        sum
+    })
+}
+
 fn check_pair(h: pcml::JoinHandle<u64>, rounds: u64) -> Result<()> {
     let sum = h.join().map_err(|e| Error::Failed(e.to_string()))?;
     check_eq("sum of replies", triangle(rounds) + rounds, sum)
@@ -83,13 +104,28 @@ pub fn fibers(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
     })
 }
 
-/// Async tasks: `msgs` messages per run on a runtime of `procs` procs.
+/// Async tasks over `send_evt(..).await`/`recv_evt().await`: `msgs` messages per run on a
+/// runtime of `procs` procs.
 pub fn tasks(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    tasks_with(procs, msgs, runs, task_pair)
+}
+
+/// Async tasks over `send_async`/`recv_async`: as [`tasks`].
+pub fn tasks_async(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    tasks_with(procs, msgs, runs, task_pair_async)
+}
+
+fn tasks_with(
+    procs: usize,
+    msgs: u64,
+    runs: usize,
+    pair: fn(u64) -> pcml::JoinHandle<u64>,
+) -> Result<Vec<Sample>> {
     let rounds = (msgs / 2).max(1);
     in_pcml(procs, move || {
-        check_pair(task_pair(rounds / 10 + 1), rounds / 10 + 1)?;
+        check_pair(pair(rounds / 10 + 1), rounds / 10 + 1)?;
         repeat(runs, || {
-            timed(2 * rounds, || check_pair(task_pair(rounds), rounds))
+            timed(2 * rounds, || check_pair(pair(rounds), rounds))
         })
     })
 }
@@ -178,6 +214,14 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             Row::measured(prog, "pcml tasks", Some(p), RATE, &s)
                 .with_note("`send_evt(..).await`; the scheduler places the tasks"),
         );
+        ctx.step(&format!("ping-pong: pcml tasks (send_async) on {p} procs"));
+        let n = ctx.fit(n, |k| tasks_async(p, k, 1))?;
+        let s = tasks_async(p, n, runs)?;
+        sec.rows.push(
+            Row::measured(prog, "pcml tasks (send_async)", Some(p), RATE, &s).with_note(
+                "`send_async(..).await`: no event, no choice, nothing allocated per message",
+            ),
+        );
     }
     ctx.step("ping-pong: crossbeam-channel on OS threads");
     let cb = ctx.size(50_000, 200_000);
@@ -231,6 +275,12 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     sec.add_ratio(
         "ping-pong: pcml tasks 1P / tokio current_thread",
         (prog, "pcml tasks", Some(1)),
+        (prog, "tokio", Some(1)),
+        None,
+    );
+    sec.add_ratio(
+        "ping-pong: pcml tasks (send_async) 1P / tokio current_thread",
+        (prog, "pcml tasks (send_async)", Some(1)),
         (prog, "tokio", Some(1)),
         None,
     );
