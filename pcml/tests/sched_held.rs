@@ -75,7 +75,8 @@ fn a_detached_child_still_runs() {
         let r = ran.clone();
         drop(pcml::spawn(move || r.fetch_add(1, Ordering::SeqCst)));
         let r = ran.clone();
-        // Spawned and joined after a detached sibling: the sibling is displaced, not lost.
+        // Spawned and joined after a detached sibling that is still held: it queues behind it,
+        // and neither is lost.
         drop(pcml::spawn(move || r.fetch_add(1, Ordering::SeqCst)));
         pcml::spawn(|| ()).join().unwrap();
         while ran.load(Ordering::SeqCst) < 2 {

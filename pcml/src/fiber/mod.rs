@@ -24,13 +24,12 @@
 //! a call, not a stack and two context switches.
 //!
 //! # The held fiber
-//! A fiber spawned by a thread running on a proc is held in that proc's one-item slot, as Go's
-//! `runnext`, rather than pushed into its deque: a join that follows takes it back with one
-//! atomic compare-and-swap (none on a runtime of one proc, where nobody can steal) and runs it
-//! inline. Otherwise it is the next new work the proc runs, at the spawner's next switch
-//! (block, yield or end), unless an idle proc steals it from the slot first; a later spawn
-//! moves it to the deque. Async tasks spawned on a proc are held the same way, so a spawned
-//! child runs before older queued work.
+//! A fiber spawned by a thread running on a proc whose held slot is empty is held there rather
+//! than pushed into the proc's deque (later spawns queue behind it, so new fibers still start in
+//! spawn order): a join that follows takes it back with one atomic compare-and-swap (none on a
+//! runtime of one proc, where nobody can steal) and runs it inline. Otherwise it is the next
+//! new work the proc runs, at the spawner's next switch (block, yield or end), unless an idle
+//! proc steals it from the slot first.
 //!
 //! # Stacks
 //! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a

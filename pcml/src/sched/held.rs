@@ -1,14 +1,14 @@
-//! A proc's held work: the fiber or task its running thread spawned last, kept out of the
-//! work-stealing deque (as Go's `runnext`) so that a join soon after takes a fiber back cheaply
-//! and a spawned child runs next, yet still stealable by an idle proc.
+//! A proc's held fiber: the oldest unstarted fiber spawned on the proc, kept out of the
+//! work-stealing deque so that a join soon after takes it back cheaply, yet still stealable by
+//! an idle proc.
 //!
 //! The slot holds at most one item and a state byte. Only the owning proc puts; the owner and
 //! thieves take. Taking is a CAS from `FULL` to `BUSY` (the taker then owns the item, moves it
-//! out and stores `EMPTY`). A runtime of one proc has no thieves and keeps its held work in
+//! out and stores `EMPTY`). A runtime of one proc has no thieves and keeps its held fiber in
 //! its private context instead (`worker`), with no atomic operation at all.
 //!
 //! # Invariants
-//! - `state` goes `EMPTY -> FULL` only by the owner's `put`, after it wrote `item`;
+//! - `state` goes `EMPTY -> FULL` only by the owner's `try_put`, after it wrote `item`;
 //!   `FULL -> BUSY` only by a successful take CAS; `BUSY -> EMPTY` or `BUSY -> FULL` only by
 //!   that same taker. So `item` is written by the owner only while `EMPTY` (nobody else touches
 //!   it then), and read by a taker only while it holds `BUSY`.
@@ -47,22 +47,17 @@ impl<T> HeldSlot<T> {
         self.state.load(Ordering::Relaxed) == FULL
     }
 
-    /// Puts `item` (owner only), returning the item it displaces.
+    /// Puts `item` (owner only) if the slot is empty; gives it back if the slot holds one.
     #[inline]
-    pub(crate) fn put(&self, item: T) -> Option<T> {
-        let mut displaced = None;
+    pub(crate) fn try_put(&self, item: T) -> Result<(), T> {
         loop {
             // Acquire: pairs with a taker's Release store of EMPTY, so its move out of `item`
             // happens before our write.
             match self.state.load(Ordering::Acquire) {
                 EMPTY => break,
-                FULL => {
-                    if let Some(old) = self.take() {
-                        displaced = Some(old);
-                        break;
-                    }
-                }
-                // A thief is moving the item out; it stores EMPTY in a few instructions.
+                FULL => return Err(item),
+                // A thief is moving the item out (or looking at it); it stores EMPTY (or FULL)
+                // in a few instructions.
                 _ => crate::loom::spin_loop(),
             }
         }
@@ -71,7 +66,7 @@ impl<T> HeldSlot<T> {
         self.item.with_mut(|p| unsafe { *p = Some(item) });
         // Release: publishes `item` to the Acquire half of a taker's CAS.
         self.state.store(FULL, Ordering::Release);
-        displaced
+        Ok(())
     }
 
     /// Takes the held item, if any.

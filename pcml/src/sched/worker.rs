@@ -5,13 +5,11 @@
 //!   fibers placed here explicitly (`spawn_on`); private to the proc;
 //! - `local`: a work-stealing deque of unstarted fibers and async tasks; the proc pushes and pops
 //!   at one end, idle procs steal from the other;
-//! - held work: the fiber or task its running thread spawned last, kept out of the deque (as
-//!   Go's `runnext`; see `Context::hold_new`), so that the usual spawn-then-join of a fiber
-//!   costs one atomic operation (the joiner takes the fiber back and runs it inline), and a
-//!   spawned child runs before older queued work (a tree of spawns runs depth-first along its
-//!   newest branch, with fewer threads alive at once). It is held in the proc's shared entry
-//!   (`held`), where idle procs may steal it, or, on a runtime of one proc, in its private
-//!   context (`own_held`), with no atomic operation at all;
+//! - a held fiber: the oldest unstarted fiber spawned on the proc, kept out of the deque (see
+//!   `Context::hold_new`), so that the usual spawn-then-join costs one atomic operation: the
+//!   joiner takes the fiber back and runs it inline. New work still starts in spawn order. It is
+//!   held in the proc's shared entry (`held`), where idle procs may steal it, or, on a runtime
+//!   of one proc, in its private context (`own_held`), with no atomic operation at all;
 //! - an [`Inbox`]: the landing pad through which others wake this proc's fibers;
 //! - its fibers' slots (`fibers`), its stack pool, and a [`Parker`] to sleep on.
 //!
@@ -580,12 +578,14 @@ fn budget_spent(ctx: &Context) {
     ctx.suspend(Suspend::Yield);
 }
 
-/// Schedules new stealable work (a task just spawned) from the current thread: held on this
-/// proc if it is one of `shared`'s (see [`Context::hold_new`]), else through `shared`'s
-/// injector.
+/// Pushes stealable work (a task just spawned) from the current thread: to this proc's deque
+/// on a worker, else to `shared`'s injector.
 pub(crate) fn push_runnable(shared: &Arc<Shared>, r: Runnable) {
     match context() {
-        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => ctx.hold_new(r),
+        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => {
+            ctx.local.push(r);
+            shared.notify_idle();
+        }
         _ => shared.push_injector(r),
     }
 }
@@ -713,21 +713,25 @@ impl Context {
         fired
     }
 
-    /// Holds a fiber or task just spawned by this proc's running thread out of the deque, as
-    /// Go's `runnext` does: a fiber's joiner (typically the spawner, soon) takes it back with
-    /// one CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is
-    /// the first new work this proc runs, unless an idle proc steals it first (idle procs are
-    /// notified as for a deque push). The work it displaces goes to the deque.
+    /// Holds a fiber just spawned by this proc's running thread out of the deque, if none is
+    /// held yet (else it goes to the deque, behind the held one: new work still starts in the
+    /// order it was spawned). Its joiner (typically the spawner, soon) takes it back with one
+    /// CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is the
+    /// first new work this proc runs, unless an idle proc steals it first (idle procs are
+    /// notified as for a deque push).
     pub(crate) fn hold_new(&self, f: Runnable) {
         if self.alone {
-            let displaced = self.own_held.borrow_mut().replace(f);
-            if let Some(old) = displaced {
-                self.local.push(old);
+            let mut held = self.own_held.borrow_mut();
+            if held.is_none() {
+                *held = Some(f);
+            } else {
+                drop(held);
+                self.local.push(f);
             }
             return;
         }
-        if let Some(old) = self.me().held.put(f) {
-            self.local.push(old);
+        if let Err(f) = self.me().held.try_put(f) {
+            self.local.push(f);
         }
         self.shared.notify_idle();
     }

@@ -1,6 +1,6 @@
 //! The held slot (`sched::held`): the owner puts and takes back while a thief steals. Every
-//! item put comes out exactly once: to the owner's take, as displaced by the owner's next put,
-//! or to the thief.
+//! item put comes out exactly once: to the owner's take, back from a put into a full slot, or
+//! to the thief.
 
 use crate::loom::sync::Arc;
 use crate::sched::held::HeldSlot;
@@ -9,7 +9,7 @@ use loom::thread::{self, JoinHandle};
 /// A slot holding `1`, and a thief already trying to take it.
 fn held_one_and_a_thief() -> (Arc<HeldSlot<u32>>, JoinHandle<Option<u32>>) {
     let slot = Arc::new(HeldSlot::new());
-    assert!(slot.put(1).is_none());
+    assert!(slot.try_put(1).is_ok());
     let thief = {
         let slot = slot.clone();
         thread::spawn(move || slot.take())
@@ -30,13 +30,14 @@ fn loom_held_take_back_races_a_thief() {
 }
 
 #[test]
-fn loom_held_displacing_put_races_a_thief() {
+fn loom_held_second_put_races_a_thief() {
     loom::model(|| {
         let (slot, thief) = held_one_and_a_thief();
-        let displaced = slot.put(2);
-        let mine = slot.take_if(|v| *v == 2);
+        // Goes in if the thief emptied the slot first, else comes back.
+        let refused = slot.try_put(2).err();
+        let mine = slot.take();
         let stolen = thief.join().unwrap();
-        let mut got: Vec<u32> = [displaced, mine, stolen].into_iter().flatten().collect();
+        let mut got: Vec<u32> = [refused, mine, stolen].into_iter().flatten().collect();
         got.sort_unstable();
         assert_eq!(got, vec![1, 2], "each item comes out exactly once");
     });
