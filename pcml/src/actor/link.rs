@@ -745,17 +745,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// assert!(matches!(me.receive_signal(), Signal::Down { .. }));
     /// ```
     pub fn receive_signal(&mut self) -> Signal {
-        loop {
-            let mut st = self.rec.lock();
-            if let Some(k) = st.kill().cloned() {
-                drop(st);
-                raise(self.rec.id, self.rec.detached, k);
-            }
-            if let Some(s) = st.ext.as_mut().and_then(|e| e.signals.pop_front()) {
-                return s;
-            }
-            park("actor receive_signal", st);
-        }
+        self.receive_with("actor receive_signal", take_signal)
     }
 
     /// Takes the oldest signal if there is one. Never blocks.
@@ -788,19 +778,27 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub fn receive_any(&mut self) -> Received<M> {
         self.rec.give_back(super::record::own_mut(&mut self.own));
+        self.receive_with("actor receive_any", take_any)
+    }
+
+    /// Blocks, as a fiber actor (`what` names the call in the misuse panic), until `take`
+    /// finds something in the actor's state (a kill pending ends the actor first): the
+    /// blocking twin of `recv_with`.
+    fn receive_with<R>(
+        &mut self,
+        what: &str,
+        mut take: impl FnMut(&mut State<M>) -> Option<R>,
+    ) -> R {
         loop {
             let mut st = self.rec.lock();
             if let Some(k) = st.kill().cloned() {
                 drop(st);
                 raise(self.rec.id, self.rec.detached, k);
             }
-            if let Some(s) = st.ext.as_mut().and_then(|e| e.signals.pop_front()) {
-                return Received::Signal(s);
+            if let Some(r) = take(&mut st) {
+                return r;
             }
-            if let Some(m) = st.pop() {
-                return Received::Msg(m);
-            }
-            park("actor receive_any", st);
+            park(what, st);
         }
     }
 
@@ -859,8 +857,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// });
     /// ```
     pub async fn recv_signal(&mut self) -> Signal {
-        self.recv_with(|st| st.ext.as_mut().and_then(|e| e.signals.pop_front()))
-            .await
+        self.recv_with(take_signal).await
     }
 
     /// Receives a signal or a message (signals first), for async actors.
@@ -880,13 +877,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub async fn recv_any(&mut self) -> Received<M> {
         self.rec.give_back(super::record::own_mut(&mut self.own));
-        self.recv_with(|st| {
-            let signal = st.ext.as_mut().and_then(|e| e.signals.pop_front());
-            signal
-                .map(Received::Signal)
-                .or_else(|| st.pop().map(Received::Msg))
-        })
-        .await
+        self.recv_with(take_any).await
     }
 
     /// Waits, as an async actor, until `take` finds something in the actor's state (a kill
@@ -907,4 +898,16 @@ impl<M: Send + 'static> Ctx<M> {
         })
         .await
     }
+}
+
+/// The oldest signal, for `receive_signal` and `recv_signal`.
+fn take_signal<M>(st: &mut State<M>) -> Option<Signal> {
+    st.ext.as_mut().and_then(|e| e.signals.pop_front())
+}
+
+/// The oldest signal, else the oldest message, for `receive_any` and `recv_any`.
+fn take_any<M>(st: &mut State<M>) -> Option<Received<M>> {
+    take_signal(st)
+        .map(Received::Signal)
+        .or_else(|| st.pop().map(Received::Msg))
 }
