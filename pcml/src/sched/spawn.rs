@@ -342,14 +342,15 @@ where
         ctx.reserve_stack().map_err(no_stack)?;
         let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
         ctx.count_live_here(1);
-        ctx.hold_new(Runnable::Fiber(fiber));
+        ctx.hold_new(fiber);
         return Ok(handle);
     }
     let shared = blocking::current_shared().ok_or(SpawnError::NoRuntime)?;
     check_capacity(&shared)?;
     let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
     shared.count_live(1);
-    worker::push_new_fiber(&shared, fiber);
+    // Off the procs (a blocking-pool thread): through the injector.
+    shared.push_injector(Runnable::Fiber(fiber));
     Ok(handle)
 }
 

@@ -105,9 +105,9 @@ pub(crate) struct ProcShared {
     /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
     /// incremented by any thread, reset by the proc.
     pub(crate) timers_cancelled: AtomicUsize,
-    /// The fiber this proc's running thread spawned last (see `Context::hold_new`); idle procs
+    /// The oldest unstarted fiber spawned on this proc (see `Context::hold_new`); idle procs
     /// may steal it.
-    pub(crate) held: HeldSlot<Runnable>,
+    pub(crate) held: HeldSlot<NewFiber>,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -230,12 +230,7 @@ impl Shared {
     /// Counts a fiber or task as started (+1) or finished (-1).
     pub(crate) fn count_live(&self, delta: isize) {
         match context() {
-            Some(ctx) if ptr::eq(&*ctx.shared, self) => {
-                let c = &self.procs[ctx.index].live;
-                // Relaxed load and store: only this proc's thread writes its counter; readers
-                // (deadlock detection) read it after SeqCst fences once every proc sleeps.
-                c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
-            }
+            Some(ctx) if ptr::eq(&*ctx.shared, self) => ctx.count_live_here(delta),
             _ => {
                 self.live_external.fetch_add(delta, Ordering::Relaxed);
             }
@@ -303,9 +298,9 @@ pub(crate) struct Context {
     /// New work held on this proc, run before the local deque: fibers placed here
     /// (`spawn_on`), and an item taken off the deque's front while sweeping it.
     placed: RefCell<VecDeque<Runnable>>,
-    /// The held work of a one-proc runtime (`hold_new`); with more procs it is held in the
+    /// The held fiber of a one-proc runtime (`hold_new`); with more procs it is held in the
     /// shared entry (`ProcShared::held`), where they can steal it.
-    own_held: RefCell<Option<Runnable>>,
+    own_held: RefCell<Option<NewFiber>>,
     /// Whether this is the runtime's only proc.
     alone: bool,
     fibers: FiberTable,
@@ -431,16 +426,6 @@ fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
     }
 }
 
-/// Schedules a fiber just spawned by `try_spawn` (any proc may run it): on the spawning proc
-/// when that is one of `shared`'s procs (see [`Context::hold_new`]), else through the
-/// injector.
-pub(crate) fn push_new_fiber(shared: &Arc<Shared>, f: NewFiber) {
-    match context() {
-        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => ctx.hold_new(Runnable::Fiber(f)),
-        _ => shared.push_injector(Runnable::Fiber(f)),
-    }
-}
-
 /// The calling fiber's context and slot, if it may run another thread's body on its own
 /// stack: a fiber of runtime `runtime` (on proc `proc` unless that is `usize::MAX`), not
 /// shutting down, with at least a quarter of its stack (16 KiB at least) free.
@@ -515,11 +500,7 @@ pub(crate) fn run_held<R>(
 ) -> Option<R> {
     // Held work is this proc's, so of this runtime: no need to check.
     let (ctx, slot) = fiber_room(context()?)?;
-    let held =
-        ctx.take_held_if(|r| matches!(r, Runnable::Fiber(f) if ptr::eq(f.body.addr(), body)))?;
-    let Runnable::Fiber(held) = held else {
-        unreachable!("the held runnable was checked to be this fiber")
-    };
+    let held = ctx.take_held_if(|f| ptr::eq(f.body.addr(), body))?;
     // Not dropped as a `NewFiber`, which would cancel the unrun body.
     let held = held.into_body();
     Some(run_as(ctx, slot, id, || run(held)))
@@ -660,8 +641,9 @@ impl Context {
     /// without looking the proc up.
     #[inline]
     pub(crate) fn count_live_here(&self, delta: isize) {
-        let c = &self.shared.procs[self.index].live;
-        // Relaxed load and store: see `Shared::count_live`.
+        let c = &self.me().live;
+        // Relaxed load and store: only this proc's thread writes its counter; readers
+        // (deadlock detection) read it after SeqCst fences once every proc sleeps.
         c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
     }
 
@@ -719,26 +701,26 @@ impl Context {
     /// CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is the
     /// first new work this proc runs, unless an idle proc steals it first (idle procs are
     /// notified as for a deque push).
-    pub(crate) fn hold_new(&self, f: Runnable) {
+    pub(crate) fn hold_new(&self, f: NewFiber) {
         if self.alone {
             let mut held = self.own_held.borrow_mut();
             if held.is_none() {
                 *held = Some(f);
             } else {
                 drop(held);
-                self.local.push(f);
+                self.local.push(Runnable::Fiber(f));
             }
             return;
         }
         if let Err(f) = self.me().held.try_put(f) {
-            self.local.push(f);
+            self.local.push(Runnable::Fiber(f));
         }
         self.shared.notify_idle();
     }
 
-    /// Takes this proc's held work if `want` accepts it.
+    /// Takes this proc's held fiber if `want` accepts it.
     #[inline]
-    fn take_held_if(&self, want: impl FnOnce(&Runnable) -> bool) -> Option<Runnable> {
+    fn take_held_if(&self, want: impl FnOnce(&NewFiber) -> bool) -> Option<NewFiber> {
         if self.alone {
             let mut h = self.own_held.borrow_mut();
             match &*h {
@@ -750,7 +732,7 @@ impl Context {
         }
     }
 
-    /// Whether this proc holds work (a hint off the one-proc case).
+    /// Whether this proc holds a fiber (a hint off the one-proc case).
     #[inline]
     fn has_held(&self) -> bool {
         if self.alone {
@@ -865,12 +847,12 @@ impl Context {
         self.has_held() || !self.local.is_empty() || !self.placed.borrow().is_empty()
     }
 
-    /// The held work, a placed fiber or the local deque's next item, skipping fibers that
+    /// The held fiber, a placed fiber or the local deque's next item, skipping fibers that
     /// their joiners already ran inline.
     #[inline]
     fn new_work(&self) -> Option<Runnable> {
-        if let Some(r) = self.take_held_if(|_| true) {
-            return Some(r);
+        if let Some(f) = self.take_held_if(|_| true) {
+            return Some(Runnable::Fiber(f));
         }
         loop {
             let next = match self.placed.borrow_mut().pop_front() {
@@ -906,9 +888,9 @@ impl Context {
                     Steal::Retry => {}
                 }
             }
-            // Its held work last: the victim's joiner is the likeliest to want it.
-            if let Some(r) = victim.held.take() {
-                return Some(r);
+            // Its held fiber last: the victim's joiner is the likeliest to want it.
+            if let Some(f) = victim.held.take() {
+                return Some(Runnable::Fiber(f));
             }
         }
         None
@@ -1152,8 +1134,8 @@ impl Context {
         self.shutting_down.set(true);
         self.drain_inbox();
         // Unstarted work: dropping a body completes its join state as cancelled.
-        if let Some(r) = self.take_held_if(|_| true) {
-            cancel_runnable(r);
+        if let Some(f) = self.take_held_if(|_| true) {
+            cancel_runnable(Runnable::Fiber(f));
         }
         for r in self.placed.borrow_mut().drain(..) {
             cancel_runnable(r);
