@@ -27,12 +27,33 @@
 //! });
 //! ```
 //!
-//! ## Events are consumed by a sync
-//! A sync consumes its `Event` value: Rust moves the message of a `send_evt` into the sync, so
-//! the same value cannot be offered twice. To synchronize "the same event" again, build it
-//! again (construction is cheap: a channel event is a reference count and a box), typically in
-//! a closure or a [`guard`]. Guards and `with_nack` functions run when the event is synced, so
-//! one built in a loop runs at each sync, as in CML.
+//! ## Events are values: one-shot `Event`, reusable `SharedEvent`
+//! In CML an event is a value that may be synchronized many times, each time a fresh
+//! synchronization. pcml has two forms of it:
+//! - [`Event<T>`] is the one-shot form, consumed by its sync. It may own what it offers (a
+//!   `send_evt` moves its message into the sync, so the message need not be `Clone`), and its
+//!   wrappers, guards and `with_nack` functions are `FnOnce` closures that may move what they
+//!   capture (a reply channel, a buffer). To sync "the same" one-shot event again, build it
+//!   again: construction is cheap (a channel event is a reference count and a box).
+//! - [`SharedEvent<T>`] is the reusable form: a cheaply cloned value, usable from many threads,
+//!   that builds a fresh `Event` at every sync ([`SharedEvent::sync`], `poll`, `sync_timeout`,
+//!   `(&ev).await`). Its wrappers are `Fn`, its guards and `with_nack` functions run again at
+//!   each sync with new nacks, and nothing of one sync carries over to the next.
+//!
+//! ```
+//! use pcml::Chan;
+//! use pcml::event::SharedEvent;
+//!
+//! pcml::run(|| {
+//!     let ch = Chan::new();
+//!     let c = ch.clone();
+//!     pcml::spawn(move || (1..=3).for_each(|i| c.send(i)));
+//!     // One value, synced three times: three receives.
+//!     let doubled = SharedEvent::recv(&ch).wrap(|x: u32| 2 * x);
+//!     let got: Vec<u32> = (0..3).map(|_| doubled.sync()).collect();
+//!     assert_eq!(got, [2, 4, 6]);
+//! });
+//! ```
 //!
 //! ## The protocol
 //! See the file `rep.rs` for the event-state variable, its states `Waiting`,
@@ -85,6 +106,7 @@ pub(crate) mod branch;
 pub mod guide;
 pub(crate) mod nack;
 pub(crate) mod rep;
+mod shared;
 pub(crate) mod sync;
 
 #[cfg(all(test, pcml_loom))]
@@ -97,14 +119,15 @@ use self::branch::{Branch, DirectBase, DirectLeaf, Leaf, Mapped, SharedMap};
 use self::sync::Prepared;
 
 pub use self::rep::{BaseEvent, Blocked, Commit, Match, OwnWaiter, SelfSynch, TrySynch, Waiter};
+pub use self::shared::SharedEvent;
 pub use self::sync::SyncFuture;
 
 /// A first-class synchronous operation yielding a `T`.
 ///
 /// Build events with the communication objects ([`Chan`](crate::chan::Chan)), [`always`],
 /// [`never()`], [`choose`], [`guard`], [`with_nack`] and [`Event::wrap`]; run one with
-/// [`Event::sync`], `.await`, or [`Event::poll`]. An event is consumed by its sync (see the
-/// module docs).
+/// [`Event::sync`], `.await`, or [`Event::poll`]. An event is consumed by its sync; for an
+/// event value that may be synced many times, use [`SharedEvent`] (see the module docs).
 ///
 /// # Examples
 /// ```
