@@ -3,7 +3,7 @@
 //! Lightweight threads on every core, first-class synchronous events, the CML library around
 //! them, and Erlang-style actors on top. This release provides the runtime (procs, fibers,
 //! async tasks, the scheduler), events and channels ([`event`], [`chan`]) with the Parallel
-//! CML protocol, time ([`time`]: sleeps and timeouts as events), sync variables
+//! CML protocol (one-shot [`Event`]s and reusable [`event::SharedEvent`] values), time ([`time`]: sleeps and timeouts as events), sync variables
 //! ([`sync_var`]: [`IVar`], [`MVar`], [`CVar`]), unbounded [`mailbox`]es, [`bounded`]
 //! buffered channels, [`multicast`] channels, fiber-aware locks ([`lock`]: [`Mutex`],
 //! [`Semaphore`], [`Barrier`]), RPC as events ([`rpc`]), and I/O as events ([`net`]: TCP
