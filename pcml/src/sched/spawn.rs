@@ -1,5 +1,7 @@
 //! The thread API: spawn, yield, exit, current (seed 001's spawn/yield/halt).
 
+use std::alloc::Layout;
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -134,9 +136,64 @@ impl<F, T> FiberCell<F, T> {
             }
             fence(Ordering::Acquire);
         }
-        // SAFETY: the cell came from `Box::leak` in `new_fiber`, and this was the last
-        // reference.
-        drop(unsafe { Box::from_raw(self as *const Self as *mut Self) });
+        let cell = self as *const Self as *mut Self;
+        // SAFETY: this was the last reference, so nobody uses the cell any more; it was
+        // written in place by `new_fiber` and is dropped once, here.
+        unsafe { std::ptr::drop_in_place(cell) };
+        // SAFETY: the block came from the global allocator with this layout (`new_fiber`),
+        // and its contents are dropped.
+        unsafe { worker::recycle_cell(NonNull::new_unchecked(cell).cast(), Layout::new::<Self>()) };
+    }
+}
+
+/// The memory of one freed fiber cell, kept by a proc for its next spawn, so that a loop of
+/// spawns and joins on the proc allocates nothing (Go's runtime keeps freed goroutine records
+/// per P for the same reason). Any cell of the same layout may reuse it.
+///
+/// # Invariants
+/// - A kept block was allocated by the global allocator with the layout kept beside it, and
+///   holds no live value; the holder frees it when it drops.
+pub(crate) struct SpareCell(Cell<Option<(NonNull<u8>, Layout)>>);
+
+impl SpareCell {
+    pub(crate) fn new() -> Self {
+        Self(Cell::new(None))
+    }
+
+    /// Takes the kept block if it has `layout`.
+    #[inline]
+    fn take(&self, layout: Layout) -> Option<NonNull<u8>> {
+        match self.0.get() {
+            Some((block, l)) if l == layout => {
+                self.0.set(None);
+                Some(block)
+            }
+            _ => None,
+        }
+    }
+
+    /// Keeps `block` if no block is kept, else frees it.
+    ///
+    /// # Safety
+    /// `block` was allocated by the global allocator with `layout`, holds no live value, and
+    /// the caller does not use it again.
+    #[inline]
+    pub(crate) unsafe fn put(&self, block: NonNull<u8>, layout: Layout) {
+        if self.0.get().is_none() {
+            self.0.set(Some((block, layout)));
+        } else {
+            // SAFETY: as the caller promises.
+            unsafe { std::alloc::dealloc(block.as_ptr(), layout) }
+        }
+    }
+}
+
+impl Drop for SpareCell {
+    fn drop(&mut self) {
+        if let Some((block, layout)) = self.0.take() {
+            // SAFETY: a kept block is ours, from the global allocator with `layout`.
+            unsafe { std::alloc::dealloc(block.as_ptr(), layout) }
+        }
     }
 }
 
@@ -261,21 +318,36 @@ fn with_runtime<R>(what: &str, f: impl FnOnce(&Arc<Shared>) -> R) -> R {
 /// `FiberCell::proc` for a fiber that may run on any proc.
 const ANY_PROC: usize = usize::MAX;
 
-fn new_fiber<F, T>(f: F, runtime: u64, proc: usize) -> (NewFiber, JoinHandle<T>)
+/// Makes a fiber's cell, in `spare`'s block if it has one that fits.
+fn new_fiber<F, T>(
+    f: F,
+    runtime: u64,
+    proc: usize,
+    spare: Option<&SpareCell>,
+) -> (NewFiber, JoinHandle<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
     let id = ThreadId::next();
-    let cell: &mut FiberCell<F, T> = Box::leak(Box::new(FiberCell {
+    let value = FiberCell {
         refs: AtomicUsize::new(2),
         join: JoinState::new_inline(id),
         runtime,
         proc,
         claimed: AtomicBool::new(false),
         f: PlainCell::new(Some(f)),
-    }));
-    let cell = NonNull::from(cell);
+    };
+    let cell: NonNull<FiberCell<F, T>> =
+        match spare.and_then(|s| s.take(Layout::new::<FiberCell<F, T>>())) {
+            Some(block) => {
+                let cell = block.cast::<FiberCell<F, T>>();
+                // SAFETY: the block is unused memory with this type's layout (`SpareCell`).
+                unsafe { cell.as_ptr().write(value) };
+                cell
+            }
+            None => NonNull::from(Box::leak(Box::new(value))),
+        };
     // SAFETY: the cell is alive, and its count of two covers exactly these two references.
     unsafe {
         (
@@ -340,14 +412,14 @@ where
         let shared = &*ctx.shared;
         check_limit(shared)?;
         ctx.reserve_stack().map_err(no_stack)?;
-        let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
+        let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC, Some(ctx.spare_cell()));
         ctx.count_live_here(1);
         ctx.hold_new(fiber);
         return Ok(handle);
     }
     let shared = blocking::current_shared().ok_or(SpawnError::NoRuntime)?;
     check_capacity(&shared)?;
-    let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC);
+    let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC, None);
     shared.count_live(1);
     // Off the procs (a blocking-pool thread): through the injector.
     shared.push_injector(Runnable::Fiber(fiber));
@@ -399,7 +471,7 @@ where
             return Err(SpawnError::NoSuchProc { proc, procs });
         }
         check_capacity(shared)?;
-        let (fiber, handle) = new_fiber(f, shared.id, proc);
+        let (fiber, handle) = new_fiber(f, shared.id, proc, None);
         shared.count_live(1);
         shared.send_to(proc, InboxMsg::Start(fiber));
         Ok(handle)

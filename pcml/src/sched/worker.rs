@@ -51,6 +51,7 @@ use crate::sched::fibers::{FiberState, FiberTable};
 use crate::sched::held::HeldSlot;
 use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
+use crate::sched::spawn::SpareCell;
 use crate::sched::timer::{OnFire, TimerCell, TimerHeap};
 use crate::task::{TaskRef, TaskRegistry, TaskRun};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
@@ -324,6 +325,8 @@ pub(crate) struct Context {
     pub(crate) guard: Cell<usize>,
     /// Set while the worker drops its fibers at shutdown.
     shutting_down: Cell<bool>,
+    /// A freed fiber cell's memory, for the next spawn here (`sched::spawn`).
+    spare_cell: SpareCell,
     /// How far above its guard page's start a fiber's stack pointer must be for the fiber to
     /// run another thread's body inline (`inline_room`): the guard page, plus a quarter of the
     /// stack size (16 KiB at least).
@@ -624,7 +627,27 @@ pub(crate) fn reserve_stack(shared: &Shared) -> Result<(), NoStack> {
     }
 }
 
+/// Frees a fiber cell's memory, or keeps it for the next spawn if this is a proc with room.
+///
+/// # Safety
+/// As [`SpareCell::put`].
+#[inline]
+pub(crate) unsafe fn recycle_cell(block: ptr::NonNull<u8>, layout: std::alloc::Layout) {
+    match context() {
+        // SAFETY: as our caller promises.
+        Some(ctx) => unsafe { ctx.spare_cell.put(block, layout) },
+        // SAFETY: as our caller promises.
+        None => unsafe { std::alloc::dealloc(block.as_ptr(), layout) },
+    }
+}
+
 impl Context {
+    /// This proc's spare fiber cell.
+    #[inline]
+    pub(crate) fn spare_cell(&self) -> &SpareCell {
+        &self.spare_cell
+    }
+
     /// [`reserve_stack`] on this proc.
     #[inline]
     pub(crate) fn reserve_stack(&self) -> Result<(), NoStack> {
@@ -1189,6 +1212,7 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         yielder: Cell::new(ptr::null()),
         shutting_down: Cell::new(false),
         guard: Cell::new(0),
+        spare_cell: SpareCell::new(),
         inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
     };
     CONTEXT.with(|c| c.set(&ctx));
