@@ -488,7 +488,12 @@ impl<M> State<M> {
     }
 
     /// Takes the parked owner's blocker, to wake after unlocking.
+    #[inline]
     pub(crate) fn take_parked(&mut self) -> Option<Blocker> {
+        // Nobody parked is the common case of a send (the owner is running, or has messages
+        // still to take): a test, not a `take`, which moves the whole option out and writes
+        // it back.
+        self.parked.as_ref()?;
         self.parked.take()
     }
 }
@@ -550,6 +555,26 @@ impl<M> Own<M> {
         }
     }
 
+    /// The oldest private message, if `scan` starts there (a new scan, or one reset by a
+    /// removal) and `f` accepts it: the common receive, with no scan bookkeeping. If `f`
+    /// rejects it, `scan` is set to go on after it, so `f` tests each message once.
+    #[inline(always)]
+    fn take_oldest(&mut self, scan: &mut Scan, f: &mut impl FnMut(&M) -> bool) -> Option<M> {
+        if !self.msgs.passed.is_empty() || (scan.taken == self.taken && scan.next != 0) {
+            return None;
+        }
+        let first = self.msgs.fresh.front()?;
+        if f(first) {
+            self.taken += 1;
+            return self.msgs.fresh.pop_front();
+        }
+        *scan = Scan {
+            taken: self.taken,
+            next: 1,
+        };
+        None
+    }
+
     /// Takes the first message `f` accepts from where `scan` stopped, in the private part.
     #[inline(always)]
     fn take_match(&mut self, scan: &mut Scan, f: &mut impl FnMut(&M) -> bool) -> Option<M> {
@@ -564,6 +589,8 @@ impl<M> Own<M> {
                 self.taken += 1;
                 return self.msgs.fresh.pop_front();
             }
+            // Tested: the walk goes on after it.
+            scan.next = 1;
         }
         self.take_match_slow(scan, f)
     }
@@ -629,6 +656,11 @@ impl<M> Record<M> {
         // the lock by `lock_owner`, which raises it.
         if self.killed.load(Ordering::Acquire) {
             drop(self.lock_owner());
+        }
+        // Most receives take the oldest message, and private messages exist only while no
+        // receive event is alive (see `Own`): no need to ask `private_ok` for it.
+        if let Some(m) = own.take_oldest(scan, f) {
+            return Ok(m);
         }
         if !self.private_ok() {
             // A receive event may take messages from the shared queue: scan it under the lock.
@@ -1002,6 +1034,34 @@ mod unit {
         assert_eq!(out, want);
         assert_eq!(m.iter().copied().collect::<Vec<_>>(), Vec::from(model));
         check_positions(&m);
+    }
+
+    #[test]
+    fn an_owner_receive_tests_each_message_once() {
+        let rec = state([1, 2, 5, 4]);
+        let mut own = Own::new();
+        let mut tested = Vec::new();
+        let mut even = |m: &u32| {
+            tested.push(*m);
+            m % 2 == 0
+        };
+        // Moves the shared queue in; the oldest (1) is tested first and rejected, the walk
+        // goes on after it.
+        let got = rec.owner_take(&mut own, &mut Scan::new(), &mut even);
+        assert_eq!(got.ok(), Some(2));
+        assert_eq!(tested, [1, 2]);
+        // Takes 1, which the first receive passed over.
+        let got = rec.owner_take(&mut own, &mut Scan::new(), &mut |m| *m == 1);
+        assert_eq!(got.ok(), Some(1));
+        // The oldest (5) is rejected by the quick test, and the walk goes on after it.
+        tested.clear();
+        let got = rec.owner_take(&mut own, &mut Scan::new(), &mut |m: &u32| {
+            tested.push(*m);
+            m % 2 == 0
+        });
+        assert_eq!(got.ok(), Some(4));
+        assert_eq!(tested, [5, 4]);
+        assert_eq!(own.len(), 1);
     }
 
     #[test]
