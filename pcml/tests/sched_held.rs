@@ -30,6 +30,33 @@ fn a_joined_child_runs_as_itself_and_returns_its_value() {
 }
 
 #[test]
+fn a_joined_child_that_blocks_is_still_itself_after_it_wakes() {
+    run_on_procs(1, || {
+        let parent = pcml::current();
+        let ch = pcml::chan::Chan::new();
+        let tx = ch.clone();
+        // Queued behind the held child: it runs when the child blocks.
+        let h = pcml::spawn(move || {
+            let me = pcml::current();
+            pcml::yield_now();
+            let after_yield = pcml::current();
+            let got: u32 = ch.recv();
+            (me, after_yield, pcml::current(), got)
+        });
+        let sender = pcml::spawn(move || tx.send(7));
+        let child = h.id();
+        let (me, after_yield, after_block, got) = h.join().unwrap();
+        sender.join().unwrap();
+        assert_eq!(got, 7);
+        assert_eq!(me, child, "the inline child runs as itself");
+        assert_eq!(after_yield, child, "and is still itself after a yield");
+        assert_eq!(after_block, child, "and after blocking");
+        assert_eq!(pcml::current(), parent);
+    })
+    .unwrap();
+}
+
+#[test]
 fn panics_and_exits_of_a_joined_child_reach_the_joiner() {
     run_on_procs(1, || {
         let e = pcml::spawn(|| -> u32 { panic!("held boom") })

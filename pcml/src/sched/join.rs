@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 pub struct ThreadId(NonZeroU64);
 
 impl ThreadId {
+    #[inline]
     pub(crate) fn next() -> Self {
         use std::cell::Cell;
         use std::sync::atomic::AtomicU64;
@@ -364,7 +365,8 @@ pub(crate) trait JoinTarget<T>: Send + Sync {
 
     /// The joiner's fast path: if the thread is a fiber that its proc still holds back from
     /// the queues (`worker::run_held`), runs its body here and returns its outcome, without
-    /// touching the join state.
+    /// touching the join state. When it returns `Some`, it has also dropped the handle's
+    /// counted reference (`TargetRef::Counted`), which the caller must then forget.
     fn join_held(&self) -> Option<Result<T, JoinError>> {
         None
     }
@@ -483,6 +485,8 @@ impl<T> JoinHandle<T> {
     pub fn join(mut self) -> Result<T, JoinError> {
         let target = self.state.take().expect("pcml: JoinHandle already joined");
         if let Some(outcome) = target.join_held() {
+            // `join_held` dropped the reference `target` holds.
+            std::mem::forget(target);
             return outcome;
         }
         let state = target.state();
@@ -637,20 +641,27 @@ impl<T> Future for JoinHandle<T> {
 }
 
 impl<T> Drop for JoinHandle<T> {
+    // Inline, so that a `join` (which empties the handle) drops nothing.
+    #[inline]
     fn drop(&mut self) {
-        let Some(target) = self.state.take() else {
-            return;
-        };
-        let state = target.state();
-        // AcqRel: Release pairs with the Acquire half of the completer's fetch_or(DONE); Acquire
-        // pairs with its Release half when DONE is already set, making `result` visible.
-        let prev = state.state.fetch_or(DETACHED, Ordering::AcqRel);
-        if prev & DONE != 0 {
-            // SAFETY: DONE observed with Acquire; the handle owns `result`.
-            let outcome = state.result.with_mut(|r| unsafe { (*r).take() });
-            if let Some(Err(e)) = outcome {
-                report_unobserved(&e);
-            }
+        if let Some(target) = self.state.take() {
+            detach(target);
+        }
+    }
+}
+
+/// Drops an unjoined handle's target: the thread runs on, detached.
+#[inline(never)]
+fn detach<T>(target: TargetRef<T>) {
+    let state = target.state();
+    // AcqRel: Release pairs with the Acquire half of the completer's fetch_or(DONE); Acquire
+    // pairs with its Release half when DONE is already set, making `result` visible.
+    let prev = state.state.fetch_or(DETACHED, Ordering::AcqRel);
+    if prev & DONE != 0 {
+        // SAFETY: DONE observed with Acquire; the handle owns `result`.
+        let outcome = state.result.with_mut(|r| unsafe { (*r).take() });
+        if let Some(Err(e)) = outcome {
+            report_unobserved(&e);
         }
     }
 }

@@ -98,9 +98,13 @@ impl std::error::Error for SpawnError {
 /// # Invariants
 /// - `claimed` goes `false -> true` once; the thread that flips it owns `f` (runs it or, at
 ///   shutdown, cancels it).
-/// - The cell is boxed and freed by the `release` that drops its last counted reference: the
-///   runnable's [`BodyPtr`] and the handle's [`TargetRef::Counted`], so `refs` starts at two,
-///   written before either reference is published (no read-modify-write on spawn).
+/// - The cell is heap-allocated (or written into a proc's [`SpareCell`]) and freed by the
+///   `release` that drops its last counted reference: the runnable's [`BodyPtr`] and the
+///   handle's [`TargetRef::Counted`], so `refs` starts at two, written before either reference
+///   is published (no read-modify-write on spawn). The one exception is `join_held`: the
+///   joiner then owns both references (the held one was never published) and frees the cell
+///   without looking at the count.
+/// - Its memory goes back to the global allocator, or to the freeing proc's [`SpareCell`].
 struct FiberCell<F, T> {
     /// Counted references alive; see `release`.
     refs: AtomicUsize,
@@ -136,13 +140,34 @@ impl<F, T> FiberCell<F, T> {
             }
             fence(Ordering::Acquire);
         }
-        let cell = self as *const Self as *mut Self;
+        // SAFETY: this was the last reference.
+        unsafe { self.free() }
+    }
+
+    /// Drops the cell and frees (or recycles) its memory.
+    ///
+    /// # Safety
+    /// The caller owns the last reference and does not use `self` after the call.
+    #[inline]
+    unsafe fn free(&self) {
         // SAFETY: this was the last reference, so nobody uses the cell any more; it was
         // written in place by `new_fiber` and is dropped once, here.
-        unsafe { std::ptr::drop_in_place(cell) };
+        unsafe { std::ptr::drop_in_place(self as *const Self as *mut Self) };
+        // SAFETY: as our caller promises; the contents are dropped.
+        unsafe { self.free_memory() }
+    }
+
+    /// Frees (or recycles) the cell's memory without dropping its contents.
+    ///
+    /// # Safety
+    /// The caller owns the last reference, does not use `self` after the call, and either
+    /// dropped the contents or knows that none of them owns anything.
+    #[inline]
+    unsafe fn free_memory(&self) {
+        let cell = self as *const Self as *mut u8;
         // SAFETY: the block came from the global allocator with this layout (`new_fiber`),
-        // and its contents are dropped.
-        unsafe { worker::recycle_cell(NonNull::new_unchecked(cell).cast(), Layout::new::<Self>()) };
+        // and holds nothing live any more, as our caller promises.
+        unsafe { worker::recycle_cell(NonNull::new_unchecked(cell), Layout::new::<Self>()) };
     }
 }
 
@@ -268,13 +293,11 @@ where
             return None;
         }
         let me = self as *const Self as *const ();
-        worker::run_held(me, self.join.id, |held| {
-            // The held reference was never published and the joiner owns the handle's: with
-            // the held one forgotten, the handle's is the only one left (a plain store: no
-            // other thread can see the count), and its drop frees the cell without an atomic
-            // read-modify-write.
+        let outcome = worker::run_held(me, self.join.id, |held| {
+            // The held reference was never published and the joiner owns the handle's: they
+            // are the only two, so once the body has run the joiner frees the cell itself
+            // (below), with no count to settle.
             held.forget();
-            self.refs.store(1, Ordering::Relaxed);
             // SAFETY: `run_held` took the only other reference to this unstarted fiber off
             // its proc, so the joiner alone touches `f`.
             let f = self
@@ -289,7 +312,13 @@ where
                 }
                 Err(p) => Err(crate::sched::panic::join_error(self.join.id, p)),
             }
-        })
+        })?;
+        // SAFETY: the joiner holds the only reference left (the handle's; the held one was
+        // forgotten above) and gives it up here, as `join_held` promises. Nothing in the cell
+        // needs dropping: `f` was taken, and the join state was never used (its result and
+        // waiter are empty), as the fast path skips it.
+        unsafe { self.free_memory() };
+        Some(outcome)
     }
 }
 
@@ -319,6 +348,7 @@ fn with_runtime<R>(what: &str, f: impl FnOnce(&Arc<Shared>) -> R) -> R {
 const ANY_PROC: usize = usize::MAX;
 
 /// Makes a fiber's cell, in `spare`'s block if it has one that fits.
+#[inline(always)]
 fn new_fiber<F, T>(
     f: F,
     runtime: u64,
@@ -389,6 +419,32 @@ fn no_stack(e: NoStack) -> SpawnError {
     }
 }
 
+/// [`check_capacity`] on a proc, through its context.
+#[inline]
+fn check_on_proc(ctx: &worker::Context) -> Result<(), SpawnError> {
+    check_limit(&ctx.shared)?;
+    ctx.reserve_stack().map_err(no_stack)
+}
+
+/// Spawns a fiber on the calling proc, which has checked its capacity ([`check_on_proc`]).
+#[inline(always)]
+fn spawn_here<F, T>(ctx: &worker::Context, f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (fiber, handle) = new_fiber(f, ctx.shared.id, ANY_PROC, Some(ctx.spare_cell()));
+    // Counts it live unless it is held (see `Context::hold_new`).
+    ctx.hold_new(fiber);
+    handle
+}
+
+#[cold]
+#[inline(never)]
+fn spawn_failed(e: SpawnError) -> ! {
+    panic!("{e}")
+}
+
 /// Spawns a fiber running `f`, or says why it cannot.
 ///
 /// The fiber is unstarted until a proc picks it up (any idle proc may steal it; see also [the
@@ -408,14 +464,8 @@ where
     T: Send + 'static,
 {
     if let Some(ctx) = worker::context() {
-        // On a proc: everything through its context, found once.
-        let shared = &*ctx.shared;
-        check_limit(shared)?;
-        ctx.reserve_stack().map_err(no_stack)?;
-        let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC, Some(ctx.spare_cell()));
-        ctx.count_live_here(1);
-        ctx.hold_new(fiber);
-        return Ok(handle);
+        check_on_proc(ctx)?;
+        return Ok(spawn_here(ctx, f));
     }
     let shared = blocking::current_shared().ok_or(SpawnError::NoRuntime)?;
     check_capacity(&shared)?;
@@ -444,7 +494,14 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    try_spawn(f).unwrap_or_else(|e| panic!("{e}"))
+    if let Some(ctx) = worker::context() {
+        // On a proc (the common case), without the `Result` of `try_spawn`.
+        if let Err(e) = check_on_proc(ctx) {
+            spawn_failed(e)
+        }
+        return spawn_here(ctx, f);
+    }
+    try_spawn(f).unwrap_or_else(|e| spawn_failed(e))
 }
 
 /// Spawns a fiber that starts and stays on proc `proc` (explicit placement, as the papers'

@@ -98,7 +98,13 @@ pub(crate) struct ProcShared {
     /// Set (SeqCst) by the proc before its last look for work, cleared after it wakes.
     pub(crate) sleeping: AtomicBool,
     /// Threads started minus threads finished by this proc (may be negative: a thread spawned
-    /// here may end elsewhere). Written only by the proc's own worker thread, with a plain load
+    /// here may end elsewhere). So that the common spawn-then-join costs no count, a fiber in
+    /// a held slot is counted only once it leaves the slot for anything but its joiner's
+    /// inline run (`Context::hold_new`), and a thread run inline on a fiber's stack is counted
+    /// only while that fiber is blocked (`block_fiber`; a fiber taken from a queue to run
+    /// inline gives up the count of its spawn). Deadlock detection sums the counters only
+    /// when every proc sleeps, so every fiber is blocked and every held slot empty: then the
+    /// sum is exact. Written only by the proc's own worker thread, with a plain load
     /// and store (no read-modify-write on the spawn path); summed by deadlock detection. On a
     /// line of its own: the owner writes it at every spawn and end, while idle procs poll the
     /// other fields.
@@ -281,18 +287,51 @@ pub(crate) enum Current {
     Scheduler,
     Fiber {
         slot: usize,
+        /// The running thread: the fiber's own, or one its joiner runs inline (`run_as`).
         id: ThreadId,
         main: bool,
+        /// How many threads run inline on the fiber's stack, the running one included (0
+        /// when the fiber itself runs).
+        inlined: u32,
     },
     Task {
         id: ThreadId,
     },
 }
 
+/// A field of [`Context`] on a cache line of its own, for the few that the spawn and join
+/// paths read and write as a whole: a value that straddles two lines is loaded and stored in
+/// split halves, and a load that spans two earlier stores is not forwarded from them. (Where
+/// the compiler happened to put `current` across a line, a spawn+join cost 128 cycles instead
+/// of 107 in `examples/spawn1`.)
+#[repr(align(64))]
+struct OneLine<T>(T);
+
+impl<T> OneLine<T> {
+    const FITS: () = assert!(std::mem::size_of::<T>() <= 64);
+
+    fn new(value: T) -> Self {
+        let () = Self::FITS;
+        Self(value)
+    }
+}
+
+impl<T> std::ops::Deref for OneLine<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A proc's private state; lives on its worker thread's stack for the thread's life.
 pub(crate) struct Context {
     pub(crate) shared: Arc<Shared>,
     pub(crate) index: usize,
+    /// `shared.procs[index]`, found once: it points into `shared`, which this context keeps
+    /// alive, and the procs' slice never moves.
+    me: ptr::NonNull<ProcShared>,
     local: Deque<Runnable>,
     /// Started fibers that are runnable, by slot.
     ready: RefCell<VecDeque<usize>>,
@@ -301,7 +340,7 @@ pub(crate) struct Context {
     placed: RefCell<VecDeque<Runnable>>,
     /// The held fiber of a one-proc runtime (`hold_new`); with more procs it is held in the
     /// shared entry (`ProcShared::held`), where they can steal it.
-    own_held: RefCell<Option<NewFiber>>,
+    own_held: OneLine<RefCell<Option<NewFiber>>>,
     /// Whether this is the runtime's only proc.
     alone: bool,
     fibers: FiberTable,
@@ -318,7 +357,7 @@ pub(crate) struct Context {
     prefer_new: Cell<bool>,
     next_token: Cell<u64>,
     budget: Cell<u32>,
-    current: Cell<Current>,
+    current: OneLine<Cell<Current>>,
     /// The running fiber's yielder; restored by the fiber itself after each suspension.
     yielder: Cell<*const Yielder>,
     /// The start of the running fiber's guard page (0: none), for the overflow handler.
@@ -326,7 +365,7 @@ pub(crate) struct Context {
     /// Set while the worker drops its fibers at shutdown.
     shutting_down: Cell<bool>,
     /// A freed fiber cell's memory, for the next spawn here (`sched::spawn`).
-    spare_cell: SpareCell,
+    spare_cell: OneLine<SpareCell>,
     /// How far above its guard page's start a fiber's stack pointer must be for the fiber to
     /// run another thread's body inline (`inline_room`): the guard page, plus a quarter of the
     /// stack size (16 KiB at least).
@@ -375,7 +414,7 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
         return Err(NotAFiber::OsThread(prepare));
     };
     match ctx.current.get() {
-        Current::Fiber { slot, .. } => {
+        Current::Fiber { slot, inlined, .. } => {
             if ctx.shutting_down.get() {
                 return Err(NotAFiber::Shutdown);
             }
@@ -389,7 +428,16 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
             e.wake_pending.set(false);
             ctx.budget.set(BUDGET);
             prepare(Blocker::fiber(ctx.shared.id, ctx.index, slot, token));
+            // Threads run inline on this stack count as live while it is blocked (see
+            // `ProcShared::live`).
+            let inlined = inlined as isize;
+            if inlined != 0 {
+                ctx.count_live_here(inlined);
+            }
             ctx.suspend(Suspend::Block);
+            if inlined != 0 {
+                ctx.count_live_here(-inlined);
+            }
             Ok(())
         }
         Current::Task { .. } => Err(NotAFiber::Task),
@@ -432,7 +480,7 @@ fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
 /// The calling fiber's context and slot, if it may run another thread's body on its own
 /// stack: a fiber of runtime `runtime` (on proc `proc` unless that is `usize::MAX`), not
 /// shutting down, with at least a quarter of its stack (16 KiB at least) free.
-fn inline_room(runtime: u64, proc: usize) -> Option<(&'static Context, usize)> {
+fn inline_room(runtime: u64, proc: usize) -> Option<(&'static Context, usize, u32)> {
     let ctx = context()?;
     if ctx.shared.id != runtime || (proc != usize::MAX && proc != ctx.index) {
         return None;
@@ -442,8 +490,8 @@ fn inline_room(runtime: u64, proc: usize) -> Option<(&'static Context, usize)> {
 
 /// [`inline_room`] without the runtime and proc checks: for work known to be this proc's.
 #[inline]
-fn fiber_room(ctx: &'static Context) -> Option<(&'static Context, usize)> {
-    let Current::Fiber { slot, .. } = ctx.current.get() else {
+fn fiber_room(ctx: &'static Context) -> Option<(&'static Context, usize, u32)> {
+    let Current::Fiber { slot, inlined, .. } = ctx.current.get() else {
         return None;
     };
     if ctx.shutting_down.get() {
@@ -453,26 +501,33 @@ fn fiber_room(ctx: &'static Context) -> Option<(&'static Context, usize)> {
     // address approximates the stack pointer.
     let marker = 0u8;
     let sp = std::hint::black_box(&marker) as *const u8 as usize;
-    (sp >= ctx.guard.get() + ctx.inline_margin).then_some((ctx, slot))
+    (sp >= ctx.guard.get() + ctx.inline_margin).then_some((ctx, slot, inlined))
 }
 
-/// Runs `body` as thread `id` on the calling fiber (slot `slot`): `current()` names `id`
-/// while it runs, and the thread counts as finished after.
-fn run_as<R>(ctx: &Context, slot: usize, id: ThreadId, body: impl FnOnce() -> R) -> R {
+/// Runs `body` as thread `id` on the calling fiber (slot `slot`, running `inlined` threads
+/// inline already): `current()` names `id` while it runs. The thread is not counted live
+/// (`ProcShared::live`) unless the fiber blocks while it runs.
+///
+/// `body` must not unwind except at shutdown (it catches the thread's panics): there is no
+/// guard to restore `current` on an unwind, and none is needed then, because the shutdown loop
+/// that unwinds the joiner sets `current` itself.
+#[inline(always)]
+fn run_as<R>(
+    ctx: &Context,
+    slot: usize,
+    inlined: u32,
+    id: ThreadId,
+    body: impl FnOnce() -> R,
+) -> R {
     let outer = ctx.current.replace(Current::Fiber {
         slot,
         id,
         main: false,
+        inlined: inlined + 1,
     });
-    struct Restore<'a>(&'a Context, Current);
-    impl Drop for Restore<'_> {
-        fn drop(&mut self) {
-            self.0.current.set(self.1);
-            self.0.count_live_here(-1);
-        }
-    }
-    let _restore = Restore(ctx, outer);
-    body()
+    let r = body();
+    ctx.current.set(outer);
+    r
 }
 
 /// Runs an unstarted fiber's body on the calling fiber's stack, if the caller may
@@ -480,13 +535,15 @@ fn run_as<R>(ctx: &Context, slot: usize, id: ThreadId, body: impl FnOnce() -> R)
 /// than `usize::MAX`) is run inline only by a joiner on that proc. While it runs, `current()`
 /// names the inlined thread.
 pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc: usize) -> bool {
-    let Some((ctx, slot)) = inline_room(runtime, proc) else {
+    let Some((ctx, slot, inlined)) = inline_room(runtime, proc) else {
         return false;
     };
     if body.is_claimed() || !body.claim() {
         return false;
     }
-    run_as(ctx, slot, id, || body.run());
+    // Counted live since its spawn; from here on it is counted as an inline thread.
+    ctx.count_live_here(-1);
+    run_as(ctx, slot, inlined, id, || body.run());
     ctx.sweep_claimed();
     true
 }
@@ -495,18 +552,21 @@ pub(crate) fn run_inline(body: &dyn FiberBody, id: ThreadId, runtime: u64, proc:
 /// one its proc holds back (`Context::hold_new`), and the caller may run it inline
 /// ([`inline_room`]), takes it back and runs `run` as that thread on the caller's stack,
 /// giving it the held reference to the body. Taking it from the slot is the claim: no other
-/// thread can run it after that. `None` if it was not there.
+/// thread can run it after that. `None` if it was not there. A held fiber is not counted
+/// live, nor is an inline thread unless it blocks (`ProcShared::live`), so nothing is counted
+/// for this one.
+#[inline]
 pub(crate) fn run_held<R>(
     body: *const (),
     id: ThreadId,
     run: impl FnOnce(BodyPtr) -> R,
 ) -> Option<R> {
     // Held work is this proc's, so of this runtime: no need to check.
-    let (ctx, slot) = fiber_room(context()?)?;
+    let (ctx, slot, inlined) = fiber_room(context()?)?;
     let held = ctx.take_held_if(|f| ptr::eq(f.body.addr(), body))?;
     // Not dropped as a `NewFiber`, which would cancel the unrun body.
     let held = held.into_body();
-    Some(run_as(ctx, slot, id, || run(held)))
+    Some(run_as(ctx, slot, inlined, id, || run(held)))
 }
 
 /// Arms a timer on the current proc that does `on_fire` at `deadline`; off the procs, on the
@@ -675,12 +735,16 @@ impl Context {
     fn suspend(&self, why: Suspend) {
         let y = self.yielder.get();
         debug_assert!(!y.is_null());
+        // The worker names the fiber itself when it resumes it; a thread run inline on the
+        // fiber's stack must be named again.
+        let current = self.current.get();
         // SAFETY: `y` is the running fiber's yielder, set when it first ran and restored after
         // each resumption; it lives on the fiber's stack, which is alive while the fiber runs.
         unsafe { (*y).suspend(why) };
-        // Resumed (always on this same proc: fibers never migrate). The worker has set
-        // `current` for us; the yielder is ours to restore.
+        // Resumed (always on this same proc: fibers never migrate). The yielder and the
+        // running thread are ours to restore.
         self.yielder.set(y);
+        self.current.set(current);
     }
 
     fn wake_local(&self, slot: usize, token: u64) {
@@ -724,21 +788,39 @@ impl Context {
     /// CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is the
     /// first new work this proc runs, unless an idle proc steals it first (idle procs are
     /// notified as for a deque push).
+    ///
+    /// A held fiber is not counted live until it leaves the slot for anything but its
+    /// joiner's inline run (`ProcShared::live`); a fiber that goes to the deque is counted
+    /// here.
+    #[inline]
     pub(crate) fn hold_new(&self, f: NewFiber) {
         if self.alone {
             let mut held = self.own_held.borrow_mut();
             if held.is_none() {
                 *held = Some(f);
-            } else {
-                drop(held);
-                self.local.push(Runnable::Fiber(f));
+                return;
             }
+            drop(held);
+            self.queue_new(f);
             return;
         }
+        self.hold_new_shared(f);
+    }
+
+    /// [`hold_new`](Self::hold_new) on a runtime of several procs.
+    #[inline(never)]
+    fn hold_new_shared(&self, f: NewFiber) {
         if let Err(f) = self.me().held.try_put(f) {
-            self.local.push(Runnable::Fiber(f));
+            self.queue_new(f);
         }
         self.shared.notify_idle();
+    }
+
+    /// Pushes a fiber just spawned here to the local deque, counting it live.
+    #[cold]
+    fn queue_new(&self, f: NewFiber) {
+        self.count_live_here(1);
+        self.local.push(Runnable::Fiber(f));
     }
 
     /// Takes this proc's held fiber if `want` accepts it.
@@ -768,7 +850,8 @@ impl Context {
     /// This proc's shared entry.
     #[inline]
     fn me(&self) -> &ProcShared {
-        &self.shared.procs[self.index]
+        // SAFETY: `me` points into `self.shared`, alive as long as `self` (see the field).
+        unsafe { self.me.as_ref() }
     }
 
     /// Drops fibers at the front of the local deque that were already run inline by their
@@ -875,6 +958,8 @@ impl Context {
     #[inline]
     fn new_work(&self) -> Option<Runnable> {
         if let Some(f) = self.take_held_if(|_| true) {
+            // Off the held slot: counted live from now on (see `hold_new`).
+            self.count_live_here(1);
             return Some(Runnable::Fiber(f));
         }
         loop {
@@ -913,6 +998,8 @@ impl Context {
             }
             // Its held fiber last: the victim's joiner is the likeliest to want it.
             if let Some(f) = victim.held.take() {
+                // Counted live from now on, here (see `hold_new`).
+                self.count_live_here(1);
                 return Some(Runnable::Fiber(f));
             }
         }
@@ -1017,6 +1104,7 @@ impl Context {
             slot,
             id: e.id,
             main: e.main,
+            inlined: 0,
         });
         self.guard.set(e.guard.0);
         // SAFETY: the slot exists and its fiber is not running (we just set its state from a
@@ -1170,7 +1258,12 @@ impl Context {
         for slot in self.fibers.keys() {
             // SAFETY: worker loop, no fiber running.
             let (mut co, id, main) = unsafe { self.fibers.remove(slot) };
-            self.current.set(Current::Fiber { slot, id, main });
+            self.current.set(Current::Fiber {
+                slot,
+                id,
+                main,
+                inlined: 0,
+            });
             // Unwinds the suspended fiber's stack here, running its destructors.
             co.force_unwind();
             self.current.set(Current::Scheduler);
@@ -1190,14 +1283,16 @@ impl Context {
 pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnable>) {
     let shared_stack_size = shared.stack_size;
     let shared_procs = shared.procs.len();
+    let me = ptr::NonNull::from(&*shared.procs[index]);
     let ctx = Context {
+        me,
         stacks: RefCell::new(StackPool::new(shared.stack_size)),
         shared,
         index,
         local,
         ready: RefCell::new(VecDeque::new()),
         placed: RefCell::new(VecDeque::new()),
-        own_held: RefCell::new(None),
+        own_held: OneLine::new(RefCell::new(None)),
         alone: shared_procs == 1,
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
@@ -1208,11 +1303,11 @@ pub(crate) fn run_worker(shared: Arc<Shared>, index: usize, local: Deque<Runnabl
         timer_turn: Cell::new(TIMER_EVERY),
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),
-        current: Cell::new(Current::Scheduler),
+        current: OneLine::new(Cell::new(Current::Scheduler)),
         yielder: Cell::new(ptr::null()),
         shutting_down: Cell::new(false),
         guard: Cell::new(0),
-        spare_cell: SpareCell::new(),
+        spare_cell: OneLine::new(SpareCell::new()),
         inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
     };
     CONTEXT.with(|c| c.set(&ctx));
