@@ -387,6 +387,31 @@ fn self_pid_finds_the_calling_actor() {
         .unwrap();
 }
 
+/// A plain thread run on a fiber actor's stack (joined at once, so its joiner may run it
+/// inline, in the actor's fiber slot) is not taken for that actor, and the actor is found
+/// again after it; an actor spawned and ended meanwhile does not disturb the entry.
+#[test]
+fn self_pid_is_not_lent_to_a_thread_run_inline_on_the_actor() {
+    rt(1)
+        .block_on(|| {
+            let mut me = Ctx::<bool>::new();
+            let reply = me.pid();
+            actor::spawn(move |mut ctx: Ctx<u8>| {
+                let inner =
+                    pcml::spawn(|| std::panic::catch_unwind(actor::self_pid::<u8>).is_err())
+                        .join()
+                        .unwrap();
+                let back = ctx.pid();
+                actor::spawn(move |_: Ctx<()>| back.send(1).unwrap());
+                ctx.receive();
+                let still = actor::self_pid::<u8>() == ctx.pid();
+                reply.send(inner && still).unwrap();
+            });
+            assert!(me.receive());
+        })
+        .unwrap();
+}
+
 /// A receive event whose `.await` is dropped after a message was handed to it takes nothing:
 /// the message goes back where it was, in order.
 #[test]

@@ -3,24 +3,29 @@
 //! Async actors: the actor's root future sets a thread-local slot around each poll of its body
 //! (tasks migrate between procs, but a poll runs on one OS thread). Fiber actors: a fiber
 //! never migrates once started (DESIGN.md decision 2), so the table of running fiber actors is
-//! a thread-local map of the OS thread the fiber lives on, keyed by pcml thread id; the fiber
-//! enters itself when its body starts and leaves when it ends.
+//! a thread-local vector of the OS thread the fiber lives on, indexed by the fiber's slot on
+//! its proc (what the scheduler calls it by), each entry naming the pcml thread it belongs to;
+//! the fiber enters itself when its body starts and leaves when it ends. The entry holds the
+//! actor's `Life` (its record), so entering takes no reference count of its own, and no
+//! hashing: an indexed store each way.
 //!
 //! # Invariants
 //! - The slot holds the actor being polled on this OS thread during its poll and is restored
 //!   afterwards (polls nest: an actor's poll never polls another actor's root).
-//! - A fiber's entry is in the table of its own OS thread from its start to its end (a guard
-//!   removes it, also when the fiber unwinds).
+//! - A fiber actor's entry is in the table of its own OS thread, at its fiber's slot, from its
+//!   start to its end (a guard takes it out, also when the fiber unwinds). A thread run inline
+//!   on another fiber's stack shares that fiber's slot: its entry shadows the outer one until
+//!   it ends (the guard restores it; inline runs nest), and `self_pid` checks the entry's
+//!   thread id, so a plain thread run inline on an actor's fiber is not taken for that actor.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::Pid;
 use super::link::Peer;
 use super::record::Record;
+use super::{Life, Pid};
 use crate::sched::ThreadId;
 use crate::sched::worker::{self, Current};
 
@@ -28,36 +33,13 @@ thread_local! {
     /// The async actor being polled on this OS thread: a pointer to the `Arc` its root future
     /// holds, or null. Non-null only while a `Polling` guard borrowing that `Arc` lives.
     static POLLING: Cell<*const Arc<dyn Peer>> = const { Cell::new(std::ptr::null()) };
-    /// The fiber actors living on this OS thread.
-    static FIBERS: RefCell<HashMap<ThreadId, Arc<dyn Peer>, IdHash>> =
-        RefCell::new(HashMap::default());
+    /// The fiber actors living on this OS thread, by fiber slot: the actor's thread id and its
+    /// record (the reference its `Life` held).
+    static FIBERS: RefCell<Vec<Option<Entry>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Hashes a pcml thread id with one multiplication (Fibonacci hashing): the ids are unique
-/// numbers handed out by the runtime, not chosen by an adversary, so the table needs no
-/// SipHash (which cost a fiber actor's start and end about a hundred instructions each).
-type IdHash = BuildHasherDefault<IdHasher>;
-
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // The golden ratio's 64-bit multiplier spreads consecutive ids over the high bits the
-        // table uses.
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
+/// A fiber actor's entry: its pcml thread and its record.
+type Entry = (ThreadId, Arc<dyn Peer>);
 
 /// A supervisor starting a child, and the actors spawned meanwhile.
 type Linking = Option<(Arc<dyn Peer>, Vec<Arc<dyn Peer>>)>;
@@ -139,24 +121,69 @@ fn polling() -> Option<Arc<dyn Peer>> {
     (!p.is_null()).then(|| unsafe { (*p).clone() })
 }
 
-/// Enters a fiber actor in its OS thread's table, until dropped.
-pub(super) struct FiberActor(Option<ThreadId>);
+/// A fiber actor's entry in its OS thread's table, from its start to its end. It holds the
+/// actor's [`Life`] there and gives it back: to [`end`](Self::end) the actor, or to drop it
+/// (which closes the mailbox) if the fiber unwinds at shutdown.
+pub(super) struct FiberActor {
+    /// The fiber's slot, while the life is in the table.
+    slot: Option<usize>,
+    /// The entry this one shadows in the slot (an actor whose fiber runs this one inline).
+    prev: Option<Entry>,
+    /// The life, when it is not in the table (not on a fiber: no table to be found in).
+    life: Option<Life>,
+}
 
 impl FiberActor {
-    pub(super) fn enter<M: Send + 'static>(rec: Arc<Record<M>>) -> Self {
-        let id = crate::try_current();
-        if let Some(id) = id {
-            FIBERS.with(|t| t.borrow_mut().insert(id, rec));
+    /// Enters the calling fiber's actor, whose life is `life`.
+    pub(super) fn enter(mut life: Life) -> Self {
+        let Some(Current::Fiber { slot, id, .. }) = worker::current() else {
+            return FiberActor {
+                slot: None,
+                prev: None,
+                life: Some(life),
+            };
+        };
+        let rec = life.rec.take().expect("pcml: a fiber actor started twice");
+        let prev = FIBERS.with(|t| {
+            let mut t = t.borrow_mut();
+            if t.len() <= slot {
+                t.resize_with(slot + 1, || None);
+            }
+            t[slot].replace((id, rec))
+        });
+        FiberActor {
+            slot: Some(slot),
+            prev,
+            life: None,
         }
-        FiberActor(id)
+    }
+
+    /// Takes the life back out of the table, restoring the entry it shadowed.
+    fn leave(&mut self) -> Option<Life> {
+        let Some(slot) = self.slot.take() else {
+            return self.life.take();
+        };
+        let prev = self.prev.take();
+        // The table is gone only while the OS thread exits; the entry goes with it.
+        let mine = FIBERS
+            .try_with(|t| std::mem::replace(&mut t.borrow_mut()[slot], prev))
+            .ok()
+            .flatten();
+        mine.map(|(_, rec)| Life { rec: Some(rec) })
+    }
+
+    /// Ends the actor: its body finished with `outcome`.
+    pub(super) fn end(mut self, outcome: Result<(), Box<dyn Any + Send>>) {
+        if let Some(life) = self.leave() {
+            life.end(outcome);
+        }
     }
 }
 
 impl Drop for FiberActor {
     fn drop(&mut self) {
-        if let Some(id) = self.0 {
-            let _ = FIBERS.try_with(|t| t.borrow_mut().remove(&id));
-        }
+        // Not ended: the fiber is unwinding at shutdown; dropping the life closes the mailbox.
+        drop(self.leave());
     }
 }
 
@@ -194,7 +221,10 @@ impl Drop for FiberActor {
 pub fn self_pid<M: Send + 'static>() -> Pid<M> {
     let peer = match worker::current() {
         Some(Current::Task { .. }) => polling(),
-        Some(Current::Fiber { id, .. }) => FIBERS.with(|t| t.borrow().get(&id).cloned()),
+        Some(Current::Fiber { slot, id, .. }) => FIBERS.with(|t| match t.borrow().get(slot) {
+            Some(Some((owner, rec))) if *owner == id => Some(rec.clone()),
+            _ => None,
+        }),
         _ => None,
     };
     let Some(peer) = peer else {

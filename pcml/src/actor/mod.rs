@@ -553,12 +553,13 @@ where
         rec: Some(ctx.rec.clone()),
     };
     drop(crate::spawn(move || {
-        let _current = current::FiberActor::enter(ctx.rec.clone());
+        // Holds the life from here on, in the table `self_pid` reads.
+        let me = current::FiberActor::enter(life);
         match catch_unwind(AssertUnwindSafe(move || f(ctx))) {
-            // The fiber is being dropped at shutdown: `life` ends it silently as the unwind
+            // The fiber is being dropped at shutdown: `me` ends it silently as the unwind
             // goes on to the fiber's root.
             Err(p) if shutting_down() => resume_unwind(p),
-            outcome => life.end(outcome),
+            outcome => me.end(outcome),
         }
     }));
 }
