@@ -97,52 +97,47 @@ impl fmt::Display for ThreadId {
 ///     assert!(err.to_string().contains("boom"));
 /// });
 /// ```
-pub struct JoinError {
+pub struct JoinError(Box<ErrorInner>);
+
+/// Boxed, so that a `Result<T, JoinError>` is one word more than `T` and a small one is
+/// returned in registers on the spawn and join paths; errors are rare.
+struct ErrorInner {
     id: ThreadId,
     repr: Repr,
 }
 
 enum Repr {
-    /// Boxed, so that a `Result<T, JoinError>` stays small on the spawn and join paths.
-    Panicked(Box<Panic>),
+    /// A panic's payload and its printed report.
+    Panicked {
+        payload: Box<dyn Any + Send>,
+        report: String,
+    },
     Exited,
     Cancelled,
 }
 
-/// A panic's payload and its printed report.
-struct Panic {
-    payload: Box<dyn Any + Send>,
-    report: String,
-}
-
 impl JoinError {
+    fn new(id: ThreadId, repr: Repr) -> Self {
+        Self(Box::new(ErrorInner { id, repr }))
+    }
     pub(crate) fn panicked(id: ThreadId, payload: Box<dyn Any + Send>, report: String) -> Self {
-        Self {
-            id,
-            repr: Repr::Panicked(Box::new(Panic { payload, report })),
-        }
+        Self::new(id, Repr::Panicked { payload, report })
     }
     pub(crate) fn exited(id: ThreadId) -> Self {
-        Self {
-            id,
-            repr: Repr::Exited,
-        }
+        Self::new(id, Repr::Exited)
     }
     pub(crate) fn cancelled(id: ThreadId) -> Self {
-        Self {
-            id,
-            repr: Repr::Cancelled,
-        }
+        Self::new(id, Repr::Cancelled)
     }
 
     /// The thread that failed.
     pub fn id(&self) -> ThreadId {
-        self.id
+        self.0.id
     }
 
     /// Whether the thread panicked.
     pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panicked(_))
+        matches!(self.0.repr, Repr::Panicked { .. })
     }
 
     /// Whether the thread ended itself with [`exit`](crate::exit).
@@ -154,12 +149,12 @@ impl JoinError {
     /// });
     /// ```
     pub fn is_exit(&self) -> bool {
-        matches!(self.repr, Repr::Exited)
+        matches!(self.0.repr, Repr::Exited)
     }
 
     /// Whether the runtime shut down (or a deadlock stopped it) before the thread finished.
     pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::Cancelled)
+        matches!(self.0.repr, Repr::Cancelled)
     }
 
     /// The panic payload, to re-raise with `std::panic::resume_unwind`.
@@ -174,16 +169,17 @@ impl JoinError {
 
     /// The panic payload, or the error itself if the thread did not panic.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send>, JoinError> {
-        match self.repr {
-            Repr::Panicked(p) => Ok(p.payload),
-            repr => Err(JoinError { id: self.id, repr }),
+        let ErrorInner { id, repr } = *self.0;
+        match repr {
+            Repr::Panicked { payload, .. } => Ok(payload),
+            repr => Err(JoinError::new(id, repr)),
         }
     }
 
     /// The panic's message, when the payload is a string.
     pub fn panic_message(&self) -> Option<&str> {
-        match &self.repr {
-            Repr::Panicked(p) => payload_message(p.payload.as_ref()),
+        match &self.0.repr {
+            Repr::Panicked { payload, .. } => payload_message(payload.as_ref()),
             _ => None,
         }
     }
@@ -198,13 +194,13 @@ pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> Option<&str> {
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.repr {
-            Repr::Panicked(p) => write!(f, "pcml thread {} {}", self.id, p.report),
-            Repr::Exited => write!(f, "pcml thread {} ended itself with pcml::exit", self.id),
+        let id = self.0.id;
+        match &self.0.repr {
+            Repr::Panicked { report, .. } => write!(f, "pcml thread {id} {report}"),
+            Repr::Exited => write!(f, "pcml thread {id} ended itself with pcml::exit"),
             Repr::Cancelled => write!(
                 f,
-                "pcml thread {} was dropped unfinished: its runtime shut down",
-                self.id
+                "pcml thread {id} was dropped unfinished: its runtime shut down"
             ),
         }
     }
@@ -213,7 +209,7 @@ impl fmt::Display for JoinError {
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinError")
-            .field("id", &self.id)
+            .field("id", &self.0.id)
             .field("error", &format_args!("{self}"))
             .finish()
     }
@@ -366,47 +362,84 @@ pub(crate) trait JoinTarget<T>: Send + Sync {
     /// The joiner's fast path: if the thread is a fiber that its proc still holds back from
     /// the queues (`worker::run_held`), runs its body here and returns its outcome, without
     /// touching the join state. When it returns `Some`, it has also dropped the handle's
-    /// counted reference (`TargetRef::Counted`), which the caller must then forget.
+    /// counted reference (`TargetRef`), which the caller must then forget.
     fn join_held(&self) -> Option<Result<T, JoinError>> {
         None
     }
 
-    /// Drops one counted reference, for targets shared through [`TargetRef::Counted`].
+    /// Drops one counted reference, for targets shared through counted references
+    /// ([`JoinHandle::from_counted`]).
     ///
     /// # Safety
     /// The caller owns such a reference and does not use `self` after the call.
     unsafe fn release(&self) {}
 }
 
-/// A join handle's reference to its target: an `Arc` (tasks, blocking jobs), or a spawned
-/// fiber's cell, which keeps its own count (see `sched::spawn`).
-pub(crate) enum TargetRef<T> {
-    Arc(Arc<dyn JoinTarget<T>>),
-    Counted(std::ptr::NonNull<dyn JoinTarget<T>>),
+/// A join handle's reference to its target: a strong reference of an `Arc` (tasks, blocking
+/// jobs), or a counted reference to a spawned fiber's cell, which keeps its own count (see
+/// `sched::spawn`).
+///
+/// One fat pointer, so that a handle is two words and moves in registers: the kinds are told
+/// apart by the pointer's lowest bit, set for an `Arc`. (An `Arc`'s data follows its two
+/// counters, so its address is a multiple of 8; a counted target's address is even, as
+/// [`JoinHandle::from_counted`] requires.)
+pub(crate) struct TargetRef<T> {
+    ptr: std::ptr::NonNull<dyn JoinTarget<T>>,
 }
 
-// SAFETY: a `JoinTarget` is `Send + Sync` and a counted one's count is atomic.
+/// `TargetRef::ptr`'s tag for a reference owned through an `Arc`.
+const ARC_TAG: usize = 1;
+
+// SAFETY: a `JoinTarget` is `Send + Sync`, and both kinds of count are atomic.
 unsafe impl<T> Send for TargetRef<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for TargetRef<T> {}
 
+impl<T> TargetRef<T> {
+    fn from_arc(target: Arc<dyn JoinTarget<T>>) -> Self {
+        let p = Arc::into_raw(target).cast_mut();
+        debug_assert_eq!(p.addr() & ARC_TAG, 0);
+        Self {
+            ptr: std::ptr::NonNull::new(p.map_addr(|a| a | ARC_TAG))
+                .expect("an Arc's pointer is not null"),
+        }
+    }
+
+    /// Takes over a counted reference.
+    ///
+    /// # Safety
+    /// As [`JoinHandle::from_counted`].
+    unsafe fn from_counted(target: std::ptr::NonNull<dyn JoinTarget<T>>) -> Self {
+        debug_assert_eq!(target.as_ptr().addr() & ARC_TAG, 0);
+        Self { ptr: target }
+    }
+
+    #[inline(always)]
+    fn untagged(&self) -> *mut (dyn JoinTarget<T> + 'static) {
+        self.ptr.as_ptr().map_addr(|a| a & !ARC_TAG)
+    }
+}
+
 impl<T> std::ops::Deref for TargetRef<T> {
     type Target = dyn JoinTarget<T>;
 
+    #[inline(always)]
     fn deref(&self) -> &(dyn JoinTarget<T> + 'static) {
-        match self {
-            Self::Arc(a) => &**a,
-            // SAFETY: we own a counted reference, so the target is alive.
-            Self::Counted(p) => unsafe { p.as_ref() },
-        }
+        // SAFETY: we own a reference (strong or counted), so the target is alive.
+        unsafe { &*self.untagged() }
     }
 }
 
 impl<T> Drop for TargetRef<T> {
     fn drop(&mut self) {
-        if let Self::Counted(p) = self {
-            // SAFETY: we own one reference and never use it again.
-            unsafe { p.as_ref().release() }
+        let p = self.untagged();
+        if self.ptr.as_ptr().addr() & ARC_TAG != 0 {
+            // SAFETY: the pointer came from `Arc::into_raw` (`from_arc`), and we give up its
+            // strong reference once, here.
+            drop(unsafe { Arc::from_raw(p.cast_const()) });
+        } else {
+            // SAFETY: we own one counted reference and never use it again.
+            unsafe { (*p).release() }
         }
     }
 }
@@ -447,17 +480,19 @@ pub struct JoinHandle<T> {
 impl<T> JoinHandle<T> {
     pub(crate) fn new(state: Arc<dyn JoinTarget<T>>) -> Self {
         Self {
-            state: Some(TargetRef::Arc(state)),
+            state: Some(TargetRef::from_arc(state)),
         }
     }
 
     /// A handle owning one counted reference to `target`.
     ///
     /// # Safety
-    /// `target` is alive and its count includes a reference the caller gives up.
+    /// `target` is alive, at an even address (its type's alignment is at least 2), and its
+    /// count includes a reference the caller gives up.
     pub(crate) unsafe fn from_counted(target: std::ptr::NonNull<dyn JoinTarget<T>>) -> Self {
         Self {
-            state: Some(TargetRef::Counted(target)),
+            // SAFETY: as our caller promises.
+            state: Some(unsafe { TargetRef::from_counted(target) }),
         }
     }
 
@@ -681,7 +716,7 @@ impl<T> fmt::Debug for JoinHandle<T> {
 
 #[cfg(all(test, not(pcml_loom)))]
 mod tests {
-    use super::{JoinHandle, JoinState, ThreadId};
+    use super::{JoinError, JoinHandle, JoinState, ThreadId};
 
     /// A completer on one OS thread and a joiner on another, racing: the joiner always gets the
     /// value (it parks as an OS-thread waiter when it comes first).
@@ -694,6 +729,30 @@ mod tests {
             assert_eq!(handle.join().unwrap(), i);
             t.join().unwrap();
         }
+    }
+
+    /// A handle is one fat pointer and a small result one word more, so both move in
+    /// registers on the spawn and join paths (the `TargetRef` and `JoinError` docs say why).
+    #[test]
+    fn a_handle_and_a_small_result_are_two_words() {
+        let word = std::mem::size_of::<usize>();
+        assert_eq!(std::mem::size_of::<JoinHandle<u64>>(), 2 * word);
+        assert_eq!(std::mem::size_of::<Result<u64, JoinError>>(), 2 * word);
+    }
+
+    #[test]
+    fn a_join_error_keeps_its_kind_and_id_through_try_into_panic() {
+        let id = ThreadId::next();
+        let e = JoinError::exited(id).try_into_panic().unwrap_err();
+        assert!(e.is_exit() && !e.is_panic() && !e.is_cancelled());
+        assert_eq!(e.id(), id);
+        let e = JoinError::cancelled(id).try_into_panic().unwrap_err();
+        assert!(e.is_cancelled());
+        let p = JoinError::panicked(id, Box::new("boom"), "panicked: boom".into());
+        assert_eq!(p.panic_message(), Some("boom"));
+        assert!(p.to_string().contains("boom"));
+        let payload = p.try_into_panic().unwrap();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
     }
 
     #[test]

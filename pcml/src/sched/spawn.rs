@@ -100,7 +100,7 @@ impl std::error::Error for SpawnError {
 ///   shutdown, cancels it).
 /// - The cell is heap-allocated (or written into a proc's [`SpareCell`]) and freed by the
 ///   `release` that drops its last counted reference: the runnable's [`BodyPtr`] and the
-///   handle's [`TargetRef::Counted`], so `refs` starts at two, written before either reference
+///   handle's counted [`TargetRef`], so `refs` starts at two, written before either reference
 ///   is published (no read-modify-write on spawn). The one exception is `join_held`: the
 ///   joiner then owns both references (the held one was never published) and frees the cell
 ///   without looking at the count.
@@ -378,7 +378,8 @@ where
             }
             None => NonNull::from(Box::leak(Box::new(value))),
         };
-    // SAFETY: the cell is alive, and its count of two covers exactly these two references.
+    // SAFETY: the cell is alive, and its count of two covers exactly these two references;
+    // its address is a multiple of 8 (it holds an `AtomicUsize`).
     unsafe {
         (
             NewFiber {

@@ -434,7 +434,7 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
             if inlined != 0 {
                 ctx.count_live_here(inlined);
             }
-            ctx.suspend(Suspend::Block);
+            ctx.suspend(Suspend::Block, inlined != 0);
             if inlined != 0 {
                 ctx.count_live_here(-inlined);
             }
@@ -586,10 +586,13 @@ pub(crate) fn arm_timer(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell> {
 /// Returns `false` (doing nothing) if the caller is not a fiber.
 #[inline(always)]
 pub(crate) fn yield_fiber() -> bool {
-    match context() {
-        Some(ctx) if matches!(ctx.current.get(), Current::Fiber { .. }) => {
+    let Some(ctx) = context() else {
+        return false;
+    };
+    match ctx.current.get() {
+        Current::Fiber { inlined, .. } => {
             ctx.budget.set(BUDGET);
-            ctx.suspend(Suspend::Yield);
+            ctx.suspend(Suspend::Yield, inlined != 0);
             true
         }
         _ => false,
@@ -619,7 +622,8 @@ pub(crate) fn consume_budget() {
 #[inline(never)]
 fn budget_spent(ctx: &Context) {
     ctx.budget.set(BUDGET);
-    ctx.suspend(Suspend::Yield);
+    let inlined = matches!(ctx.current.get(), Current::Fiber { inlined: 1.., .. });
+    ctx.suspend(Suspend::Yield, inlined);
 }
 
 /// Pushes stealable work (a task just spawned) from the current thread: to this proc's deque
@@ -730,21 +734,37 @@ impl Context {
         c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
     }
 
-    /// Suspends the running fiber, telling the worker why.
+    /// Suspends the running fiber, telling the worker why; `inlined`: whether a thread runs
+    /// inline on its stack (`Current::Fiber`).
     #[inline(always)]
-    fn suspend(&self, why: Suspend) {
+    fn suspend(&self, why: Suspend, inlined: bool) {
+        if inlined {
+            return self.suspend_inlined(why);
+        }
+        self.switch_out(why);
+    }
+
+    /// [`suspend`](Self::suspend) while a thread runs inline on the fiber's stack: the worker
+    /// names the fiber itself when it resumes it, so the inline thread is named again.
+    #[cold]
+    #[inline(never)]
+    fn suspend_inlined(&self, why: Suspend) {
+        let current = self.current.get();
+        self.switch_out(why);
+        self.current.set(current);
+    }
+
+    /// Hands control back to the worker until it resumes the fiber.
+    #[inline(always)]
+    fn switch_out(&self, why: Suspend) {
         let y = self.yielder.get();
         debug_assert!(!y.is_null());
-        // The worker names the fiber itself when it resumes it; a thread run inline on the
-        // fiber's stack must be named again.
-        let current = self.current.get();
         // SAFETY: `y` is the running fiber's yielder, set when it first ran and restored after
         // each resumption; it lives on the fiber's stack, which is alive while the fiber runs.
         unsafe { (*y).suspend(why) };
-        // Resumed (always on this same proc: fibers never migrate). The yielder and the
-        // running thread are ours to restore.
+        // Resumed (always on this same proc: fibers never migrate). The worker has set
+        // `current` for us; the yielder is ours to restore.
         self.yielder.set(y);
-        self.current.set(current);
     }
 
     fn wake_local(&self, slot: usize, token: u64) {
