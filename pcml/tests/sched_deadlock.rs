@@ -37,6 +37,29 @@ fn main_blocked_on_a_thread_nobody_can_wake_is_a_deadlock() {
 }
 
 #[test]
+fn a_blocked_child_its_joiner_ran_inline_counts_once() {
+    for procs in [1, 2] {
+        let r = rt(procs).block_on(|| {
+            // `held` is the proc's held fiber, so `queued` goes to the deque; joining
+            // `queued` runs it inline (unless a second proc took it), and it blocks for good.
+            let held = pcml::spawn(|| ());
+            let queued = pcml::spawn(|| never().join().unwrap());
+            queued.join().unwrap();
+            held.join().unwrap();
+        });
+        assert_eq!(
+            r,
+            Err(RuntimeError::Deadlock {
+                // main, `queued` and the task; `held` ran to its end meanwhile.
+                blocked: 3,
+                waiting_for_stack: 0
+            }),
+            "procs = {procs}"
+        );
+    }
+}
+
+#[test]
 fn run_panics_with_a_message_naming_the_blocked_threads() {
     let p = std::panic::catch_unwind(|| pcml::run(|| never().join().unwrap())).unwrap_err();
     let msg = p.downcast_ref::<String>().unwrap();
