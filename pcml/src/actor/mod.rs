@@ -132,7 +132,7 @@ pub use registry::{
 };
 pub use supervisor::{Child, ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorMsg};
 
-use record::{Own, Record, RecvEvt, Scan, own_lock, own_mut, park, wake};
+use record::{Died, Own, Record, RecvEvt, Scan, own_lock, own_mut, park, wake};
 
 /// Pids are `Send + Sync` and contexts `Send` for any `Send` message type, `Sync` or not.
 const _: fn() = || {
@@ -448,8 +448,16 @@ pub(crate) fn finish<M: Send + 'static>(
     reason: ExitReason,
     report: Option<String>,
 ) {
-    let Some(remains) = rec.die() else {
-        return;
+    let remains = match rec.die() {
+        Died::Leaving(remains) => remains,
+        Died::Quietly => {
+            // Nobody watches it.
+            if let Some(report) = report {
+                eprintln!("pcml: {} died unobserved: {report}", rec.id);
+            }
+            return;
+        }
+        Died::Before => return,
     };
     drop(remains.parked);
     drop(remains.left);

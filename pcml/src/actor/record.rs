@@ -735,24 +735,40 @@ impl<M: Send + 'static> Record<M> {
         Ok(())
     }
 
-    /// Marks the actor dead, empties its mailbox, and returns what must be handled outside the
-    /// lock; `None` if it was already dead.
-    pub(crate) fn die(&self) -> Option<Remains<M>> {
+    /// Marks the actor dead, empties its mailbox, and says what must be handled outside the
+    /// lock.
+    pub(crate) fn die(&self) -> Died<M> {
         let mut st = self.lock();
         if !st.alive {
-            return None;
+            return Died::Before;
         }
         st.alive = false;
+        if st.ext.is_none() && st.parked.is_none() && st.offers.q.is_empty() && st.queue.is_empty()
+        {
+            // The common end: no message left, no link, monitor or name, nobody blocked.
+            // Nothing to move out (the queue's buffer goes with the record).
+            return Died::Quietly;
+        }
         let q = st.queue.take();
         st.offers.q.clear();
         let ext = st.ext.take();
         let parked = st.parked.take();
-        Some(Remains {
+        Died::Leaving(Remains {
             left: q,
             ext,
             parked,
         })
     }
+}
+
+/// What `Record::die` found.
+pub(crate) enum Died<M> {
+    /// The actor had already ended.
+    Before,
+    /// It ended with nothing left to drop or tell.
+    Quietly,
+    /// It ended leaving this.
+    Leaving(Remains<M>),
 }
 
 /// What a dying actor leaves, to handle outside its lock.
@@ -1079,10 +1095,17 @@ mod unit {
     #[test]
     fn a_dead_record_refuses_sends_and_dies_once() {
         let rec = state([1, 2]);
-        let remains = rec.die().expect("alive");
+        let Died::Leaving(remains) = rec.die() else {
+            panic!("it died with messages left");
+        };
         assert_eq!(remains.left.iter().copied().collect::<Vec<_>>(), [1, 2]);
-        assert!(rec.die().is_none());
+        assert!(matches!(rec.die(), Died::Before));
         assert_eq!(rec.send(3), Err(3));
         assert!(rec.lock().queue.is_empty());
+        // With nothing left, nothing to hand back; dead all the same.
+        let rec = state([]);
+        assert!(matches!(rec.die(), Died::Quietly));
+        assert!(matches!(rec.die(), Died::Before));
+        assert_eq!(rec.send(3), Err(3));
     }
 }
