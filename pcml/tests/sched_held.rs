@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,6 +53,27 @@ fn a_joined_child_that_blocks_is_still_itself_after_it_wakes() {
         assert_eq!(after_yield, child, "and is still itself after a yield");
         assert_eq!(after_block, child, "and after blocking");
         assert_eq!(pcml::current(), parent);
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_held_child_polled_as_a_future_then_joined_drops_the_waker() {
+    struct Counted;
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {}
+    }
+    run_on_procs(1, || {
+        let w = Arc::new(Counted);
+        let mut h = pcml::spawn(|| 3);
+        let waker = std::task::Waker::from(w.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        // Unstarted: pending, and the handle keeps a clone of the waker.
+        assert!(std::pin::Pin::new(&mut h).poll(&mut cx).is_pending());
+        drop(waker);
+        assert_eq!(Arc::strong_count(&w), 2);
+        assert_eq!(h.join().unwrap(), 3);
+        assert_eq!(Arc::strong_count(&w), 1, "the join freed the waker it kept");
     })
     .unwrap();
 }

@@ -292,6 +292,15 @@ impl<T> JoinState<T> {
         }
     }
 
+    /// Whether nothing was ever stored in the state (no result, no waiter), so that dropping
+    /// it would do nothing. Only for the handle's owner, before the thread can complete.
+    #[inline]
+    pub(crate) fn is_untouched(&self) -> bool {
+        // Relaxed: the only bit that can be set before the thread completes is WAITER, set by
+        // the handle's owner itself (module invariants).
+        self.state.load(Ordering::Relaxed) == 0
+    }
+
     pub(crate) fn is_done(&self) -> bool {
         // Acquire: pairs with the Release half of `fetch_or(DONE)` in `complete`.
         self.state.load(Ordering::Acquire) & DONE != 0

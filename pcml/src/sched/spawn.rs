@@ -313,11 +313,16 @@ where
                 Err(p) => Err(crate::sched::panic::join_error(self.join.id, p)),
             }
         })?;
-        // SAFETY: the joiner holds the only reference left (the handle's; the held one was
-        // forgotten above) and gives it up here, as `join_held` promises. Nothing in the cell
-        // needs dropping: `f` was taken, and the join state was never used (its result and
-        // waiter are empty), as the fast path skips it.
-        unsafe { self.free_memory() };
+        if self.join.is_untouched() {
+            // SAFETY: the joiner holds the only reference left (the handle's; the held one
+            // was forgotten above) and gives it up here, as `join_held` promises. Nothing in
+            // the cell needs dropping: `f` was taken, and the join state holds nothing.
+            unsafe { self.free_memory() };
+        } else {
+            // The handle was polled as a future before it was joined: it left a waker.
+            // SAFETY: as above.
+            unsafe { self.free() };
+        }
         Some(outcome)
     }
 }
