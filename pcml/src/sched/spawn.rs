@@ -307,7 +307,10 @@ where
             match catch_unwind(AssertUnwindSafe(f)) {
                 Ok(v) => Ok(v),
                 // Unwound by shutdown while inlined: let the unwind reach the joiner's root.
+                // The handle's reference is then the only one left (the held one is
+                // forgotten), and its drop on the way frees the cell.
                 Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
+                    self.refs.store(1, Ordering::Relaxed);
                     resume_unwind(p)
                 }
                 Err(p) => Err(crate::sched::panic::join_error(self.join.id, p)),

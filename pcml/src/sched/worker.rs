@@ -106,7 +106,7 @@ pub(crate) struct ProcShared {
     /// when every proc sleeps, so every fiber is blocked and every held slot empty: then the
     /// sum is exact. Written only by the proc's own worker thread, with a plain load
     /// and store (no read-modify-write on the spawn path); summed by deadlock detection. On a
-    /// line of its own: the owner writes it at every spawn and end, while idle procs poll the
+    /// line of its own: the owner writes it at most spawns and ends, while idle procs poll the
     /// other fields.
     pub(crate) live: CachePadded<AtomicIsize>,
     /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
