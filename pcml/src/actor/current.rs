@@ -48,6 +48,9 @@ thread_local! {
     /// While a supervisor starts a child: the supervisor, and the actors spawned meanwhile on
     /// this OS thread, each linked to it before it starts.
     static LINKING: RefCell<Linking> = const { RefCell::new(None) };
+    /// Whether `LINKING` is set: what every spawn asks, cheaply (a cell with no destructor to
+    /// register, where `LINKING` has one).
+    static LINKING_ON: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `start` with every actor it spawns (on this OS thread) linked to `sup` before the
@@ -60,10 +63,12 @@ pub(super) fn linking_spawns<R>(
     impl Drop for Reset {
         fn drop(&mut self) {
             let prev = self.0.take();
+            let _ = LINKING_ON.try_with(|on| on.set(prev.is_some()));
             let _ = LINKING.try_with(|l| *l.borrow_mut() = prev);
         }
     }
     let reset = Reset(LINKING.with(|l| l.replace(Some((sup, Vec::new())))));
+    LINKING_ON.with(|on| on.set(true));
     let r = start();
     let spawned = LINKING
         .with(|l| l.borrow_mut().as_mut().map(|(_, v)| std::mem::take(v)))
@@ -76,6 +81,9 @@ pub(super) fn linking_spawns<R>(
 /// on this thread, if any.
 #[inline]
 pub(super) fn on_new_actor<M: Send + 'static>(rec: &Arc<Record<M>>) {
+    if !LINKING_ON.with(Cell::get) {
+        return;
+    }
     LINKING.with(|l| {
         if let Some((sup, spawned)) = l.borrow_mut().as_mut() {
             let new: Arc<dyn Peer> = rec.clone();
