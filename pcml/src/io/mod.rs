@@ -319,7 +319,7 @@ impl<T: AsRawFd> Async<T> {
         &self.reg.source().0
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, not(pcml_loom)))]
     pub(crate) fn sio(&self) -> &Arc<ScheduledIo> {
         self.reg.sio()
     }
