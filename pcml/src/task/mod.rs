@@ -356,6 +356,7 @@ where
 {
     let id = ThreadId::next();
     let cell = new_cell(shared, fut, JoinState::new_inline(id), id);
+    shared.count_live(1);
     let task: TaskRef = cell.clone();
     worker::push_runnable(shared, Runnable::Task(task));
     crate::JoinHandle::new(cell)
@@ -371,6 +372,7 @@ where
 {
     let id = ThreadId::next();
     let task: TaskRef = new_cell(shared, fut, JoinState::new_inline_detached(id), id);
+    shared.count_live(1);
     worker::push_runnable(shared, Runnable::Task(task));
 }
 
@@ -387,18 +389,20 @@ where
         return Err(fut);
     };
     let task: TaskRef = new_cell(&ctx.shared, fut, Detached, ThreadId::next());
+    // On this proc: its own counter, with no second look-up of the context.
+    ctx.count_live_here(1);
     worker::push_runnable(&ctx.shared, Runnable::Task(task));
     Ok(())
 }
 
-/// A task cell for `fut`, counted live in `shared`, not yet scheduled.
+/// A task cell for `fut` in `shared`, not yet scheduled nor counted live (the caller counts it).
 fn new_cell<F, J>(shared: &Arc<Shared>, fut: F, join: J, id: ThreadId) -> Arc<TaskCell<F, J>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     J: Completion<F::Output>,
 {
-    let cell = Arc::new(TaskCell {
+    Arc::new(TaskCell {
         header: Header {
             id,
             state: AtomicU8::new(SCHEDULED),
@@ -407,7 +411,5 @@ where
         },
         future: PlainCell::new(Some(fut)),
         join,
-    });
-    shared.count_live(1);
-    cell
+    })
 }
