@@ -746,8 +746,11 @@ impl Context {
 
     /// [`suspend`](Self::suspend) while a thread runs inline on the fiber's stack: the worker
     /// names the fiber itself when it resumes it, so the inline thread is named again.
-    #[cold]
-    #[inline(never)]
+    ///
+    /// Inline, not a cold call: with the switch inside a function of its own, every switch
+    /// mispredicted a return (a yield ping-pong with one side inline took 74 cycles a yield
+    /// instead of 33).
+    #[inline(always)]
     fn suspend_inlined(&self, why: Suspend) {
         let current = self.current.get();
         self.switch_out(why);
