@@ -85,7 +85,7 @@ report(Program, N, Seconds, Ok, Extras) ->
     Fields = ["RESULT",
               "program=" ++ Program,
               "n=" ++ integer_to_list(N),
-              "seconds=" ++ io_lib:format("~.6f", [Seconds]),
+              "seconds=" ++ io_lib:format("~.9f", [Seconds]),
               "check=" ++ case Ok of true -> "ok"; false -> "FAIL" end]
         ++ Extras
         ++ ["peer=erlang", "procs=" ++ integer_to_list(erlang:system_info(schedulers_online))],
