@@ -278,7 +278,7 @@ impl<M> Msgs<M> {
         if j >= self.fresh.len() {
             return None;
         }
-        self.passed.extend(self.fresh.drain(..j));
+        move_front(&mut self.fresh, &mut self.passed, j);
         self.fresh.pop_front()
     }
 
@@ -302,8 +302,10 @@ impl<M> Msgs<M> {
 
     /// Moves every message of `other` to the end of `self`, in order.
     fn append(&mut self, other: &mut Msgs<M>) {
-        self.fresh.append(&mut other.passed);
-        self.fresh.append(&mut other.fresh);
+        let n = other.passed.len();
+        move_front(&mut other.passed, &mut self.fresh, n);
+        let n = other.fresh.len();
+        move_front(&mut other.fresh, &mut self.fresh, n);
     }
 
     /// Every message, oldest first.
@@ -329,6 +331,26 @@ impl<M> Msgs<M> {
             return Some(i);
         }
         position_in(&self.fresh, from.saturating_sub(p), f).map(|i| p + i)
+    }
+}
+
+/// Moves the oldest `k` messages of `from` (at most its length) to the end of `to`, in order:
+/// one at a time when they are few, as a mailbox's usually are (a `VecDeque`'s `append` or
+/// `drain` costs about a hundred instructions even for one element), in bulk otherwise.
+#[inline]
+fn move_front<M>(from: &mut VecDeque<M>, to: &mut VecDeque<M>, k: usize) {
+    const FEW: usize = 4;
+    if k <= FEW {
+        for _ in 0..k {
+            match from.pop_front() {
+                Some(m) => to.push_back(m),
+                None => return,
+            }
+        }
+    } else if k >= from.len() {
+        to.append(from);
+    } else {
+        to.extend(from.drain(..k));
     }
 }
 
@@ -1078,6 +1100,30 @@ mod unit {
         assert_eq!(got.ok(), Some(4));
         assert_eq!(tested, [5, 4]);
         assert_eq!(own.len(), 1);
+    }
+
+    #[test]
+    fn moving_the_front_keeps_order_one_at_a_time_or_in_bulk() {
+        for k in [0, 1, 4, 5, 9, 12, 20] {
+            let mut from: VecDeque<u32> = (0..12).collect();
+            // Wrap `from` around its buffer first.
+            for x in 12..16 {
+                from.pop_front();
+                from.push_back(x);
+            }
+            let mut to: VecDeque<u32> = VecDeque::from([100, 101]);
+            let mut want_to: Vec<u32> = to.iter().copied().collect();
+            let mut want_from: Vec<u32> = from.iter().copied().collect();
+            let n = k.min(want_from.len());
+            want_to.extend(want_from.drain(..n));
+            move_front(&mut from, &mut to, k);
+            assert_eq!(to.iter().copied().collect::<Vec<_>>(), want_to, "k = {k}");
+            assert_eq!(
+                from.iter().copied().collect::<Vec<_>>(),
+                want_from,
+                "k = {k}"
+            );
+        }
     }
 
     #[test]
