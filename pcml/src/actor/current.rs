@@ -182,7 +182,10 @@ impl FiberActor {
 
     /// Ends the actor: its body finished with `outcome`.
     pub(super) fn end(mut self, outcome: Result<(), Box<dyn Any + Send>>) {
-        if let Some(life) = self.leave() {
+        let life = self.leave();
+        // `leave` emptied every field: `drop` would find nothing to do.
+        std::mem::forget(self);
+        if let Some(life) = life {
             life.end(outcome);
         }
     }
