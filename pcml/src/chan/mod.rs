@@ -17,9 +17,9 @@
 //! and skip what only a choice needs (the event module's "Direct syncs"). They lock once: if
 //! the other queue holds a live offer they win it and deliver (the commit phase); if not they
 //! block at once, under the same lock acquisition, with their offer's blocker installed before
-//! the offer is queued. Their offer is a `DirectOffer` owned by the syncing thread (a
-//! per-thread cached allocation, so blocking allocates nothing in a loop) and the queue holds a
-//! pointer to it, not a reference count. A direct offer has no `Waiting`/`Claimed`/`Synched`
+//! the offer is queued. Their offer is a `DirectOffer` owned by the syncing thread (in
+//! the frame of the blocking call, which stays put while it waits, so blocking allocates
+//! nothing) and the queue holds a pointer to it, not a reference count. A direct offer has no `Waiting`/`Claimed`/`Synched`
 //! state: taking it out of the queue under the lock is winning it. So a rendezvous between two
 //! direct syncs costs two lock acquisitions (the blocker's and the committer's) and no other
 //! read-modify-write: the partner delivers, takes the blocker, marks the offer done with a
@@ -317,9 +317,8 @@ impl<T> WaitQueue<T> {
     }
 }
 
-/// A per-thread cache of one finished direct offer, so a thread that blocks in `send`/`recv`
-/// over and over reuses one allocation (fibers never migrate, so a fiber's offers come back to
-/// its own proc's cache). Off under loom, whose models must not keep state across runs.
+/// A per-thread cache of one finished direct offer, so an async direct sync that waits over and
+/// over reuses one allocation (the blocking `send`/`recv` keep theirs in their own frame). Off under loom, whose models must not keep state across runs.
 mod cache {
     use std::any::TypeId;
     use std::cell::Cell;
@@ -389,12 +388,12 @@ enum BlockOn<R> {
     Synched,
 }
 
-/// A blocked direct send/recv: owns its offer. Dropped without `finish` (the thread unwinds
-/// before or while waiting: a fiber dropped at shutdown; an async direct sync's future is
-/// dropped), it withdraws the offer if still queued, or waits for the partner that took it to
+/// An async direct sync's wait: owns its offer, on the heap (the future may move between
+/// polls). Dropped without `finish` (the future is dropped; its task is dropped at shutdown),
+/// it withdraws the offer if still queued, or waits for the partner that took it to
 /// be done with it, then frees it (dropping what the slot holds: a send's message nobody
 /// took, or a message delivered to a receive nobody will see). `C` is how it reaches the
-/// channel: borrowed by a blocking `send`/`recv`, shared by an async one.
+/// channel: borrowed by `recv_async`/`send_async`, through its event's reference by an event.
 struct DirectWait<T, C: Deref<Target = ChanInner<T>>> {
     ch: C,
     /// Allocated by `DirectWait::new`, freed (or cached) only by `finish` or `drop`.
@@ -485,23 +484,95 @@ impl<T, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, C> {
             return;
         }
         if self.queued.get() {
-            let mut qs = self.ch.queues.lock();
-            let withdrawn =
-                qs.sendq.withdraw_direct(self.offer) || qs.recvq.withdraw_direct(self.offer);
-            self.ch.update_counts(&qs);
-            drop(qs);
-            if withdrawn {
-                // Nobody took it: the blocker is ours again; dropping it wakes nobody.
-                drop(self.offer().rec.withdraw());
-            } else {
-                // A partner took it: wait until it is done with the offer.
-                self.offer().rec.wait_done();
-            }
+            abandon_direct(&self.ch, self.offer);
         }
         // SAFETY: the offer is not queued and no partner holds it (above): the slot is ours.
         drop(unsafe { self.offer().slot.take() });
         // SAFETY: the offer came from `Box::leak` in `new` and nobody references it any more.
         drop(unsafe { Box::from_raw(self.offer.as_ptr()) });
+    }
+}
+
+/// Takes back the queued direct offer `p` of an abandoned wait (its owner unwinds, or drops its
+/// future): withdraws it from `ch`'s queue if it is still there, or else waits until the
+/// partner that took it is done with it. Afterwards nobody else touches the offer.
+#[cold]
+fn abandon_direct<T>(ch: &ChanInner<T>, p: NonNull<DirectOffer<T>>) {
+    let mut qs = ch.queues.lock();
+    let withdrawn = qs.sendq.withdraw_direct(p) || qs.recvq.withdraw_direct(p);
+    ch.update_counts(&qs);
+    drop(qs);
+    // SAFETY: the offer stays allocated until its owner (our caller) is done with it.
+    let o = unsafe { p.as_ref() };
+    if withdrawn {
+        // Nobody took it: the blocker is ours again; dropping it wakes nobody.
+        drop(o.rec.withdraw());
+    } else {
+        // A partner took it: wait until it is done with the offer.
+        o.rec.wait_done();
+    }
+}
+
+/// A direct send/recv blocked in place (`ChanInner::direct`): its offer lives in the blocking
+/// call's own frame, which stays put until the wait ends (a fiber's stack never moves, and
+/// neither does an OS thread's), so blocking allocates nothing and touches no cache. Declared
+/// after the offer, it is dropped before it: dropped without `finish` (the thread unwinds
+/// while waiting: a fiber dropped at shutdown), it withdraws the offer if still queued, or
+/// waits for the partner that took it to be done with it; the offer's own drop then drops
+/// what its slot holds.
+struct InPlaceWait<'a, T> {
+    ch: &'a ChanInner<T>,
+    offer: &'a DirectOffer<T>,
+    /// Whether the offer was queued.
+    queued: Cell<bool>,
+}
+
+impl<'a, T> InPlaceWait<'a, T> {
+    fn new(ch: &'a ChanInner<T>, offer: &'a DirectOffer<T>) -> Self {
+        InPlaceWait {
+            ch,
+            offer,
+            queued: Cell::new(false),
+        }
+    }
+
+    /// Queues the offer in `q` (under the lock held in `qs`, which it releases) with `b`
+    /// installed: the prepare step of blocking.
+    #[inline(always)]
+    fn queue(
+        &self,
+        b: blocker::Blocker,
+        mut qs: Guard<'_, T>,
+        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+    ) {
+        self.offer.rec.install(b);
+        q(&mut qs).push(Entry::Direct(DirectPtr(NonNull::from(self.offer))));
+        self.ch.update_counts(&qs);
+        self.queued.set(true);
+        drop(qs);
+    }
+
+    /// Woken: the partner delivered. Returns the slot's content.
+    #[inline(always)]
+    fn finish(self) -> Option<T> {
+        if !self.offer.rec.is_done() {
+            // A wake-up without a partner breaks `block_current`'s contract; `drop` withdraws
+            // the offer.
+            panic!("pcml: a blocked send/recv woke before a partner took its offer");
+        }
+        let offer = self.offer;
+        // Nothing left for `drop` to do: the partner is done with the offer.
+        std::mem::forget(self);
+        // SAFETY: the partner is done with the offer (`is_done`): the slot is ours.
+        unsafe { offer.slot.take() }
+    }
+}
+
+impl<T> Drop for InPlaceWait<'_, T> {
+    fn drop(&mut self) {
+        if self.queued.get() {
+            abandon_direct(self.ch, NonNull::from(self.offer));
+        }
     }
 }
 
@@ -696,7 +767,11 @@ impl<T: Send + 'static> ChanInner<T> {
         // installed, by `block_current`'s prepare step, which releases the lock. If the caller
         // cannot block, `block_current` drops the prepare step (releasing the lock) and
         // panics before anything was queued.
-        let wait = DirectWait::new(self, msg);
+        let offer = DirectOffer {
+            rec: DirectRecord::new(),
+            slot: Slot::new(msg),
+        };
+        let wait = InPlaceWait::new(self, &offer);
         blocker::block_current(what, |b| wait.queue(b, qs, ours));
         wait.finish()
     }
