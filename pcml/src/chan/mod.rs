@@ -121,10 +121,12 @@ struct Queues<T> {
 }
 
 impl<T> Queues<T> {
+    #[inline(always)]
     fn sendq(&mut self) -> &mut WaitQueue<T> {
         &mut self.sendq
     }
 
+    #[inline(always)]
     fn recvq(&mut self) -> &mut WaitQueue<T> {
         &mut self.recvq
     }
@@ -747,6 +749,7 @@ impl<T: Send + 'static> ChanInner<T> {
     /// under the same lock acquisition. Delivery swaps the partner's slot with `msg` (a send's
     /// message goes in, a receive's message comes out); returns what `msg` holds afterwards,
     /// or after a wait what our own offer's slot holds (the received message).
+    #[inline(always)]
     fn direct(
         &self,
         theirs: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
