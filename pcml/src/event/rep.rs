@@ -621,6 +621,7 @@ impl DirectRecord {
     /// returned blocker and must not touch the record (nor its offer) again: the owner may
     /// reuse or free it as soon as it sees `done`.
     #[must_use = "the owner sleeps until the returned blocker is unblocked"]
+    #[inline]
     pub(crate) fn finish(&self) -> Option<Blocker> {
         // SAFETY: we took the offer out of the queue under the object's lock, whose acquire
         // orders this after the owner's `install`; nobody else can take it.
