@@ -293,6 +293,7 @@ impl<T> WaitQueue<T> {
     }
 
     /// Removes and returns the first live offer; drops dead offers met on the way.
+    #[inline]
     fn pop_live(&mut self) -> Option<Entry<T>> {
         while let Some(e) = self.q.pop_front() {
             if !e.is_dead() {

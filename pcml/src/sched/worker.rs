@@ -898,7 +898,8 @@ impl Context {
 
     #[inline]
     fn drain_inbox(&self) {
-        if !self.shared.procs[self.index].inbox.is_empty() {
+        // Through `me`: no bounds check or index arithmetic on every turn.
+        if !self.me().inbox.is_empty() {
             self.drain_inbox_slow();
         }
     }
