@@ -1188,6 +1188,7 @@ impl<T: Send + 'static> Chan<T> {
     ///     assert_eq!(h.join().unwrap(), 5);
     /// });
     /// ```
+    #[inline(always)]
     pub fn send(&self, msg: T) {
         let left = self
             .inner
@@ -1208,6 +1209,7 @@ impl<T: Send + 'static> Chan<T> {
     ///     assert_eq!(ch.recv(), "hi");
     /// });
     /// ```
+    #[inline(always)]
     pub fn recv(&self) -> T {
         self.inner
             .direct(Queues::sendq, Queues::recvq, None, "recv")
