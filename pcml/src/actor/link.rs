@@ -391,8 +391,10 @@ impl<M: Send + 'static> Peer for Record<M> {
         // reads the kill under the lock.
         self.killed.store(true, Ordering::Release);
         // Complete every blocked receive event with the kill: its wrapper raises it.
-        for (o, _) in std::mem::take(&mut st.offers.q) {
-            let _ = deliver(&o, Err(reason.clone()));
+        if let Some(offers) = st.offers.as_mut() {
+            for (o, _) in std::mem::take(&mut offers.q) {
+                let _ = deliver(&o, Err(reason.clone()));
+            }
         }
         let ext = st.ext();
         for o in std::mem::take(&mut ext.signal_offers.q) {

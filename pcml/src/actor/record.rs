@@ -128,8 +128,9 @@ pub(crate) struct State<M> {
     pub(crate) taken: u64,
     /// The owner parked in a direct receive; taken and woken by the next send or signal.
     pub(crate) parked: Option<Blocker>,
-    /// Blocked receive events with their predicates (`None`: accept anything), oldest first.
-    pub(crate) offers: Queue<RecvOffer<M>>,
+    /// Blocked receive events with their predicates (`None`: accept anything), oldest first;
+    /// allocated when the first one blocks (most actors never use receive events).
+    pub(crate) offers: Option<Box<Queue<RecvOffer<M>>>>,
     /// False once the actor ended; set once, by its exit.
     pub(crate) alive: bool,
     /// Links, monitors, signals, names: allocated on first use.
@@ -197,7 +198,7 @@ impl<M: 'static> Record<M> {
                 queue: Msgs::new(),
                 taken: 0,
                 parked: None,
-                offers: Queue::new(),
+                offers: None,
                 alive: true,
                 ext: None,
             }),
@@ -433,7 +434,7 @@ impl<M> State<M> {
     /// whether it was queued (so the parked owner must be woken).
     #[inline]
     pub(crate) fn push(&mut self, m: M) -> bool {
-        if self.offers.q.is_empty() {
+        if self.offers.as_ref().is_none_or(|o| o.q.is_empty()) {
             // No receive event is blocked here (the common case): queue it.
             self.queue.push_back(m);
             return true;
@@ -444,12 +445,16 @@ impl<M> State<M> {
     /// `push` with receive events blocked on the mailbox.
     #[cold]
     fn push_to_offers(&mut self, mut m: M) -> bool {
+        let Some(offers) = self.offers.as_deref_mut() else {
+            self.queue.push_back(m);
+            return true;
+        };
         let mut i = 0;
-        while i < self.offers.q.len() {
-            let (o, pred) = &self.offers.q[i];
+        while i < offers.q.len() {
+            let (o, pred) = &offers.q[i];
             if o.w.is_synched() {
                 // Dead offer: its sync completed elsewhere.
-                self.offers.q.remove(i);
+                offers.q.remove(i);
                 continue;
             }
             let accepts = match pred {
@@ -460,7 +465,7 @@ impl<M> State<M> {
                         // The receiver's predicate panicked here, on the sender's thread: the
                         // sender goes on and the message stays; that receive fails with the
                         // panic instead (its actor ends as if the predicate had panicked in it).
-                        let (o, _) = self.offers.q.remove(i).expect("index in range");
+                        let (o, _) = offers.q.remove(i).expect("index in range");
                         let _ = deliver(&o, Err(ExitReason::Panic(why)));
                         continue;
                     }
@@ -470,7 +475,7 @@ impl<M> State<M> {
                 i += 1;
                 continue;
             }
-            let (o, _) = self.offers.q.remove(i).expect("index in range");
+            let (o, _) = offers.q.remove(i).expect("index in range");
             let pos = Pos {
                 index: self.queue.len(),
                 taken: self.taken,
@@ -765,14 +770,19 @@ impl<M: Send + 'static> Record<M> {
             return Died::Before;
         }
         st.alive = false;
-        if st.ext.is_none() && st.parked.is_none() && st.offers.q.is_empty() && st.queue.is_empty()
+        if st.ext.is_none()
+            && st.parked.is_none()
+            && st.offers.as_ref().is_none_or(|o| o.q.is_empty())
+            && st.queue.is_empty()
         {
             // The common end: no message left, no link, monitor or name, nobody blocked.
             // Nothing to move out (the queue's buffer goes with the record).
             return Died::Quietly;
         }
         let q = st.queue.take();
-        st.offers.q.clear();
+        if let Some(offers) = st.offers.as_mut() {
+            offers.q.clear();
+        }
         let ext = st.ext.take();
         let parked = st.parked.take();
         Died::Leaving(Remains {
@@ -891,14 +901,16 @@ impl<M: Send + 'static> BaseEvent for RecvEvt<M> {
             });
         }
         let slot = Slot::default();
-        st.offers.push((
-            Offer {
-                w: me.waiter(),
-                slot: slot.clone(),
-                swap: false,
-            },
-            self.pred.clone(),
-        ));
+        st.offers
+            .get_or_insert_with(|| Box::new(Queue::new()))
+            .push((
+                Offer {
+                    w: me.waiter(),
+                    slot: slot.clone(),
+                    swap: false,
+                },
+                self.pred.clone(),
+            ));
         self.slot = Some(slot);
         Blocked::Waiting
     }
