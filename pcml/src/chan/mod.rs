@@ -601,7 +601,7 @@ impl<T: Send + 'static> ChanInner<T> {
     /// queue `q`, releases the lock, lets `deliver` fill or empty the offer's slot, and
     /// publishes (wakes the offer's owner). Gives the lock back if `q` has no live offer (the
     /// caller updates the counts before releasing it: dead offers may have been dropped).
-    #[inline]
+    #[inline(always)]
     fn commit<'g>(
         &self,
         mut qs: Guard<'g, T>,
