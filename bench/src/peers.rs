@@ -193,13 +193,14 @@ impl Peers {
     }
 
     fn build(dir: &Path, peer: Peer) -> std::result::Result<(), String> {
-        let out = Command::new(dir.join("build.sh"))
-            .arg(peer.script_name())
-            .env("GOTOOLCHAIN", "local")
-            .env("GOPROXY", "off")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("build.sh could not start: {e}"))?;
+        let out = output_when_not_busy(
+            Command::new(dir.join("build.sh"))
+                .arg(peer.script_name())
+                .env("GOTOOLCHAIN", "local")
+                .env("GOPROXY", "off")
+                .stdin(Stdio::null()),
+        )
+        .map_err(|e| format!("build.sh could not start: {e}"))?;
         if out.status.success() && Self::is_built(dir, peer) {
             Ok(())
         } else {
@@ -261,7 +262,7 @@ impl Peers {
             // (bench/peers/README.md).
             cmd.env("SML_RTS_FLAGS", "@SMLalloc=4M");
         }
-        let out = match cmd.stdin(Stdio::null()).output() {
+        let out = match output_when_not_busy(cmd.stdin(Stdio::null())) {
             Ok(o) => o,
             Err(e) => return Ok(Err(format!("run.sh could not start: {e}"))),
         };
@@ -488,5 +489,22 @@ impl ResultLine {
             seconds: seconds.max(1e-9),
             ops,
         })
+    }
+}
+
+/// `cmd.output()`, retried a few times while the script is "busy" (`ETXTBSY`): a script written
+/// just before (as the tests' stand-in peers are) cannot be executed while a process forked
+/// meanwhile by another thread still holds the descriptor it was written through; that child
+/// closes it when it execs, a moment later.
+fn output_when_not_busy(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
     }
 }
