@@ -454,23 +454,16 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
     fn queue(
         &self,
         b: blocker::Blocker,
-        mut qs: Guard<'_, T>,
+        qs: Guard<'_, T>,
         q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
     ) {
-        self.offer().rec.install(b);
-        q(&mut qs).push(Entry::Direct(DirectPtr(self.offer)));
-        self.ch.update_counts(&qs);
+        queue_offer(&self.ch, self.offer(), b, qs, q);
         self.queued.set(true);
-        drop(qs);
     }
 
     /// Woken: the partner delivered. Returns the slot's content and recycles the offer.
     fn finish(mut self) -> Option<T> {
-        if !self.offer().rec.is_done() {
-            // A wake-up without a partner breaks `block_current`'s contract; `drop` withdraws
-            // the offer.
-            panic!("pcml: a blocked send/recv woke before a partner took its offer");
-        }
+        assert_delivered(self.offer());
         // SAFETY: the partner is done with the offer (`is_done`): the slot is ours.
         let v = unsafe { self.offer().slot.take() };
         // SAFETY: the offer came from `Box::leak` in `new`, nobody else references it any
@@ -493,6 +486,31 @@ impl<T, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, C> {
         drop(unsafe { self.offer().slot.take() });
         // SAFETY: the offer came from `Box::leak` in `new` and nobody references it any more.
         drop(unsafe { Box::from_raw(self.offer.as_ptr()) });
+    }
+}
+
+/// Queues `offer` in `ch`'s queue `q` (under the lock held in `qs`, which it releases) with `b`
+/// installed: the prepare step of blocking, for both kinds of direct wait.
+#[inline(always)]
+fn queue_offer<T>(
+    ch: &ChanInner<T>,
+    offer: &DirectOffer<T>,
+    b: blocker::Blocker,
+    mut qs: Guard<'_, T>,
+    q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+) {
+    offer.rec.install(b);
+    q(&mut qs).push(Entry::Direct(DirectPtr(NonNull::from(offer))));
+    ch.update_counts(&qs);
+    drop(qs);
+}
+
+/// Checks that a woken direct wait's partner did deliver into `offer`. A wake-up without a
+/// partner breaks `block_current`'s contract; the wait's `drop` then withdraws the offer.
+#[inline(always)]
+fn assert_delivered<T>(offer: &DirectOffer<T>) {
+    if !offer.rec.is_done() {
+        panic!("pcml: a blocked send/recv woke before a partner took its offer");
     }
 }
 
@@ -545,24 +563,17 @@ impl<'a, T> InPlaceWait<'a, T> {
     fn queue(
         &self,
         b: blocker::Blocker,
-        mut qs: Guard<'_, T>,
+        qs: Guard<'_, T>,
         q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
     ) {
-        self.offer.rec.install(b);
-        q(&mut qs).push(Entry::Direct(DirectPtr(NonNull::from(self.offer))));
-        self.ch.update_counts(&qs);
+        queue_offer(self.ch, self.offer, b, qs, q);
         self.queued.set(true);
-        drop(qs);
     }
 
     /// Woken: the partner delivered. Returns the slot's content.
     #[inline(always)]
     fn finish(self) -> Option<T> {
-        if !self.offer.rec.is_done() {
-            // A wake-up without a partner breaks `block_current`'s contract; `drop` withdraws
-            // the offer.
-            panic!("pcml: a blocked send/recv woke before a partner took its offer");
-        }
+        assert_delivered(self.offer);
         let offer = self.offer;
         // Nothing left for `drop` to do: the partner is done with the offer.
         std::mem::forget(self);

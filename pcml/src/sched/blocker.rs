@@ -89,12 +89,8 @@ impl Blocker {
 #[inline(never)]
 fn unblock_other(kind: Kind) {
     match kind {
-        Kind::Fiber {
-            runtime,
-            proc,
-            slot,
-            token,
-        } => worker::wake_fiber(runtime, proc, slot, token),
+        // Not reached (`unblock` wakes fibers inline); kept correct all the same.
+        fiber @ Kind::Fiber { .. } => Blocker(fiber).unblock(),
         Kind::Thread(signal) => {
             // Release: pairs with the Acquire load in `block_thread`, so whatever the waker
             // wrote before unblocking is visible to the woken thread.
