@@ -211,7 +211,7 @@ pub fn header_markdown(r: &Report) -> String {
          min - max), procs {procs:?}, peers {peers}; took {secs:.0} s.\n\n\
          | machine | |\n| --- | --- |\n\
          | cores | {cores} |\n| CPU | {cpu} |\n| kernel | {kernel} |\n| rustc | {rustc} |\n\
-         | Rust allocator | mimalloc (the bench binary's global allocator; pcml does not choose one) |\n\
+         | Rust allocator | mimalloc 3, called through `mi_malloc` for word-aligned requests (`pcml_bench::alloc::MiMallocNatural`, the bench binary's global allocator; pcml does not choose one) |\n\
          | Go | {go} |\n| Erlang | {erl} |\n| SML/NJ (CML) | {sml} |\n\
          | load average at start | {load} |\n\
          | parallelism at start | {par:.2} of {cores} cores{par_note} |\n\
