@@ -276,14 +276,19 @@ impl Builder {
         crate::sched::panic::install_hook();
 
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        let deques: Vec<Deque<_>> = (0..procs).map(|_| Deque::new_fifo()).collect();
+        // Per proc: new work, newest first (a tree of spawns runs depth first on its proc and
+        // thieves take the oldest, largest, pieces), and woken tasks, oldest first.
+        let deques: Vec<(Deque<_>, Deque<_>)> = (0..procs)
+            .map(|_| (Deque::new_lifo(), Deque::new_fifo()))
+            .collect();
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             procs: deques
                 .iter()
-                .map(|d| {
+                .map(|(d, w)| {
                     CachePadded::new(ProcShared {
                         stealer: d.stealer(),
+                        woken_stealer: w.stealer(),
                         inbox: Inbox::new(),
                         parker: Parker::new(),
                         sleeping: AtomicBool::new(false),
@@ -312,11 +317,11 @@ impl Builder {
         });
         crate::sched::registry::register(&shared);
         let mut threads = Vec::with_capacity(procs);
-        for (i, deque) in deques.into_iter().enumerate() {
+        for (i, (deque, woken)) in deques.into_iter().enumerate() {
             let sh = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("pcml-proc-{i}"))
-                .spawn(move || worker::run_worker(sh, i, deque));
+                .spawn(move || worker::run_worker(sh, i, deque, woken));
             match spawned {
                 Ok(t) => threads.push(t),
                 Err(e) => {
