@@ -25,7 +25,7 @@ use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crossbeam_utils::CachePadded;
@@ -68,6 +68,36 @@ pub(crate) struct Header {
     /// that finish in their first poll never are). Written only by the thread holding the
     /// task in `RUNNING`.
     registry_key: AtomicUsize,
+    /// A scheduling hint, written by the proc that polls the task just before each poll: that
+    /// proc's index and the length of its deque of new work then, packed by
+    /// [`Header::set_polled_at`]. A wake-up on the same proc runs the task once the deque is
+    /// back to that length (`sched::worker::Context::wake_here`): after the work the task
+    /// spawned in that poll. Relaxed: a stale value only changes the order of ready work.
+    polled_at: AtomicU32,
+}
+
+impl Header {
+    /// Records that proc `proc` polls the task with `depth` items in its deque of new work
+    /// (saturated at `u16::MAX`); a proc index past `u16::MAX - 1` records nothing usable.
+    #[inline]
+    pub(crate) fn set_polled_at(&self, proc: usize, depth: usize) {
+        let proc = u32::try_from(proc)
+            .unwrap_or(u32::MAX)
+            .min(u32::from(u16::MAX));
+        let depth = u32::try_from(depth)
+            .unwrap_or(u32::MAX)
+            .min(u32::from(u16::MAX));
+        self.polled_at.store(proc << 16 | depth, Ordering::Relaxed);
+    }
+
+    /// The proc and deque length of [`Header::set_polled_at`]'s last record, or `None` if there
+    /// is none.
+    #[inline]
+    pub(crate) fn polled_at(&self) -> Option<(usize, usize)> {
+        let v = self.polled_at.load(Ordering::Relaxed);
+        let proc = v >> 16;
+        (proc != u32::from(u16::MAX)).then_some((proc as usize, (v & 0xffff) as usize))
+    }
 }
 
 /// `Header::registry_key` of a task that never waited.
@@ -408,6 +438,7 @@ where
             state: AtomicU8::new(SCHEDULED),
             runtime: shared.id,
             registry_key: AtomicUsize::new(NOT_REGISTERED),
+            polled_at: AtomicU32::new(u32::MAX),
         },
         future: PlainCell::new(Some(fut)),
         join,

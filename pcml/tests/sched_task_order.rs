@@ -1,0 +1,104 @@
+//! The order in which one proc runs async tasks woken by the work they spawned: a parent runs
+//! after the children it spawned before it waited (so it takes their replies in one poll), and
+//! a parent kept waiting by ever more new work still runs.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use pcml::{Mailbox, Runtime};
+
+/// Counts the polls of the future it wraps.
+struct Counted<F> {
+    inner: Pin<Box<F>>,
+    polls: Arc<AtomicUsize>,
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+fn one_proc() -> Runtime {
+    Runtime::builder().procs(1).build().unwrap()
+}
+
+#[test]
+fn a_parent_takes_the_replies_of_the_children_it_spawned_in_one_poll() {
+    for kids in [1u64, 3, 10] {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let counted = polls.clone();
+        let sum = one_proc()
+            .block_on(move || {
+                let parent = async move {
+                    let replies = Mailbox::new();
+                    for i in 0..kids {
+                        let to = replies.clone();
+                        pcml::spawn_task(async move { to.send(i) });
+                    }
+                    let mut sum = 0;
+                    for _ in 0..kids {
+                        sum += replies.recv_evt().await;
+                    }
+                    sum
+                };
+                pcml::spawn_task(Counted {
+                    inner: Box::pin(parent),
+                    polls: counted,
+                })
+                .join()
+                .unwrap()
+            })
+            .unwrap();
+        assert_eq!(sum, kids * (kids - 1) / 2);
+        // The first poll spawns and waits; the children all run; one more poll takes it all.
+        assert_eq!(polls.load(Ordering::Relaxed), 2, "{kids} children");
+    }
+}
+
+/// Spawns the next link of a chain that leaves one more idle task in the deque at each link,
+/// so the deque never shrinks back, until `stop` is set or `left` links were made.
+fn chain(stop: Arc<AtomicBool>, made: Arc<AtomicUsize>, left: usize) {
+    pcml::spawn_task(async move {
+        if stop.load(Ordering::Relaxed) || left == 0 {
+            return;
+        }
+        made.fetch_add(1, Ordering::Relaxed);
+        pcml::spawn_task(async {});
+        chain(stop, made, left - 1);
+    });
+}
+
+#[test]
+fn a_woken_parent_runs_while_its_children_keep_spawning() {
+    const LIMIT: usize = 100_000;
+    let made = Arc::new(AtomicUsize::new(0));
+    let seen = made.clone();
+    let links_when_parent_ran = one_proc()
+        .block_on(move || {
+            pcml::spawn_task(async move {
+                let stop = Arc::new(AtomicBool::new(false));
+                let reply = Mailbox::new();
+                let (to, s, m) = (reply.clone(), stop.clone(), made.clone());
+                pcml::spawn_task(async move {
+                    // New work first, then the reply that wakes the parent.
+                    chain(s, m, LIMIT);
+                    to.send(());
+                });
+                reply.recv_evt().await;
+                stop.store(true, Ordering::Relaxed);
+                made.load(Ordering::Relaxed)
+            })
+            .join()
+            .unwrap()
+        })
+        .unwrap();
+    // The parent ran long before the chain could end by itself, and the chain then stopped.
+    assert!(links_when_parent_ran < LIMIT / 10, "{links_when_parent_ran} links");
+    assert!(seen.load(Ordering::Relaxed) <= links_when_parent_ran + 2);
+}
