@@ -99,6 +99,9 @@ fn a_woken_parent_runs_while_its_children_keep_spawning() {
         })
         .unwrap();
     // The parent ran long before the chain could end by itself, and the chain then stopped.
-    assert!(links_when_parent_ran < LIMIT / 10, "{links_when_parent_ran} links");
+    assert!(
+        links_when_parent_ran < LIMIT / 10,
+        "{links_when_parent_ran} links"
+    );
     assert!(seen.load(Ordering::Relaxed) <= links_when_parent_ran + 2);
 }
