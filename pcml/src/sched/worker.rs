@@ -831,8 +831,8 @@ impl Context {
     }
 
     /// Holds a fiber just spawned by this proc's running thread out of the deque, if none is
-    /// held yet (else it goes to the deque, behind the held one: new work still starts in the
-    /// order it was spawned). Its joiner (typically the spawner, soon) takes it back with one
+    /// held yet (else it goes to the deque, where the newest runs first; the held one, the
+    /// oldest, runs before them all). Its joiner (typically the spawner, soon) takes it back with one
     /// CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is the
     /// first new work this proc runs, unless an idle proc steals it first (idle procs are
     /// notified as for a deque push).
