@@ -1,8 +1,10 @@
-//! Profiling aid: seed 000's tiny actor programs (bombing 2 and skynet depth 6, as the bench
-//! crate runs them), repeated on `procs` procs, for `perf stat` and callgrind.
+//! Profiling aid: seed 000's tiny actor programs (bombing 2, skynet depth 6 and bitonic, as
+//! the bench crate runs them), repeated on `procs` procs, for `perf stat` and callgrind.
 //!
 //! `cargo run --release -p pcml --example actors -- PROGRAM KIND RUNS PROCS [N]` with PROGRAM
-//! `bombing2` or `skynet6`, KIND `fibers` or `async`, N the messages of a bombing run (200).
+//! `bombing2`, `skynet6` or `bitonic`, KIND `fibers` or `async`, N the messages of a bombing
+//! run (200). Allocates with mimalloc through `mi_malloc`, as the bench binary does, so counts
+//! match the bench's.
 use pcml::IVar;
 use pcml::actor::{self, Ctx, Pid};
 use std::future::Future;
@@ -120,6 +122,224 @@ fn skynet(fibers: bool) -> u64 {
     done.get()
 }
 
+/// mimalloc through `mi_malloc` for word-aligned requests, as the bench binary allocates.
+struct Natural;
+
+// SAFETY: `mi_malloc` returns word-aligned blocks of at least the size asked, which is all a
+// layout with alignment up to 8 needs; larger alignments go to `mi_malloc_aligned`; `mi_free`
+// frees blocks of either kind.
+unsafe impl std::alloc::GlobalAlloc for Natural {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: plain C allocation calls with the caller's non-zero size.
+        unsafe {
+            if l.align() <= 8 {
+                libmimalloc_sys::mi_malloc(l.size()).cast()
+            } else {
+                libmimalloc_sys::mi_malloc_aligned(l.size(), l.align()).cast()
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, _: std::alloc::Layout) {
+        // SAFETY: every block came from mimalloc.
+        unsafe { libmimalloc_sys::mi_free(p.cast()) }
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, size: usize) -> *mut u8 {
+        // SAFETY: a mimalloc block, a valid new size.
+        unsafe {
+            if l.align() <= 8 {
+                libmimalloc_sys::mi_realloc(p.cast(), size).cast()
+            } else {
+                libmimalloc_sys::mi_realloc_aligned(p.cast(), size, l.align()).cast()
+            }
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Natural = Natural;
+
+/// Bitonic mergesort as the bench runs it (128 numbers, cutoff 2, 384 actors per sort).
+mod bitonic {
+    use pcml::IVar;
+    use pcml::actor::{self, Ctx};
+    use std::future::Future;
+    use std::pin::Pin;
+
+    const CUTOFF: usize = 2;
+    type Answer = (u64, Vec<u32>);
+
+    enum Job {
+        SortDown(Vec<u32>),
+        Merge(Vec<u32>),
+    }
+
+    fn min_max(xs: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let (l, r) = xs.split_at(xs.len() / 2);
+        l.iter().zip(r).map(|(&a, &b)| (a.min(b), a.max(b))).unzip()
+    }
+
+    fn merge_seq(xs: Vec<u32>) -> Vec<u32> {
+        if xs.len() <= 1 {
+            return xs;
+        }
+        let (mins, maxs) = min_max(&xs);
+        let mut low = merge_seq(mins);
+        low.extend(merge_seq(maxs));
+        low
+    }
+
+    fn sort_seq(mut xs: Vec<u32>) -> Vec<u32> {
+        if xs.len() <= 1 {
+            return xs;
+        }
+        let right = xs.split_off(xs.len() / 2);
+        let mut low = sort_seq(xs);
+        let mut high = sort_seq(right);
+        high.reverse();
+        low.extend(high);
+        merge_seq(low)
+    }
+
+    struct Fib {
+        ctx: Ctx<Answer>,
+        tag: u64,
+    }
+
+    impl Fib {
+        fn child(&mut self, job: Job) -> u64 {
+            let tag = self.tag;
+            self.tag += 1;
+            let parent = self.ctx.pid();
+            actor::spawn(move |ctx| {
+                let xs = Fib { ctx, tag: 0 }.work(job);
+                parent.send((tag, xs)).unwrap();
+            });
+            tag
+        }
+
+        fn answer(&mut self, tag: u64) -> Vec<u32> {
+            self.ctx.receive_match(|a| a.0 == tag).1
+        }
+
+        fn work(&mut self, job: Job) -> Vec<u32> {
+            match job {
+                Job::SortDown(xs) => {
+                    let mut xs = self.sort(xs);
+                    xs.reverse();
+                    xs
+                }
+                Job::Merge(xs) => self.merge(xs),
+            }
+        }
+
+        fn sort(&mut self, mut xs: Vec<u32>) -> Vec<u32> {
+            if xs.len() <= CUTOFF {
+                return sort_seq(xs);
+            }
+            let right = xs.split_off(xs.len() / 2);
+            let tag = self.child(Job::SortDown(right));
+            let mut low = self.sort(xs);
+            low.extend(self.answer(tag));
+            self.merge(low)
+        }
+
+        fn merge(&mut self, xs: Vec<u32>) -> Vec<u32> {
+            if xs.len() <= CUTOFF {
+                return merge_seq(xs);
+            }
+            let (mins, maxs) = min_max(&xs);
+            let tag = self.child(Job::Merge(maxs));
+            let mut low = self.merge(mins);
+            low.extend(self.answer(tag));
+            low
+        }
+    }
+
+    type Boxed<'a> = Pin<Box<dyn Future<Output = Vec<u32>> + Send + 'a>>;
+
+    struct Asy {
+        ctx: Ctx<Answer>,
+        tag: u64,
+    }
+
+    impl Asy {
+        fn child(&mut self, job: Job) -> u64 {
+            let tag = self.tag;
+            self.tag += 1;
+            let parent = self.ctx.pid();
+            actor::spawn_async(move |ctx| async move {
+                let xs = Asy { ctx, tag: 0 }.work(job).await;
+                parent.send((tag, xs)).unwrap();
+            });
+            tag
+        }
+
+        async fn answer(&mut self, tag: u64) -> Vec<u32> {
+            self.ctx.recv_match(|a| a.0 == tag).await.1
+        }
+
+        fn work(&mut self, job: Job) -> Boxed<'_> {
+            Box::pin(async move {
+                match job {
+                    Job::SortDown(xs) => {
+                        let mut xs = self.sort(xs).await;
+                        xs.reverse();
+                        xs
+                    }
+                    Job::Merge(xs) => self.merge(xs).await,
+                }
+            })
+        }
+
+        fn sort(&mut self, mut xs: Vec<u32>) -> Boxed<'_> {
+            Box::pin(async move {
+                if xs.len() <= CUTOFF {
+                    return sort_seq(xs);
+                }
+                let right = xs.split_off(xs.len() / 2);
+                let tag = self.child(Job::SortDown(right));
+                let mut low = self.sort(xs).await;
+                low.extend(self.answer(tag).await);
+                self.merge(low).await
+            })
+        }
+
+        fn merge(&mut self, xs: Vec<u32>) -> Boxed<'_> {
+            Box::pin(async move {
+                if xs.len() <= CUTOFF {
+                    return merge_seq(xs);
+                }
+                let (mins, maxs) = min_max(&xs);
+                let tag = self.child(Job::Merge(maxs));
+                let mut low = self.merge(mins).await;
+                low.extend(self.answer(tag).await);
+                low
+            })
+        }
+    }
+
+    /// Sorts 127 down to 0 in a root actor; checks the answer.
+    pub fn one(fibers: bool) {
+        let input: Vec<u32> = (0..128).rev().collect();
+        let done = IVar::new();
+        let out = done.clone();
+        if fibers {
+            actor::spawn(move |ctx| {
+                let _ = out.put(Fib { ctx, tag: 0 }.sort(input));
+            });
+        } else {
+            actor::spawn_async(move |ctx| async move {
+                let xs = Asy { ctx, tag: 0 }.sort(input).await;
+                let _ = out.put(xs);
+            });
+        }
+        let sorted: Vec<u32> = done.get();
+        assert!(sorted.iter().copied().eq(0..128));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let prog = args.get(1).map_or("bombing2", |s| s.as_str()).to_string();
@@ -134,7 +354,8 @@ fn main() {
             ("bombing2", true) => assert_eq!(bombing_fibers(n), 2 * n),
             ("bombing2", false) => assert_eq!(bombing_async(n), 2 * n),
             ("skynet6", f) => assert_eq!(skynet(f), 729),
-            (p, _) => panic!("unknown program {p}: bombing2 or skynet6"),
+            ("bitonic", f) => bitonic::one(f),
+            (p, _) => panic!("unknown program {p}: bombing2, skynet6 or bitonic"),
         };
         one();
         let t = std::time::Instant::now();
