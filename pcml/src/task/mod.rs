@@ -6,10 +6,16 @@
 //! and it migrates freely between procs: it is stealable whenever it is scheduled. Its waker
 //! reschedules it on the waking proc's deque (or the runtime's injector from outside).
 //!
-//! A task is one allocation, a `TaskCell`: its state word, the future itself and its join
-//! state. The run queue, the wakers and the join handle all point at that one cell (the design
-//! of tokio's task cell and of Go's `g`), so spawning a task costs one allocation beyond what
-//! the future itself allocates.
+//! A task is one allocation, a `TaskCell`: its state word, its reference count, the future
+//! itself and its join state. The run queue, the wakers and the join handle all point at that
+//! one cell (the design of tokio's task cell and of Go's `g`), so spawning a task costs one
+//! allocation beyond what the future itself allocates.
+//!
+//! The cell keeps its own reference count (`Header::refs`), not an `Arc`'s: freeing a cell
+//! whose last reference is dropped by its only holder (the common end: the proc that ran the
+//! task to completion) takes no atomic read-modify-write, where an `Arc` takes two (its strong
+//! count, then its weak count). Those two locked instructions were about a tenth of all those
+//! an async actor executes (skynet depth 6, examples/actors.rs).
 //!
 //! # Invariants
 //! - `state` moves `SCHEDULED -> RUNNING -> {IDLE, NOTIFIED, DONE}`, `IDLE -> SCHEDULED` (a
@@ -19,13 +25,19 @@
 //! - The future never moves once the cell is allocated (it is pinned in the cell).
 //! - A task is in its runtime's registry from spawn until it is `DONE`, so shutdown can drop
 //!   every unfinished future (breaking cycles through wakers stored in channels).
+//! - `Header::refs` counts the `TaskRef`s, owned wakers and join handle alive for the cell;
+//!   the one that drops it to zero frees the cell. It starts at the number of references the
+//!   spawn hands out (the run queue's, and the join handle's if any), written before any is
+//!   published.
 
 use std::future::Future;
 use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering, fence};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crossbeam_utils::CachePadded;
@@ -43,8 +55,63 @@ const RUNNING: u8 = 2;
 const NOTIFIED: u8 = 3;
 const DONE: u8 = 4;
 
-/// A spawned task, type-erased: what run queues and the registry hold.
-pub(crate) type TaskRef = Arc<dyn Task>;
+/// A counted reference to a spawned task, type-erased: what run queues and the registry hold.
+/// Clone it to count another reference; dropping the last one frees the task's cell.
+pub(crate) struct TaskRef {
+    /// A cell allocated by `new_cell` (as a `Box`), alive while this reference is counted.
+    ptr: NonNull<dyn Task>,
+}
+
+// SAFETY: a `TaskRef` is a counted shared reference to a `dyn Task`, which is `Send + Sync`;
+// the count is atomic, so references may be cloned and dropped on any thread (as `Arc`'s).
+unsafe impl Send for TaskRef {}
+// SAFETY: as above.
+unsafe impl Sync for TaskRef {}
+
+impl TaskRef {
+    /// Takes over one counted reference to `cell`.
+    ///
+    /// # Safety
+    /// `cell` was allocated by `new_cell` and is alive, and the caller gives up one reference
+    /// counted in its `Header::refs`.
+    unsafe fn from_counted<F, J>(cell: NonNull<TaskCell<F, J>>) -> Self
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+        J: Completion<F::Output>,
+    {
+        TaskRef { ptr: cell }
+    }
+}
+
+impl Deref for TaskRef {
+    type Target = dyn Task;
+
+    #[inline]
+    fn deref(&self) -> &(dyn Task + 'static) {
+        // SAFETY: the cell is alive while this reference is counted.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl Clone for TaskRef {
+    #[inline]
+    fn clone(&self) -> Self {
+        self.header().count_ref();
+        TaskRef { ptr: self.ptr }
+    }
+}
+
+impl Drop for TaskRef {
+    #[inline]
+    fn drop(&mut self) {
+        if self.header().release_ref() {
+            // SAFETY: that was the last reference: nobody else can reach the cell, which
+            // `new_cell` allocated as a `Box` of this very type (the vtable gives its layout).
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
+    }
+}
 
 /// The operations of a task cell that do not depend on its future's type.
 pub(crate) trait Task: Send + Sync {
@@ -61,6 +128,9 @@ pub(crate) struct Header {
     pub(crate) id: ThreadId,
     /// See the module invariants.
     state: AtomicU8,
+    /// Counted references alive (task references, owned wakers, the join handle); see the
+    /// module invariants, `count_ref` and `release_ref`.
+    refs: AtomicUsize,
     /// The runtime's id (see `sched::registry`): a task holds no reference count on it.
     runtime: u64,
     /// The task's key in its registry (its slab key times `SHARDS`, plus its shard), or
@@ -97,6 +167,46 @@ impl Header {
         let v = self.polled_at.load(Ordering::Relaxed);
         let proc = v >> 16;
         (proc != u32::from(u16::MAX)).then_some((proc as usize, (v & 0xffff) as usize))
+    }
+}
+
+impl Header {
+    /// Counts one more reference; the caller holds one, so the cell is alive.
+    #[inline]
+    fn count_ref(&self) {
+        // Relaxed, as `Arc::clone`: the new reference is made from one the caller holds, and
+        // passing it to another thread synchronizes by whatever passes it.
+        let old = self.refs.fetch_add(1, Ordering::Relaxed);
+        if old > isize::MAX as usize {
+            // Leaked references by the billion: stop before the count wraps (as `Arc` does).
+            std::process::abort();
+        }
+    }
+
+    /// Drops one counted reference: true if it was the last, and the caller must free the
+    /// cell (which nobody else can reach any more).
+    #[inline]
+    #[must_use]
+    fn release_ref(&self) -> bool {
+        // Acquire load: when it reads 1 the caller holds the only reference, so nobody can
+        // count another (that takes a reference) and the count stays 1; the Acquire pairs with
+        // the Release decrements of earlier holders, so their uses of the cell happen before
+        // the free. No read-modify-write at all then: the common end of a task, whose last
+        // reference is the run queue's, dropped by the proc that ran it to completion.
+        if self.refs.load(Ordering::Acquire) == 1 {
+            return true;
+        }
+        // Release: publishes our uses of the cell to whoever frees it.
+        match self.refs.fetch_sub(1, Ordering::Release) {
+            // Others hold references still.
+            n if n > 1 => false,
+            // Ours was the last after all (the others were dropped since the load).
+            _ => {
+                // Acquire: orders the free after every holder's Release decrement.
+                fence(Ordering::Acquire);
+                true
+            }
+        }
     }
 }
 
@@ -166,54 +276,61 @@ where
     /// A waker that borrows `this` (no reference count taken) for the length of a poll.
     fn borrowed_waker(this: &Self) -> ManuallyDrop<Waker> {
         let raw = RawWaker::new(std::ptr::from_ref(this).cast(), &Self::VTABLE);
-        // SAFETY: every task cell lives in an `Arc` (tasks are made only by `spawn_on_runtime`),
-        // so `this` is the pointer `Arc::as_ptr` gives; the vtable's functions treat it as an
-        // `Arc<Self>` that the waker owns; wrapping the waker in ManuallyDrop means this
-        // borrowed one never releases the count it does not own, and `this` outlives the poll
-        // it is used for.
+        // SAFETY: every task cell is allocated by `new_cell` and counts its references; the
+        // vtable's functions treat the pointer as one counted reference that the waker owns;
+        // wrapping the waker in ManuallyDrop means this borrowed one never releases the count
+        // it does not own, and `this` outlives the poll it is used for.
         ManuallyDrop::new(unsafe { Waker::from_raw(raw) })
     }
 
+    /// The task reference an owned waker's pointer stands for.
+    ///
+    /// # Safety
+    /// `ptr` is a waker's pointer to a live cell of this type, and the caller gives up the
+    /// reference it counts (or forgets the result).
+    unsafe fn waker_ref(ptr: *const ()) -> TaskRef {
+        // SAFETY: a waker's pointer is a cell's address, never null; the count is the caller's.
+        unsafe { TaskRef::from_counted(NonNull::new_unchecked(ptr.cast::<Self>().cast_mut())) }
+    }
+
     unsafe fn waker_clone(ptr: *const ()) -> RawWaker {
-        // SAFETY: `ptr` came from an `Arc<Self>` alive while the waker is.
-        unsafe { Arc::increment_strong_count(ptr.cast::<Self>()) };
+        // SAFETY: `ptr` points at a cell that the waker being cloned keeps alive.
+        unsafe { (*ptr.cast::<Self>()).header.count_ref() };
         RawWaker::new(ptr, &Self::VTABLE)
     }
 
     unsafe fn waker_wake(ptr: *const ()) {
-        // SAFETY: an owned waker owns one count of the Arc.
-        let this = unsafe { Arc::from_raw(ptr.cast::<Self>()) };
-        if Self::transition_to_scheduled(&this) {
+        // SAFETY: an owned waker owns one counted reference, which we take over.
+        let this = unsafe { Self::waker_ref(ptr) };
+        if Self::transition_to_scheduled(this.header()) {
             // The waker's own count goes to the run queue: no increment, no decrement (two
             // locked instructions that took two thirds of a wake-up's cycles).
-            worker::push_task(this.header.runtime, this);
+            worker::push_task(this.header().runtime, this);
         }
     }
 
     unsafe fn waker_wake_by_ref(ptr: *const ()) {
-        // SAFETY: the waker's count keeps the Arc alive; ManuallyDrop leaves it untouched.
-        let this = ManuallyDrop::new(unsafe { Arc::from_raw(ptr.cast::<Self>()) });
-        Self::wake_by_ref(&this);
+        // SAFETY: the waker's count keeps the cell alive.
+        let this = unsafe { &*ptr.cast::<Self>() };
+        if Self::transition_to_scheduled(&this.header) {
+            this.header.count_ref();
+            // SAFETY: the reference just counted goes to the run queue.
+            let task = unsafe { Self::waker_ref(ptr) };
+            worker::push_task(this.header.runtime, task);
+        }
     }
 
     unsafe fn waker_drop(ptr: *const ()) {
-        // SAFETY: an owned waker owns one count of the Arc.
-        drop(unsafe { Arc::from_raw(ptr.cast::<Self>()) });
-    }
-
-    fn wake_by_ref(this: &Arc<Self>) {
-        if Self::transition_to_scheduled(this) {
-            let task: TaskRef = this.clone();
-            worker::push_task(this.header.runtime, task);
-        }
+        // SAFETY: an owned waker owns one counted reference, dropped here.
+        drop(unsafe { Self::waker_ref(ptr) });
     }
 
     /// A wake-up's state change: `IDLE -> SCHEDULED` (true: the caller must push the task to
     /// a run queue) or `RUNNING -> NOTIFIED` (false: the runner will reschedule it); false
     /// with no change if it is already scheduled, already noted, or finished.
     #[must_use]
-    fn transition_to_scheduled(this: &Self) -> bool {
-        let state = &this.header.state;
+    fn transition_to_scheduled(header: &Header) -> bool {
+        let state = &header.state;
         let mut s = state.load(Ordering::Relaxed);
         loop {
             let next = match s {
@@ -321,6 +438,11 @@ where
     fn state(&self) -> &JoinState<F::Output> {
         &self.join
     }
+
+    unsafe fn release(&self) {
+        // SAFETY: the join handle owns one counted reference, which it gives up here.
+        drop(unsafe { TaskRef::from_counted(NonNull::from(self)) });
+    }
 }
 
 /// Every live task of a runtime, sharded by the proc that registers it: a task that waits and
@@ -385,11 +507,16 @@ where
     F::Output: Send + 'static,
 {
     let id = ThreadId::next();
-    let cell = new_cell(shared, fut, JoinState::new_inline(id), id);
+    // Two references: the run queue's and the handle's.
+    let cell = new_cell(shared, fut, JoinState::new_inline(id), id, 2);
     shared.count_live(1);
-    let task: TaskRef = cell.clone();
+    // SAFETY: `new_cell` counted this reference for the run queue.
+    let task = unsafe { TaskRef::from_counted(cell) };
     worker::push_runnable(shared, Runnable::Task(task));
-    crate::JoinHandle::new(cell)
+    let target: NonNull<dyn JoinTarget<F::Output>> = cell;
+    // SAFETY: the cell is alive (the handle's reference is counted, and given up here), and
+    // its address is even: a cell is aligned to 8 by its header's counters.
+    unsafe { crate::JoinHandle::from_counted(target) }
 }
 
 /// Spawns `fut` as a task of `shared` with no join handle (an actor's body, which reports its
@@ -401,7 +528,9 @@ where
     F::Output: Send + 'static,
 {
     let id = ThreadId::next();
-    let task: TaskRef = new_cell(shared, fut, JoinState::new_inline_detached(id), id);
+    let cell = new_cell(shared, fut, JoinState::new_inline_detached(id), id, 1);
+    // SAFETY: `new_cell` counted this one reference, for the run queue.
+    let task = unsafe { TaskRef::from_counted(cell) };
     shared.count_live(1);
     worker::push_runnable(shared, Runnable::Task(task));
 }
@@ -418,29 +547,41 @@ where
     let Some(ctx) = worker::context() else {
         return Err(fut);
     };
-    let task: TaskRef = new_cell(&ctx.shared, fut, Detached, ThreadId::next());
+    let cell = new_cell(&ctx.shared, fut, Detached, ThreadId::next(), 1);
+    // SAFETY: `new_cell` counted this one reference, for the run queue.
+    let task = unsafe { TaskRef::from_counted(cell) };
     // On this proc: its own counter, with no second look-up of the context.
     ctx.count_live_here(1);
     worker::push_runnable(&ctx.shared, Runnable::Task(task));
     Ok(())
 }
 
-/// A task cell for `fut` in `shared`, not yet scheduled nor counted live (the caller counts it).
-fn new_cell<F, J>(shared: &Arc<Shared>, fut: F, join: J, id: ThreadId) -> Arc<TaskCell<F, J>>
+/// A task cell for `fut` in `shared`, not yet scheduled nor counted live (the caller counts
+/// it), with `refs` references counted: the caller makes them (`TaskRef::from_counted`, a
+/// join handle) before it publishes any.
+fn new_cell<F, J>(
+    shared: &Arc<Shared>,
+    fut: F,
+    join: J,
+    id: ThreadId,
+    refs: usize,
+) -> NonNull<TaskCell<F, J>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     J: Completion<F::Output>,
 {
-    Arc::new(TaskCell {
+    let cell = Box::new(TaskCell {
         header: Header {
             id,
             state: AtomicU8::new(SCHEDULED),
+            refs: AtomicUsize::new(refs),
             runtime: shared.id,
             registry_key: AtomicUsize::new(NOT_REGISTERED),
             polled_at: AtomicU32::new(u32::MAX),
         },
         future: PlainCell::new(Some(fut)),
         join,
-    })
+    });
+    NonNull::from(Box::leak(cell))
 }
