@@ -21,28 +21,26 @@
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
-use std::sync::Arc;
 
-use super::link::Peer;
-use super::record::Record;
+use super::record::{PeerRef, RecRef};
 use super::{Life, Pid};
 use crate::sched::ThreadId;
 use crate::sched::worker::{self, Current};
 
 thread_local! {
-    /// The async actor being polled on this OS thread: a pointer to the `Arc` its root future
-    /// holds, or null. Non-null only while a `Polling` guard borrowing that `Arc` lives.
-    static POLLING: Cell<*const Arc<dyn Peer>> = const { Cell::new(std::ptr::null()) };
+    /// The async actor being polled on this OS thread: a pointer to the `PeerRef` its root
+    /// future holds, or null. Non-null only while a `Polling` guard borrowing it lives.
+    static POLLING: Cell<*const PeerRef> = const { Cell::new(std::ptr::null()) };
     /// The fiber actors living on this OS thread, by fiber slot: the actor's thread id and its
     /// record (the reference its `Life` held).
     static FIBERS: RefCell<Vec<Option<Entry>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A fiber actor's entry: its pcml thread and its record.
-type Entry = (ThreadId, Arc<dyn Peer>);
+type Entry = (ThreadId, PeerRef);
 
 /// A supervisor starting a child, and the actors spawned meanwhile.
-type Linking = Option<(Arc<dyn Peer>, Vec<Arc<dyn Peer>>)>;
+type Linking = Option<(PeerRef, Vec<PeerRef>)>;
 
 thread_local! {
     /// While a supervisor starts a child: the supervisor, and the actors spawned meanwhile on
@@ -55,10 +53,7 @@ thread_local! {
 
 /// Runs `start` with every actor it spawns (on this OS thread) linked to `sup` before the
 /// actor starts; returns its result and those actors.
-pub(super) fn linking_spawns<R>(
-    sup: Arc<dyn Peer>,
-    start: impl FnOnce() -> R,
-) -> (R, Vec<Arc<dyn Peer>>) {
+pub(super) fn linking_spawns<R>(sup: PeerRef, start: impl FnOnce() -> R) -> (R, Vec<PeerRef>) {
     struct Reset(Linking);
     impl Drop for Reset {
         fn drop(&mut self) {
@@ -80,13 +75,13 @@ pub(super) fn linking_spawns<R>(
 /// Called for every new actor before it starts: links it to the supervisor starting a child
 /// on this thread, if any.
 #[inline]
-pub(super) fn on_new_actor<M: Send + 'static>(rec: &Arc<Record<M>>) {
+pub(super) fn on_new_actor<M: Send + 'static>(rec: &RecRef<M>) {
     if !LINKING_ON.with(Cell::get) {
         return;
     }
     LINKING.with(|l| {
         if let Some((sup, spawned)) = l.borrow_mut().as_mut() {
-            let new: Arc<dyn Peer> = rec.clone();
+            let new: PeerRef = rec.to_peer();
             // Both alive: the new actor has not started, the supervisor is running this.
             new.add_link(sup.clone());
             sup.add_link(new.clone());
@@ -96,16 +91,16 @@ pub(super) fn on_new_actor<M: Send + 'static>(rec: &Arc<Record<M>>) {
 }
 
 /// Marks an async actor as the one being polled, until dropped (which restores the previous
-/// value). It borrows the actor's `Arc` for its whole life, so the pointer in `POLLING` is
+/// value). It borrows the actor's `PeerRef` for its whole life, so the pointer in `POLLING` is
 /// valid while it is set. No reference count is touched per poll: this runs around every poll
 /// of every async actor.
 pub(super) struct Polling<'a> {
-    prev: *const Arc<dyn Peer>,
-    _me: PhantomData<&'a Arc<dyn Peer>>,
+    prev: *const PeerRef,
+    _me: PhantomData<&'a PeerRef>,
 }
 
 impl<'a> Polling<'a> {
-    pub(super) fn enter(me: &'a Arc<dyn Peer>) -> Self {
+    pub(super) fn enter(me: &'a PeerRef) -> Self {
         Polling {
             prev: POLLING.with(|p| p.replace(me)),
             _me: PhantomData,
@@ -120,12 +115,12 @@ impl Drop for Polling<'_> {
 }
 
 /// The async actor being polled on this OS thread, if any.
-fn polling() -> Option<Arc<dyn Peer>> {
+fn polling() -> Option<PeerRef> {
     let p = POLLING.with(|p| p.get());
     // SAFETY: a non-null pointer was set by a `Polling` guard that is still alive on this
     // thread (guards restore the previous value when dropped, also when unwinding, in LIFO
-    // order since they are stack values), and the guard borrows the `Arc` it points to, so
-    // the `Arc` is alive and unmoved.
+    // order since they are stack values), and the guard borrows the reference it points to, so
+    // the reference is alive and unmoved.
     (!p.is_null()).then(|| unsafe { (*p).clone() })
 }
 
@@ -244,7 +239,7 @@ pub fn self_pid<M: Send + 'static>() -> Pid<M> {
         );
     };
     let actual = peer.msg_type();
-    match peer.as_any().downcast::<Record<M>>() {
+    match peer.downcast::<M>() {
         Ok(rec) => Pid { rec },
         Err(_) => panic!(
             "pcml::actor::self_pid::<{}>: the calling actor takes {actual}; ask for Pid<{actual}>",

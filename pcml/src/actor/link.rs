@@ -31,7 +31,7 @@
 //! - Names are removed from the registry before links and monitors are notified, so a
 //!   supervisor restarting a child can register the child's name again at once.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -43,7 +43,7 @@ use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
 use crate::sched::blocker::Blocker;
 use crate::sync_var::waiters::{Offer, Offers, Slot, complete_self, deliver, delivered};
 
-use super::record::{Record, State, park, raise, wake};
+use super::record::{PeerRef, RecRef, Record, State, park, raise, wake};
 use super::{ActorId, AnyMsg, Ctx, ExitReason, Pid};
 
 /// The unwind payload with which a killed actor's receive ends its body.
@@ -120,7 +120,7 @@ pub enum Received<M> {
 pub struct MonitorRef {
     n: u64,
     /// The watched actor, to withdraw the monitor from.
-    target: Arc<dyn Peer>,
+    target: PeerRef,
 }
 
 impl PartialEq for MonitorRef {
@@ -162,9 +162,9 @@ static NEXT_MONITOR: AtomicU64 = AtomicU64::new(1);
 /// Per-actor extension, allocated on first use of links, monitors, trapping, names or kills.
 pub(crate) struct Ext {
     /// Actors linked to this one.
-    links: Vec<Arc<dyn Peer>>,
+    links: Vec<PeerRef>,
     /// Monitors watching this actor: their refs and watchers.
-    monitors: Vec<(MonitorRef, Arc<dyn Peer>)>,
+    monitors: Vec<(MonitorRef, PeerRef)>,
     /// Registered names, removed from the registry at death.
     pub(crate) names: Vec<Arc<str>>,
     /// Whether exit signals from links are queued instead of killing.
@@ -221,13 +221,15 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn peer_id(&self) -> ActorId;
     /// The name of the message type, for registry errors.
     fn msg_type(&self) -> &'static str;
-    /// The record as `Any`, to downcast to `Record<M>`.
-    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    /// The message type's id, to downcast a `PeerRef` to a `RecRef<M>`.
+    fn msg_type_id(&self) -> TypeId;
+    /// The record's reference count, for `PeerRef`.
+    fn refs(&self) -> &std::sync::atomic::AtomicUsize;
     /// Adds `other` to the links; false if this actor is dead.
-    fn add_link(&self, other: Arc<dyn Peer>) -> bool;
+    fn add_link(&self, other: PeerRef) -> bool;
     fn remove_link(&self, other: ActorId);
     /// Adds a monitor; false if this actor is dead.
-    fn add_monitor(&self, mref: MonitorRef, watcher: Arc<dyn Peer>) -> bool;
+    fn add_monitor(&self, mref: MonitorRef, watcher: PeerRef) -> bool;
     fn remove_monitor(&self, mref: &MonitorRef);
     /// Records a registered name; false if this actor is dead.
     fn add_name(&self, name: Arc<str>) -> bool;
@@ -289,11 +291,15 @@ impl<M: Send + 'static> Peer for Record<M> {
         std::any::type_name::<M>()
     }
 
-    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
+    fn msg_type_id(&self) -> TypeId {
+        TypeId::of::<M>()
     }
 
-    fn add_link(&self, other: Arc<dyn Peer>) -> bool {
+    fn refs(&self) -> &std::sync::atomic::AtomicUsize {
+        Record::refs(self)
+    }
+
+    fn add_link(&self, other: PeerRef) -> bool {
         let mut st = self.lock();
         if !st.alive {
             return false;
@@ -313,7 +319,7 @@ impl<M: Send + 'static> Peer for Record<M> {
         }
     }
 
-    fn add_monitor(&self, mref: MonitorRef, watcher: Arc<dyn Peer>) -> bool {
+    fn add_monitor(&self, mref: MonitorRef, watcher: PeerRef) -> bool {
         let mut st = self.lock();
         if !st.alive {
             return false;
@@ -408,7 +414,7 @@ impl<M: Send + 'static> Peer for Record<M> {
 
 /// The base event of `signal_evt` (output: the signal, or the kill reason).
 struct SignalEvt<M> {
-    rec: Arc<Record<M>>,
+    rec: RecRef<M>,
     slot: Option<Slot<Result<Signal, ExitReason>>>,
 }
 
@@ -501,14 +507,14 @@ impl<M: Send + 'static> Pid<M> {
         Peer::kill(&*self.rec, ExitReason::Killed(why.into()));
     }
 
-    pub(crate) fn peer(&self) -> Arc<dyn Peer> {
-        self.rec.clone()
+    pub(crate) fn peer(&self) -> PeerRef {
+        self.rec.to_peer()
     }
 }
 
 impl<M: Send + 'static> Ctx<M> {
-    pub(super) fn peer(&self) -> Arc<dyn Peer> {
-        self.rec.clone()
+    pub(super) fn peer(&self) -> PeerRef {
+        self.rec.to_peer()
     }
 
     /// Raises a pending kill (called with the record unlocked).
@@ -555,7 +561,7 @@ impl<M: Send + 'static> Ctx<M> {
         self.link_peer(pid.peer());
     }
 
-    pub(crate) fn link_peer(&self, other: Arc<dyn Peer>) {
+    pub(crate) fn link_peer(&self, other: PeerRef) {
         if other.peer_id() == self.id() {
             return;
         }
@@ -599,7 +605,7 @@ impl<M: Send + 'static> Ctx<M> {
         self.monitor_peer(pid.peer())
     }
 
-    pub(crate) fn monitor_peer(&self, target: Arc<dyn Peer>) -> MonitorRef {
+    pub(crate) fn monitor_peer(&self, target: PeerRef) -> MonitorRef {
         let mref = MonitorRef {
             n: NEXT_MONITOR.fetch_add(1, Ordering::Relaxed),
             target: target.clone(),
@@ -650,9 +656,9 @@ impl<M: Send + 'static> Ctx<M> {
         N: Send + 'static,
         F: FnOnce(Ctx<N>) + Send + 'static,
     {
-        let (pid, ctx) = super::new_actor();
+        let (pid, ctx, life) = super::new_actor();
         self.link(&pid);
-        super::start_fiber(ctx, f);
+        super::start_fiber(ctx, life, f);
         pid
     }
 
@@ -677,9 +683,9 @@ impl<M: Send + 'static> Ctx<M> {
         F: FnOnce(Ctx<N>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let (pid, ctx) = super::new_actor();
+        let (pid, ctx, life) = super::new_actor();
         self.link(&pid);
-        super::start_task(ctx, f);
+        super::start_task(ctx, life, f);
         pid
     }
 
@@ -702,9 +708,9 @@ impl<M: Send + 'static> Ctx<M> {
         N: Send + 'static,
         F: FnOnce(Ctx<N>) + Send + 'static,
     {
-        let (pid, ctx) = super::new_actor();
+        let (pid, ctx, life) = super::new_actor();
         let mref = self.monitor(&pid);
-        super::start_fiber(ctx, f);
+        super::start_fiber(ctx, life, f);
         (pid, mref)
     }
 
@@ -725,9 +731,9 @@ impl<M: Send + 'static> Ctx<M> {
         F: FnOnce(Ctx<N>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let (pid, ctx) = super::new_actor();
+        let (pid, ctx, life) = super::new_actor();
         let mref = self.monitor(&pid);
-        super::start_task(ctx, f);
+        super::start_task(ctx, life, f);
         (pid, mref)
     }
 

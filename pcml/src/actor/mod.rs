@@ -132,7 +132,7 @@ pub use registry::{
 };
 pub use supervisor::{Child, ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorMsg};
 
-use record::{Died, Own, Record, RecvEvt, Scan, own_lock, own_mut, park, wake};
+use record::{Died, Own, RecRef, Record, RecvEvt, Scan, own_lock, own_mut, park, wake};
 
 /// Pids are `Send + Sync` and contexts `Send` for any `Send` message type, `Sync` or not.
 const _: fn() = || {
@@ -215,7 +215,7 @@ impl fmt::Display for ActorId {
 /// assert!(a.pid() == a.pid() && a.pid() != b.pid());
 /// ```
 pub struct Pid<M> {
-    rec: Arc<Record<M>>,
+    rec: RecRef<M>,
 }
 
 impl<M> Clone for Pid<M> {
@@ -477,7 +477,7 @@ pub(crate) fn finish<M: Send + 'static>(
 /// record as a `dyn Peer`, so an async actor's root borrows it for `self_pid` instead of
 /// holding a second reference count.
 struct Life {
-    rec: Option<Arc<dyn link::Peer>>,
+    rec: Option<record::PeerRef>,
 }
 
 impl Life {
@@ -534,32 +534,31 @@ where
     M: Send + 'static,
     F: FnOnce(Ctx<M>) + Send + 'static,
 {
-    let (pid, ctx) = new_actor();
-    start_fiber(ctx, f);
+    let (pid, ctx, life) = new_actor();
+    start_fiber(ctx, life, f);
     pid
 }
 
-fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>) {
-    let rec = Record::new(false);
+/// A new actor's pid, context and life, sharing one record.
+fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>, Life) {
+    let (pid, rec, life) = Record::new_spawned();
     current::on_new_actor(&rec);
     (
-        Pid { rec: rec.clone() },
+        Pid { rec: pid },
         Ctx {
             rec,
             detached: false,
             own: std::sync::Mutex::new(Own::new()),
         },
+        Life { rec: Some(life) },
     )
 }
 
-fn start_fiber<M, F>(ctx: Ctx<M>, f: F)
+fn start_fiber<M, F>(ctx: Ctx<M>, life: Life, f: F)
 where
     M: Send + 'static,
     F: FnOnce(Ctx<M>) + Send + 'static,
 {
-    let life = Life {
-        rec: Some(ctx.rec.clone()),
-    };
     drop(crate::spawn(move || {
         // Holds the life from here on, in the table `self_pid` reads.
         let me = current::FiberActor::enter(life);
@@ -606,20 +605,17 @@ where
     F: FnOnce(Ctx<M>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let (pid, ctx) = new_actor();
-    start_task(ctx, f);
+    let (pid, ctx, life) = new_actor();
+    start_task(ctx, life, f);
     pid
 }
 
-fn start_task<M, F, Fut>(ctx: Ctx<M>, f: F)
+fn start_task<M, F, Fut>(ctx: Ctx<M>, life: Life, f: F)
 where
     M: Send + 'static,
     F: FnOnce(Ctx<M>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let life = Life {
-        rec: Some(ctx.rec.clone()),
-    };
     let body = async move {
         let me = life
             .rec
@@ -672,7 +668,7 @@ where
 /// assert_eq!(me.receive(), "hi");
 /// ```
 pub struct Ctx<M: Send + 'static> {
-    rec: Arc<Record<M>>,
+    rec: RecRef<M>,
     /// Made by `Ctx::new`: the actor ends when the context is dropped.
     detached: bool,
     /// The oldest messages, taken out of the shared queue by the owner's receives (see
@@ -719,7 +715,7 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub fn new() -> Self {
         Ctx {
-            rec: Record::new(true),
+            rec: Record::counted(true),
             detached: true,
             own: std::sync::Mutex::new(Own::new()),
         }

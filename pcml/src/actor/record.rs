@@ -1,8 +1,11 @@
 //! The shared record of one actor: its mailbox (messages in arrival order, with a save pointer
 //! for selective receive), its parked owner, its blocked receive events, and whether it lives.
 //!
-//! One `Arc<Record<M>>` per actor: every [`Pid`](super::Pid) and the actor's
-//! [`Ctx`](super::Ctx) point at it. Links, monitors, signals and registered names live in an
+//! One counted `Record<M>` per actor: every [`Pid`](super::Pid) and the actor's
+//! [`Ctx`](super::Ctx) point at it through a `RecRef<M>`, links, monitors and names through a
+//! type-erased `PeerRef`. The record keeps its own reference count rather than living in an
+//! `Arc`: the last holder (usually the actor's own end, when nobody kept its pid) frees it with
+//! no atomic read-modify-write, where an `Arc` takes two (its strong count, then its weak). Links, monitors, signals and registered names live in an
 //! extension allocated on first use, so an actor that uses none of them pays one pointer.
 //!
 //! # How a message travels
@@ -42,9 +45,13 @@
 //! - A sender never unwinds from a receive predicate: if one panics on its thread, the message
 //!   stays and the blocked event it belonged to completes with `ExitReason::Panic`.
 
+use std::any::TypeId;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, fence};
 
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -53,7 +60,7 @@ use crate::mp::{SpinLock, SpinLockGuard};
 use crate::sched::blocker::{self, Blocker};
 use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, delivered};
 
-use super::link::Ext;
+use super::link::{Ext, Peer};
 use super::{ActorId, ExitReason};
 
 /// What a receive event gets: a message with where it was in the mailbox, or the reason its
@@ -102,6 +109,9 @@ pub(crate) type Guard<'a, M> = SpinLockGuard<'a, State<M>>;
 
 /// The shared record of one actor.
 pub(crate) struct Record<M> {
+    /// Counted references alive (`RecRef`s and `PeerRef`s); the one that drops it to zero
+    /// frees the record. A std atomic even under loom, as the `Arc` it replaces was.
+    refs: std::sync::atomic::AtomicUsize,
     pub(crate) id: ActorId,
     /// Made by `Ctx::new` (not a spawned actor): a kill panics with a message instead of
     /// unwinding to an actor root.
@@ -187,8 +197,18 @@ fn next_id() -> ActorId {
 }
 
 impl<M: 'static> Record<M> {
-    pub(crate) fn new(detached: bool) -> Arc<Self> {
-        Arc::new(Record {
+    /// A new record and the one reference to it (`Ctx::new`'s).
+    pub(crate) fn counted(detached: bool) -> RecRef<M> {
+        RecRef {
+            ptr: Self::alloc(detached, 1),
+            _owns: PhantomData,
+        }
+    }
+
+    /// A new record with `refs` references counted, which the caller hands out.
+    fn alloc(detached: bool, refs: usize) -> NonNull<Self> {
+        let rec = Box::new(Record {
+            refs: std::sync::atomic::AtomicUsize::new(refs),
             id: next_id(),
             detached,
             untyped: std::any::TypeId::of::<M>() == std::any::TypeId::of::<super::AnyMsg>(),
@@ -202,7 +222,182 @@ impl<M: 'static> Record<M> {
                 alive: true,
                 ext: None,
             }),
+        });
+        NonNull::from(Box::leak(rec))
+    }
+}
+
+impl<M: Send + 'static> Record<M> {
+    /// The record of a spawned actor, with its first three references: its pid's, its
+    /// context's and its life's, all counted as it is made (no read-modify-write to clone
+    /// them).
+    pub(crate) fn new_spawned() -> (RecRef<M>, RecRef<M>, PeerRef) {
+        let ptr = Self::alloc(false, 3);
+        let typed = || RecRef {
+            ptr,
+            _owns: PhantomData,
+        };
+        (typed(), typed(), PeerRef { ptr })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counted references
+
+/// A counted reference to the record of an actor whose messages are `M`s: what pids, contexts
+/// and receive events hold. `Arc<Record<M>>` with the record's own count (see the module docs).
+pub(crate) struct RecRef<M> {
+    /// A record allocated by `Record::alloc` (as a `Box`), alive while this reference counts.
+    ptr: NonNull<Record<M>>,
+    /// Owns a `Record<M>` as far as drop checking and auto traits go.
+    _owns: PhantomData<Record<M>>,
+}
+
+/// A counted reference to the record of an actor of any message type: what links, monitors,
+/// the registry and `self_pid`'s tables hold. `Arc<dyn Peer>` with the record's own count.
+pub(crate) struct PeerRef {
+    /// A record allocated by `Record::alloc`, alive while this reference counts.
+    ptr: NonNull<dyn Peer>,
+}
+
+// SAFETY: a counted reference is a shared reference to a record that the last holder frees,
+// as an `Arc` is; the count is atomic. So it may move to and be used from any thread when the
+// record may be shared between threads (`Record<M>: Send + Sync` for `M: Send`).
+unsafe impl<M> Send for RecRef<M> where Record<M>: Send + Sync {}
+// SAFETY: as above.
+unsafe impl<M> Sync for RecRef<M> where Record<M>: Send + Sync {}
+// SAFETY: as above; a `Peer` is `Send + Sync`.
+unsafe impl Send for PeerRef {}
+// SAFETY: as above.
+unsafe impl Sync for PeerRef {}
+
+/// Counts one more reference to a record; the caller holds one, so it is alive.
+#[inline]
+fn count_ref(refs: &std::sync::atomic::AtomicUsize) {
+    // Relaxed, as `Arc::clone`: the new reference is made from one the caller holds, and
+    // passing it to another thread synchronizes by whatever passes it.
+    if refs.fetch_add(1, Ordering::Relaxed) > isize::MAX as usize {
+        // Leaked references by the billion: stop before the count wraps (as `Arc` does).
+        std::process::abort();
+    }
+}
+
+/// Drops one counted reference to a record: true if it was the last, and the caller must free
+/// the record (which nobody else can reach any more).
+#[inline]
+#[must_use]
+fn release_ref(refs: &std::sync::atomic::AtomicUsize) -> bool {
+    // Acquire load: when it reads 1 the caller holds the only reference, so nobody can count
+    // another (that takes a reference) and the count stays 1; the Acquire pairs with the
+    // Release decrements of earlier holders, so their uses of the record happen before the
+    // free. No read-modify-write then.
+    if refs.load(Ordering::Acquire) == 1 {
+        return true;
+    }
+    // Release: publishes our uses of the record to whoever frees it.
+    match refs.fetch_sub(1, Ordering::Release) {
+        // Others hold references still.
+        n if n > 1 => false,
+        // Ours was the last after all (the others were dropped since the load).
+        _ => {
+            // Acquire: orders the free after every holder's Release decrement.
+            fence(Ordering::Acquire);
+            true
+        }
+    }
+}
+
+impl<M> Deref for RecRef<M> {
+    type Target = Record<M>;
+
+    #[inline]
+    fn deref(&self) -> &Record<M> {
+        // SAFETY: the record is alive while this reference counts.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<M> Clone for RecRef<M> {
+    #[inline]
+    fn clone(&self) -> Self {
+        count_ref(&self.refs);
+        RecRef {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<M> Drop for RecRef<M> {
+    #[inline]
+    fn drop(&mut self) {
+        if release_ref(&self.refs) {
+            // SAFETY: that was the last reference: nobody else can reach the record, which
+            // `Record::alloc` allocated as a `Box<Record<M>>`.
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
+    }
+}
+
+impl<M: Send + 'static> RecRef<M> {
+    /// Another counted reference to the record, type-erased.
+    #[inline]
+    pub(crate) fn to_peer(&self) -> PeerRef {
+        count_ref(&self.refs);
+        let ptr: NonNull<dyn Peer> = self.ptr;
+        PeerRef { ptr }
+    }
+}
+
+impl PeerRef {
+    /// The record as a `RecRef<M>`, if its actor takes `M`s; else the reference back.
+    pub(crate) fn downcast<M: Send + 'static>(self) -> Result<RecRef<M>, PeerRef> {
+        if self.msg_type_id() != TypeId::of::<M>() {
+            return Err(self);
+        }
+        let ptr = self.ptr.cast::<Record<M>>();
+        // Our count goes to the typed reference.
+        std::mem::forget(self);
+        Ok(RecRef {
+            ptr,
+            _owns: PhantomData,
         })
+    }
+}
+
+impl Deref for PeerRef {
+    type Target = dyn Peer;
+
+    #[inline]
+    fn deref(&self) -> &(dyn Peer + 'static) {
+        // SAFETY: the record is alive while this reference counts.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl Clone for PeerRef {
+    #[inline]
+    fn clone(&self) -> Self {
+        count_ref(self.refs());
+        PeerRef { ptr: self.ptr }
+    }
+}
+
+impl Drop for PeerRef {
+    #[inline]
+    fn drop(&mut self) {
+        if release_ref(self.refs()) {
+            // SAFETY: that was the last reference: nobody else can reach the record, which
+            // `Record::alloc` allocated as a `Box` of its type (the vtable gives its layout).
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
+    }
+}
+
+impl<M> Record<M> {
+    /// The record's reference count (for `Peer::refs`).
+    pub(crate) fn refs(&self) -> &std::sync::atomic::AtomicUsize {
+        &self.refs
     }
 }
 
@@ -817,7 +1012,7 @@ pub(crate) struct Remains<M> {
 /// reason the actor is being killed (the public event unwraps it in a wrapper, which may
 /// unwind; base-event phases never do).
 pub(crate) struct RecvEvt<M> {
-    pub(crate) rec: Arc<Record<M>>,
+    pub(crate) rec: RecRef<M>,
     pub(crate) pred: Option<Pred<M>>,
     /// Our queued offer's slot while blocked.
     pub(crate) slot: Option<Slot<Delivery<M>>>,
@@ -827,7 +1022,7 @@ impl<M> RecvEvt<M> {
     /// A receive event of `rec`'s owner, whose private part is `own`: counts it in
     /// `Record::events` and gives the private messages back, so the event sees them.
     pub(crate) fn new(
-        rec: &Arc<Record<M>>,
+        rec: &RecRef<M>,
         own: &std::sync::Mutex<Own<M>>,
         pred: Option<Pred<M>>,
     ) -> Self {
@@ -973,8 +1168,8 @@ mod unit {
 
     use super::*;
 
-    fn state(msgs: impl IntoIterator<Item = u32>) -> Arc<Record<u32>> {
-        let rec = Record::<u32>::new(true);
+    fn state(msgs: impl IntoIterator<Item = u32>) -> RecRef<u32> {
+        let rec = Record::<u32>::counted(true);
         for m in msgs {
             rec.send(m).unwrap();
         }
@@ -1148,6 +1343,47 @@ mod unit {
         st.drain_into(&mut out, 10);
         assert_eq!(out, [100, 0, 1, 2, 3, 4]);
         assert_eq!(st.taken, 5);
+    }
+
+    #[test]
+    fn the_last_reference_frees_the_record_once_from_any_thread() {
+        use std::sync::atomic::AtomicUsize as Count;
+        struct Counted(Arc<Count>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let drops = Arc::new(Count::new(0));
+        let rec = Record::<Counted>::counted(true);
+        assert!(rec.send(Counted(drops.clone())).is_ok());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let p = rec.to_peer();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        drop(p.clone());
+                    }
+                })
+            })
+            .collect();
+        let typed = rec.clone();
+        drop(rec);
+        for t in threads {
+            t.join().unwrap();
+        }
+        // Still referenced: the queued message lives.
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        assert!(typed.to_peer().downcast::<u8>().is_err());
+        let back = match typed.to_peer().downcast::<Counted>() {
+            Ok(back) => back,
+            Err(_) => panic!("a record downcasts to its own message type"),
+        };
+        drop(typed);
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        // The last reference frees the record, and the message with it, once.
+        drop(back);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -15,12 +15,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
-use super::link::Peer;
-use super::record::Record;
+use super::record::PeerRef;
 use super::{ActorId, Pid};
 
 /// Names to actors.
-type Table = HashMap<Arc<str>, Arc<dyn Peer>>;
+type Table = HashMap<Arc<str>, PeerRef>;
 
 static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
@@ -187,7 +186,7 @@ pub fn try_whereis<M: Send + 'static>(name: &str) -> Result<Pid<M>, RegistryErro
             name: name.to_string(),
         })?;
     let actual = peer.msg_type();
-    match peer.as_any().downcast::<Record<M>>() {
+    match peer.downcast::<M>() {
         Ok(rec) => Ok(Pid { rec }),
         Err(_) => Err(RegistryError::WrongType {
             name: name.to_string(),

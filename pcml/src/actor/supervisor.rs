@@ -69,8 +69,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::link::Peer;
-use super::record::raise;
+use super::record::{PeerRef, raise};
 use super::{ActorId, Ctx, ExitReason, Pid, Received, Signal};
 
 /// How a supervisor restarts its children when one ends.
@@ -113,7 +112,7 @@ pub enum Restart {
 /// let child: pcml::actor::Child = me.pid().into();
 /// assert_eq!(child.id(), me.id());
 /// ```
-pub struct Child(Arc<dyn Peer>);
+pub struct Child(PeerRef);
 
 impl Child {
     /// The child actor's id.
