@@ -470,10 +470,12 @@ impl TaskRegistry {
     /// Registers `task`, in the calling proc's shard (procs past the 16th share shards).
     pub(crate) fn insert(&self, task: TaskRef) {
         let shard = worker::context().map_or(0, |c| c.index) % SHARDS;
-        let key = self.shards[shard].lock().insert(task.clone());
+        let mut s = self.shards[shard].lock();
+        let key = s.insert(task);
         // The key says the shard too. Relaxed: read only by `remove`, which runs after the
         // task was scheduled (the scheduling push orders this store before it).
-        task.header()
+        s[key]
+            .header()
             .registry_key
             .store(key * SHARDS + shard, Ordering::Relaxed);
     }
