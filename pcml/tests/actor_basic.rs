@@ -449,3 +449,34 @@ fn a_dropped_receive_await_takes_nothing() {
     drop(fut);
     assert!(me.is_empty());
 }
+
+/// An actor that nobody holds a pid of any more when it ends (its end takes no lock then)
+/// still drops the messages it never received, fiber and async alike.
+#[test]
+fn an_actor_nobody_holds_drops_its_unread_messages_when_it_ends() {
+    struct Dropped(pcml::IVar<()>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            let _ = self.0.put(());
+        }
+    }
+    rt(1)
+        .block_on(|| {
+            for fibers in [true, false] {
+                let gate = pcml::IVar::<()>::new();
+                let dropped = pcml::IVar::<()>::new();
+                let open = gate.clone();
+                let pid = if fibers {
+                    actor::spawn(move |_: Ctx<Dropped>| open.get())
+                } else {
+                    actor::spawn_async(move |_: Ctx<Dropped>| async move { open.get_evt().await })
+                };
+                pid.send(Dropped(dropped.clone())).unwrap();
+                drop(pid);
+                gate.put(()).unwrap();
+                // Blocks until the actor's end dropped the message.
+                dropped.get();
+            }
+        })
+        .unwrap();
+}

@@ -448,6 +448,17 @@ pub(crate) fn finish<M: Send + 'static>(
     reason: ExitReason,
     report: Option<String>,
 ) {
+    if rec.is_sole_reference() {
+        // The caller's reference (the actor's life's, or its `Ctx::new` context's) is the
+        // last: whoever could send to the actor, link to it, watch it or name it would hold
+        // one. So there is nobody to tell and nothing to close: the mailbox goes with the
+        // record when that reference is dropped, right after, and the lock `die` takes (an
+        // atomic read-modify-write) is not needed. The common end of an actor nobody kept.
+        if let Some(report) = report {
+            eprintln!("pcml: {} died unobserved: {report}", rec.id);
+        }
+        return;
+    }
     let remains = match rec.die() {
         Died::Leaving(remains) => remains,
         Died::Quietly => {

@@ -399,6 +399,15 @@ impl<M> Record<M> {
     pub(crate) fn refs(&self) -> &std::sync::atomic::AtomicUsize {
         &self.refs
     }
+
+    /// Whether the caller's reference is the only one: then nobody else can reach the record
+    /// (that takes a reference), now or later.
+    #[inline]
+    pub(crate) fn is_sole_reference(&self) -> bool {
+        // Acquire: pairs with the Release decrements of the other holders, so what they did
+        // to the record happens before whatever the caller does next.
+        self.refs.load(Ordering::Acquire) == 1
+    }
 }
 
 impl<M> Record<M> {
