@@ -27,11 +27,13 @@
 //!
 //! # The held fiber
 //! A fiber spawned by a thread running on a proc whose held slot is empty is held there rather
-//! than pushed into the proc's deque (later spawns queue behind it, so new fibers still start in
-//! spawn order): a join that follows takes it back with one atomic compare-and-swap (none on a
-//! runtime of one proc, where nobody can steal) and runs it inline. Otherwise it is the next
-//! new work the proc runs, at the spawner's next switch (block, yield or end), unless an idle
-//! proc steals it from the slot first.
+//! than pushed into the proc's deque: a join that follows takes it back with one atomic
+//! compare-and-swap (none on a runtime of one proc, where nobody can steal) and runs it inline.
+//! Otherwise it is the next new work the proc runs, at the spawner's next switch (block, yield
+//! or end), unless an idle proc steals it from the slot first. Later spawns go on the deque,
+//! which the proc runs newest first (a tree of spawns runs depth first) and idle procs steal
+//! from oldest first. pcml promises no order among runnable threads; only a join, a message or
+//! another synchronization orders them.
 //!
 //! # Stacks
 //! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a
