@@ -573,7 +573,10 @@ where
     F::Output: Send + 'static,
     J: Completion<F::Output>,
 {
-    let cell = Box::new(TaskCell {
+    // Written straight into its block (`Box::new` built the cell on the stack, then copied
+    // it there, future and all).
+    let mut cell = Box::<TaskCell<F, J>>::new_uninit();
+    cell.write(TaskCell {
         header: Header {
             id,
             state: AtomicU8::new(SCHEDULED),
@@ -585,5 +588,6 @@ where
         future: PlainCell::new(Some(fut)),
         join,
     });
-    NonNull::from(Box::leak(cell))
+    // SAFETY: written just above.
+    NonNull::from(Box::leak(unsafe { cell.assume_init() }))
 }
