@@ -570,7 +570,7 @@ where
     M: Send + 'static,
     F: FnOnce(Ctx<M>) + Send + 'static,
 {
-    drop(crate::spawn(move || {
+    let body = move || {
         // Holds the life from here on, in the table `self_pid` reads.
         let me = current::FiberActor::enter(life);
         match catch_unwind(AssertUnwindSafe(move || f(ctx))) {
@@ -579,7 +579,12 @@ where
             Err(p) if shutting_down() => resume_unwind(p),
             outcome => me.end(outcome),
         }
-    }));
+    };
+    // On a proc, a fiber with no join state; elsewhere (a blocking-pool thread, or no room for
+    // a fiber, which `spawn` reports) the general spawn, its handle dropped.
+    if let Err(body) = crate::sched::spawn::spawn_unjoined(body) {
+        drop(crate::spawn(body));
+    }
 }
 
 /// Spawns an actor on an async task: `f` gets the actor's [`Ctx`] and returns the future

@@ -330,6 +330,116 @@ where
     }
 }
 
+/// The cell of a fiber spawned with no join handle ([`spawn_unjoined`]): its closure and its
+/// id, nothing else. Its only reference is its runnable's [`BodyPtr`], so it keeps no count,
+/// no join state and no claim flag: nobody can join it or run it inline, and whoever holds the
+/// runnable (its proc, or a thief) runs it or drops it. That spares an actor's fiber the
+/// handle's count and detach and the join state's completion: four atomic read-modify-writes.
+///
+/// # Invariants
+/// - Only the holder of the one reference touches the cell; `f` is `None` once it has run or
+///   been cancelled ("claimed").
+/// - The cell is heap-allocated (or written into a proc's [`SpareCell`]) and freed by
+///   `release`, through the freeing proc's [`SpareCell`] when it has room.
+struct LoneFiber<F> {
+    id: ThreadId,
+    /// Taken once, by `run` or `cancel`.
+    f: PlainCell<Option<F>>,
+}
+
+// SAFETY: the cell is reached only by the holder of its one reference, which moves between
+// threads with the runnable (`F: Send`).
+unsafe impl<F: Send> Sync for LoneFiber<F> {}
+
+impl<F> LoneFiber<F> {
+    fn take(&self) -> Option<F> {
+        // SAFETY: only the holder of the one reference calls this (invariants).
+        self.f.with_mut(|f| unsafe { (*f).take() })
+    }
+}
+
+// SAFETY: the cell lives in a heap block owned by its one reference, which `release` frees.
+unsafe impl<F> FiberBody for LoneFiber<F>
+where
+    F: FnOnce() + Send,
+{
+    fn claim(&self) -> bool {
+        // No race to settle: the holder of the only reference alone may run the body.
+        !self.is_claimed()
+    }
+
+    fn is_claimed(&self) -> bool {
+        // SAFETY: only the holder of the one reference calls this (invariants).
+        self.f.with(|f| unsafe { (*f).is_none() })
+    }
+
+    fn run(&self) {
+        let f = self.take().expect("pcml: a fiber body ran twice");
+        if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+            if worker::context().is_some_and(|c| c.is_shutting_down()) {
+                // Dropped at shutdown: let the unwind reach the coroutine's root.
+                resume_unwind(p);
+            }
+            crate::sched::join::report_unobserved(&crate::sched::panic::join_error(self.id, p));
+        }
+    }
+
+    fn cancel(&self) {
+        drop(self.take());
+    }
+
+    unsafe fn release(&self) {
+        let cell = self as *const Self as *mut Self;
+        // SAFETY: the caller gave up the only reference, so nobody uses the cell any more; it
+        // was written by `spawn_unjoined` and is dropped once, here. Its block came from the
+        // global allocator with this layout and holds nothing live after the drop.
+        unsafe {
+            std::ptr::drop_in_place(cell);
+            worker::recycle_cell(NonNull::new_unchecked(cell.cast()), Layout::new::<Self>());
+        }
+    }
+}
+
+/// Spawns a fiber running `f` with no join handle and no join state ([`LoneFiber`]): the
+/// lightest fiber, for an actor's body, which reports its own end. A panic that escapes `f`
+/// is reported as an unjoined thread's is. Only on a proc with room for a fiber (the common
+/// case: an actor spawned by an actor); otherwise it gives `f` back, for [`spawn`], which
+/// places it or says why it cannot.
+pub(crate) fn spawn_unjoined<F>(f: F) -> Result<(), F>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let Some(ctx) = worker::context() else {
+        return Err(f);
+    };
+    if check_on_proc(ctx).is_err() {
+        return Err(f);
+    }
+    let id = ThreadId::next();
+    let value = LoneFiber {
+        id,
+        f: PlainCell::new(Some(f)),
+    };
+    let cell: NonNull<LoneFiber<F>> = match ctx.spare_cell().take(Layout::new::<LoneFiber<F>>()) {
+        Some(block) => {
+            let cell = block.cast::<LoneFiber<F>>();
+            // SAFETY: the block is unused memory with this type's layout (`SpareCell`).
+            unsafe { cell.as_ptr().write(value) };
+            cell
+        }
+        None => NonNull::from(Box::leak(Box::new(value))),
+    };
+    let fiber = NewFiber {
+        id,
+        main: false,
+        // SAFETY: the cell is alive and this is its one reference.
+        body: unsafe { BodyPtr::from_raw(cell as NonNull<dyn FiberBody>) },
+    };
+    // Counts it live unless it is held (see `Context::hold_new`).
+    ctx.hold_new(fiber);
+    Ok(())
+}
+
 /// The runtime of the calling thread: a proc's, or a blocking-pool thread's.
 ///
 /// Calls `f` with it: on a proc by reference (no reference count traffic on the spawn path),
