@@ -224,7 +224,7 @@ pub(crate) trait Peer: Send + Sync + 'static {
     /// The message type's id, to downcast a `PeerRef` to a `RecRef<M>`.
     fn msg_type_id(&self) -> TypeId;
     /// The record's reference count, for `PeerRef`.
-    fn refs(&self) -> &std::sync::atomic::AtomicUsize;
+    fn refs(&self) -> &crate::mp::RefCount;
     /// Adds `other` to the links; false if this actor is dead.
     fn add_link(&self, other: PeerRef) -> bool;
     fn remove_link(&self, other: ActorId);
@@ -295,7 +295,7 @@ impl<M: Send + 'static> Peer for Record<M> {
         TypeId::of::<M>()
     }
 
-    fn refs(&self) -> &std::sync::atomic::AtomicUsize {
+    fn refs(&self) -> &crate::mp::RefCount {
         Record::refs(self)
     }
 

@@ -51,12 +51,12 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, fence};
+use std::sync::atomic::AtomicU64;
 
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::event::{BaseEvent, Blocked, OwnWaiter};
-use crate::mp::{SpinLock, SpinLockGuard};
+use crate::mp::{RefCount, SpinLock, SpinLockGuard};
 use crate::sched::blocker::{self, Blocker};
 use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, delivered};
 
@@ -111,7 +111,7 @@ pub(crate) type Guard<'a, M> = SpinLockGuard<'a, State<M>>;
 pub(crate) struct Record<M> {
     /// Counted references alive (`RecRef`s and `PeerRef`s); the one that drops it to zero
     /// frees the record. A std atomic even under loom, as the `Arc` it replaces was.
-    refs: std::sync::atomic::AtomicUsize,
+    refs: RefCount,
     pub(crate) id: ActorId,
     /// Made by `Ctx::new` (not a spawned actor): a kill panics with a message instead of
     /// unwinding to an actor root.
@@ -211,7 +211,7 @@ impl<M: 'static> Record<M> {
         // copied it (a `memcpy` call for its 200-odd bytes).
         let mut rec = Box::<Self>::new_uninit();
         rec.write(Record {
-            refs: std::sync::atomic::AtomicUsize::new(refs),
+            refs: RefCount::new(refs),
             id: next_id(),
             detached,
             untyped: std::any::TypeId::of::<M>() == std::any::TypeId::of::<super::AnyMsg>(),
@@ -275,42 +275,6 @@ unsafe impl Send for PeerRef {}
 // SAFETY: as above.
 unsafe impl Sync for PeerRef {}
 
-/// Counts one more reference to a record; the caller holds one, so it is alive.
-#[inline]
-fn count_ref(refs: &std::sync::atomic::AtomicUsize) {
-    // Relaxed, as `Arc::clone`: the new reference is made from one the caller holds, and
-    // passing it to another thread synchronizes by whatever passes it.
-    if refs.fetch_add(1, Ordering::Relaxed) > isize::MAX as usize {
-        // Leaked references by the billion: stop before the count wraps (as `Arc` does).
-        std::process::abort();
-    }
-}
-
-/// Drops one counted reference to a record: true if it was the last, and the caller must free
-/// the record (which nobody else can reach any more).
-#[inline]
-#[must_use]
-fn release_ref(refs: &std::sync::atomic::AtomicUsize) -> bool {
-    // Acquire load: when it reads 1 the caller holds the only reference, so nobody can count
-    // another (that takes a reference) and the count stays 1; the Acquire pairs with the
-    // Release decrements of earlier holders, so their uses of the record happen before the
-    // free. No read-modify-write then.
-    if refs.load(Ordering::Acquire) == 1 {
-        return true;
-    }
-    // Release: publishes our uses of the record to whoever frees it.
-    match refs.fetch_sub(1, Ordering::Release) {
-        // Others hold references still.
-        n if n > 1 => false,
-        // Ours was the last after all (the others were dropped since the load).
-        _ => {
-            // Acquire: orders the free after every holder's Release decrement.
-            fence(Ordering::Acquire);
-            true
-        }
-    }
-}
-
 impl<M> Deref for RecRef<M> {
     type Target = Record<M>;
 
@@ -324,7 +288,7 @@ impl<M> Deref for RecRef<M> {
 impl<M> Clone for RecRef<M> {
     #[inline]
     fn clone(&self) -> Self {
-        count_ref(&self.refs);
+        self.refs.count();
         RecRef {
             ptr: self.ptr,
             _owns: PhantomData,
@@ -335,7 +299,7 @@ impl<M> Clone for RecRef<M> {
 impl<M> Drop for RecRef<M> {
     #[inline]
     fn drop(&mut self) {
-        if release_ref(&self.refs) {
+        if self.refs.release() {
             // SAFETY: that was the last reference: nobody else can reach the record, which
             // `Record::alloc` allocated as a `Box<Record<M>>`.
             drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
@@ -347,7 +311,7 @@ impl<M: Send + 'static> RecRef<M> {
     /// Another counted reference to the record, type-erased.
     #[inline]
     pub(crate) fn to_peer(&self) -> PeerRef {
-        count_ref(&self.refs);
+        self.refs.count();
         let ptr: NonNull<dyn Peer> = self.ptr;
         PeerRef { ptr }
     }
@@ -382,7 +346,7 @@ impl Deref for PeerRef {
 impl Clone for PeerRef {
     #[inline]
     fn clone(&self) -> Self {
-        count_ref(self.refs());
+        self.refs().count();
         PeerRef { ptr: self.ptr }
     }
 }
@@ -390,7 +354,7 @@ impl Clone for PeerRef {
 impl Drop for PeerRef {
     #[inline]
     fn drop(&mut self) {
-        if release_ref(self.refs()) {
+        if self.refs().release() {
             // SAFETY: that was the last reference: nobody else can reach the record, which
             // `Record::alloc` allocated as a `Box` of its type (the vtable gives its layout).
             drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
@@ -400,7 +364,7 @@ impl Drop for PeerRef {
 
 impl<M> Record<M> {
     /// The record's reference count (for `Peer::refs`).
-    pub(crate) fn refs(&self) -> &std::sync::atomic::AtomicUsize {
+    pub(crate) fn refs(&self) -> &RefCount {
         &self.refs
     }
 
@@ -408,9 +372,7 @@ impl<M> Record<M> {
     /// (that takes a reference), now or later.
     #[inline]
     pub(crate) fn is_sole_reference(&self) -> bool {
-        // Acquire: pairs with the Release decrements of the other holders, so what they did
-        // to the record happens before whatever the caller does next.
-        self.refs.load(Ordering::Acquire) == 1
+        self.refs.is_unique()
     }
 }
 

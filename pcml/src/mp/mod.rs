@@ -16,10 +16,12 @@
 
 mod parker;
 mod proc_local;
+mod refs;
 mod spin;
 
 pub(crate) use parker::Parker;
 pub use proc_local::ProcLocal;
+pub(crate) use refs::RefCount;
 pub use spin::{SpinLock, SpinLockGuard};
 
 /// The number of procs of the current runtime; outside a runtime, the number a default runtime

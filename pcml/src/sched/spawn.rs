@@ -9,12 +9,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use crate::fiber::stack::{self, NoStack};
 use crate::fiber::{BodyPtr, FiberBody, NewFiber};
 use crate::loom::PlainCell;
+use crate::mp::RefCount;
 use crate::sched::blocking::{self, BlockingPool};
 use crate::sched::join::{JoinHandle, JoinState, JoinTarget};
 use crate::sched::panic::ExitSignal;
@@ -107,7 +108,7 @@ impl std::error::Error for SpawnError {
 /// - Its memory goes back to the global allocator, or to the freeing proc's [`SpareCell`].
 struct FiberCell<F, T> {
     /// Counted references alive; see `release`.
-    refs: AtomicUsize,
+    refs: RefCount,
     join: JoinState<T>,
     /// The runtime the fiber belongs to.
     runtime: u64,
@@ -129,16 +130,8 @@ impl<F, T> FiberCell<F, T> {
     /// # Safety
     /// The caller owns a reference and does not use `self` after the call.
     unsafe fn release_ref(&self) {
-        // Acquire load: when it reads 1 the caller holds the only reference, so nobody can
-        // change the count any more, and the Acquire pairs with the Release decrements of the
-        // earlier owners, whose uses of the cell happen before the free. Otherwise the Release
-        // decrement publishes our uses to whoever frees, and the Acquire fence orders the
-        // free after everyone's decrements.
-        if self.refs.load(Ordering::Acquire) != 1 {
-            if self.refs.fetch_sub(1, Ordering::Release) != 1 {
-                return;
-            }
-            fence(Ordering::Acquire);
+        if !self.refs.release() {
+            return;
         }
         // SAFETY: this was the last reference.
         unsafe { self.free() }
@@ -310,7 +303,7 @@ where
                 // The handle's reference is then the only one left (the held one is
                 // forgotten), and its drop on the way frees the cell.
                 Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
-                    self.refs.store(1, Ordering::Relaxed);
+                    self.refs.set(1);
                     resume_unwind(p)
                 }
                 Err(p) => Err(crate::sched::panic::join_error(self.join.id, p)),
@@ -479,7 +472,7 @@ where
 {
     let id = ThreadId::next();
     let value = FiberCell {
-        refs: AtomicUsize::new(2),
+        refs: RefCount::new(2),
         join: JoinState::new_inline(id),
         runtime,
         proc,

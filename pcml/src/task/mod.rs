@@ -37,7 +37,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crossbeam_utils::CachePadded;
@@ -45,6 +45,7 @@ use slab::Slab;
 
 use crate::ThreadId;
 use crate::loom::PlainCell;
+use crate::mp::RefCount;
 use crate::mp::SpinLock;
 use crate::sched::join::{JoinState, JoinTarget};
 use crate::sched::worker::{self, Runnable, Shared};
@@ -97,7 +98,7 @@ impl Deref for TaskRef {
 impl Clone for TaskRef {
     #[inline]
     fn clone(&self) -> Self {
-        self.header().count_ref();
+        self.header().refs.count();
         TaskRef { ptr: self.ptr }
     }
 }
@@ -105,7 +106,7 @@ impl Clone for TaskRef {
 impl Drop for TaskRef {
     #[inline]
     fn drop(&mut self) {
-        if self.header().release_ref() {
+        if self.header().refs.release() {
             // SAFETY: that was the last reference: nobody else can reach the cell, which
             // `new_cell` allocated as a `Box` of this very type (the vtable gives its layout).
             drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
@@ -129,8 +130,8 @@ pub(crate) struct Header {
     /// See the module invariants.
     state: AtomicU8,
     /// Counted references alive (task references, owned wakers, the join handle); see the
-    /// module invariants, `count_ref` and `release_ref`.
-    refs: AtomicUsize,
+    /// module invariants and `mp::RefCount`.
+    refs: RefCount,
     /// The runtime's id (see `sched::registry`): a task holds no reference count on it.
     runtime: u64,
     /// The task's key in its registry (its slab key times `SHARDS`, plus its shard), or
@@ -167,46 +168,6 @@ impl Header {
         let v = self.polled_at.load(Ordering::Relaxed);
         let proc = v >> 16;
         (proc != u32::from(u16::MAX)).then_some((proc as usize, (v & 0xffff) as usize))
-    }
-}
-
-impl Header {
-    /// Counts one more reference; the caller holds one, so the cell is alive.
-    #[inline]
-    fn count_ref(&self) {
-        // Relaxed, as `Arc::clone`: the new reference is made from one the caller holds, and
-        // passing it to another thread synchronizes by whatever passes it.
-        let old = self.refs.fetch_add(1, Ordering::Relaxed);
-        if old > isize::MAX as usize {
-            // Leaked references by the billion: stop before the count wraps (as `Arc` does).
-            std::process::abort();
-        }
-    }
-
-    /// Drops one counted reference: true if it was the last, and the caller must free the
-    /// cell (which nobody else can reach any more).
-    #[inline]
-    #[must_use]
-    fn release_ref(&self) -> bool {
-        // Acquire load: when it reads 1 the caller holds the only reference, so nobody can
-        // count another (that takes a reference) and the count stays 1; the Acquire pairs with
-        // the Release decrements of earlier holders, so their uses of the cell happen before
-        // the free. No read-modify-write at all then: the common end of a task, whose last
-        // reference is the run queue's, dropped by the proc that ran it to completion.
-        if self.refs.load(Ordering::Acquire) == 1 {
-            return true;
-        }
-        // Release: publishes our uses of the cell to whoever frees it.
-        match self.refs.fetch_sub(1, Ordering::Release) {
-            // Others hold references still.
-            n if n > 1 => false,
-            // Ours was the last after all (the others were dropped since the load).
-            _ => {
-                // Acquire: orders the free after every holder's Release decrement.
-                fence(Ordering::Acquire);
-                true
-            }
-        }
     }
 }
 
@@ -295,7 +256,7 @@ where
 
     unsafe fn waker_clone(ptr: *const ()) -> RawWaker {
         // SAFETY: `ptr` points at a cell that the waker being cloned keeps alive.
-        unsafe { (*ptr.cast::<Self>()).header.count_ref() };
+        unsafe { (*ptr.cast::<Self>()).header.refs.count() };
         RawWaker::new(ptr, &Self::VTABLE)
     }
 
@@ -313,7 +274,7 @@ where
         // SAFETY: the waker's count keeps the cell alive.
         let this = unsafe { &*ptr.cast::<Self>() };
         if Self::transition_to_scheduled(&this.header) {
-            this.header.count_ref();
+            this.header.refs.count();
             // SAFETY: the reference just counted goes to the run queue.
             let task = unsafe { Self::waker_ref(ptr) };
             worker::push_task(this.header.runtime, task);
@@ -580,7 +541,7 @@ where
         header: Header {
             id,
             state: AtomicU8::new(SCHEDULED),
-            refs: AtomicUsize::new(refs),
+            refs: RefCount::new(refs),
             runtime: shared.id,
             registry_key: AtomicUsize::new(NOT_REGISTERED),
             polled_at: AtomicU32::new(u32::MAX),
