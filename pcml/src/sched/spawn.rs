@@ -157,11 +157,42 @@ impl<F, T> FiberCell<F, T> {
     /// dropped the contents or knows that none of them owns anything.
     #[inline]
     unsafe fn free_memory(&self) {
-        let cell = self as *const Self as *mut u8;
-        // SAFETY: the block came from the global allocator with this layout (`new_fiber`),
-        // and holds nothing live any more, as our caller promises.
-        unsafe { worker::recycle_cell(NonNull::new_unchecked(cell), Layout::new::<Self>()) };
+        // SAFETY: as our caller promises; the cell was made by `place_cell` (`new_fiber`).
+        unsafe { free_cell_memory(self) }
     }
+}
+
+/// Puts a new fiber cell: in `spare`'s kept block if it has `T`'s layout, else in a new
+/// heap block. Either way [`free_cell_memory`] frees it.
+#[inline(always)]
+fn place_cell<T>(spare: Option<&SpareCell>, value: T) -> NonNull<T> {
+    match spare.and_then(|s| s.take(Layout::new::<T>())) {
+        Some(block) => {
+            let cell = block.cast::<T>();
+            // SAFETY: the block is unused memory with this type's layout (`SpareCell`).
+            unsafe { cell.as_ptr().write(value) };
+            cell
+        }
+        None => NonNull::from(Box::leak(Box::new(value))),
+    }
+}
+
+/// Frees (or recycles, through the proc's [`SpareCell`]) the memory of a cell made by
+/// [`place_cell`], without dropping its contents.
+///
+/// # Safety
+/// `cell` came from `place_cell`, nobody uses it any more, and its contents are dropped or
+/// own nothing.
+#[inline]
+unsafe fn free_cell_memory<T>(cell: *const T) {
+    // SAFETY: the block came from the global allocator with `T`'s layout (`place_cell`, or
+    // a `SpareCell` block of that layout), and holds nothing live, as our caller promises.
+    unsafe {
+        worker::recycle_cell(
+            NonNull::new_unchecked(cell.cast_mut().cast()),
+            Layout::new::<T>(),
+        )
+    };
 }
 
 /// The memory of one freed fiber cell, kept by a proc for its next spawn, so that a loop of
@@ -382,13 +413,12 @@ where
     }
 
     unsafe fn release(&self) {
-        let cell = self as *const Self as *mut Self;
+        let cell = self as *const Self;
         // SAFETY: the caller gave up the only reference, so nobody uses the cell any more; it
-        // was written by `spawn_unjoined` and is dropped once, here. Its block came from the
-        // global allocator with this layout and holds nothing live after the drop.
+        // was made by `place_cell` (`spawn_unjoined`) and is dropped once, here, then freed.
         unsafe {
-            std::ptr::drop_in_place(cell);
-            worker::recycle_cell(NonNull::new_unchecked(cell.cast()), Layout::new::<Self>());
+            std::ptr::drop_in_place(cell.cast_mut());
+            free_cell_memory(cell);
         }
     }
 }
@@ -413,15 +443,7 @@ where
         id,
         f: PlainCell::new(Some(f)),
     };
-    let cell: NonNull<LoneFiber<F>> = match ctx.spare_cell().take(Layout::new::<LoneFiber<F>>()) {
-        Some(block) => {
-            let cell = block.cast::<LoneFiber<F>>();
-            // SAFETY: the block is unused memory with this type's layout (`SpareCell`).
-            unsafe { cell.as_ptr().write(value) };
-            cell
-        }
-        None => NonNull::from(Box::leak(Box::new(value))),
-    };
+    let cell = place_cell(Some(ctx.spare_cell()), value);
     let fiber = NewFiber {
         id,
         main: false,
@@ -479,16 +501,7 @@ where
         claimed: AtomicBool::new(false),
         f: PlainCell::new(Some(f)),
     };
-    let cell: NonNull<FiberCell<F, T>> =
-        match spare.and_then(|s| s.take(Layout::new::<FiberCell<F, T>>())) {
-            Some(block) => {
-                let cell = block.cast::<FiberCell<F, T>>();
-                // SAFETY: the block is unused memory with this type's layout (`SpareCell`).
-                unsafe { cell.as_ptr().write(value) };
-                cell
-            }
-            None => NonNull::from(Box::leak(Box::new(value))),
-        };
+    let cell = place_cell(spare, value);
     // SAFETY: the cell is alive, and its count of two covers exactly these two references;
     // its address is a multiple of 8 (it holds an `AtomicUsize`).
     unsafe {

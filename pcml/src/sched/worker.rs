@@ -836,10 +836,10 @@ impl Context {
 
     /// Holds a fiber just spawned by this proc's running thread out of the deque, if none is
     /// held yet (else it goes to the deque, where the newest runs first; the held one, the
-    /// oldest, runs before them all). Its joiner (typically the spawner, soon) takes it back with one
-    /// CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it is the
-    /// first new work this proc runs, unless an idle proc steals it first (idle procs are
-    /// notified as for a deque push).
+    /// oldest, runs before them all). Its joiner (typically the spawner, soon) takes it back
+    /// with one CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it
+    /// is the first new work this proc runs, unless an idle proc steals it first (idle procs
+    /// are notified as for a deque push).
     ///
     /// A held fiber is not counted live until it leaves the slot for anything but its
     /// joiner's inline run (`ProcShared::live`); a fiber that goes to the deque is counted
