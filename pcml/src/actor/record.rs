@@ -47,8 +47,6 @@
 
 use std::any::TypeId;
 use std::collections::VecDeque;
-use std::marker::PhantomData;
-use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -56,7 +54,7 @@ use std::sync::atomic::AtomicU64;
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::event::{BaseEvent, Blocked, OwnWaiter};
-use crate::mp::{RefCount, SpinLock, SpinLockGuard};
+use crate::mp::{Counted, Counts, RefCount, SpinLock, SpinLockGuard};
 use crate::sched::blocker::{self, Blocker};
 use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, delivered};
 
@@ -199,10 +197,8 @@ fn next_id() -> ActorId {
 impl<M: 'static> Record<M> {
     /// A new record and the one reference to it (`Ctx::new`'s).
     pub(crate) fn counted(detached: bool) -> RecRef<M> {
-        RecRef {
-            ptr: Self::alloc(detached, 1),
-            _owns: PhantomData,
-        }
+        // SAFETY: `alloc` boxed the record and counted this one reference.
+        unsafe { RecRef::from_counted(Self::alloc(detached, 1)) }
     }
 
     /// A new record with `refs` references counted, which the caller hands out.
@@ -237,11 +233,14 @@ impl<M: Send + 'static> Record<M> {
     /// them).
     pub(crate) fn new_spawned() -> (RecRef<M>, RecRef<M>, PeerRef) {
         let ptr = Self::alloc(false, 3);
-        let typed = || RecRef {
-            ptr,
-            _owns: PhantomData,
-        };
-        (typed(), typed(), PeerRef { ptr })
+        // SAFETY: `alloc` boxed the record and counted these three references.
+        unsafe {
+            (
+                RecRef::from_counted(ptr),
+                RecRef::from_counted(ptr),
+                PeerRef::from_counted(ptr),
+            )
+        }
     }
 }
 
@@ -250,60 +249,23 @@ impl<M: Send + 'static> Record<M> {
 
 /// A counted reference to the record of an actor whose messages are `M`s: what pids, contexts
 /// and receive events hold. `Arc<Record<M>>` with the record's own count (see the module docs).
-pub(crate) struct RecRef<M> {
-    /// A record allocated by `Record::alloc` (as a `Box`), alive while this reference counts.
-    ptr: NonNull<Record<M>>,
-    /// Owns a `Record<M>` as far as drop checking and auto traits go.
-    _owns: PhantomData<Record<M>>,
-}
+pub(crate) type RecRef<M> = Counted<Record<M>>;
 
 /// A counted reference to the record of an actor of any message type: what links, monitors,
 /// the registry and `self_pid`'s tables hold. `Arc<dyn Peer>` with the record's own count.
-pub(crate) struct PeerRef {
-    /// A record allocated by `Record::alloc`, alive while this reference counts.
-    ptr: NonNull<dyn Peer>,
-}
+pub(crate) type PeerRef = Counted<dyn Peer>;
 
-// SAFETY: a counted reference is a shared reference to a record that the last holder frees,
-// as an `Arc` is; the count is atomic. So it may move to and be used from any thread when the
-// record may be shared between threads (`Record<M>: Send + Sync` for `M: Send`).
-unsafe impl<M> Send for RecRef<M> where Record<M>: Send + Sync {}
-// SAFETY: as above.
-unsafe impl<M> Sync for RecRef<M> where Record<M>: Send + Sync {}
-// SAFETY: as above; a `Peer` is `Send + Sync`.
-unsafe impl Send for PeerRef {}
-// SAFETY: as above.
-unsafe impl Sync for PeerRef {}
-
-impl<M> Deref for RecRef<M> {
-    type Target = Record<M>;
-
+impl<M> Counts for Record<M> {
     #[inline]
-    fn deref(&self) -> &Record<M> {
-        // SAFETY: the record is alive while this reference counts.
-        unsafe { self.ptr.as_ref() }
+    fn ref_count(&self) -> &RefCount {
+        &self.refs
     }
 }
 
-impl<M> Clone for RecRef<M> {
+impl Counts for dyn Peer + '_ {
     #[inline]
-    fn clone(&self) -> Self {
-        self.refs.count();
-        RecRef {
-            ptr: self.ptr,
-            _owns: PhantomData,
-        }
-    }
-}
-
-impl<M> Drop for RecRef<M> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.refs.release() {
-            // SAFETY: that was the last reference: nobody else can reach the record, which
-            // `Record::alloc` allocated as a `Box<Record<M>>`.
-            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
-        }
+    fn ref_count(&self) -> &RefCount {
+        self.refs()
     }
 }
 
@@ -312,8 +274,9 @@ impl<M: Send + 'static> RecRef<M> {
     #[inline]
     pub(crate) fn to_peer(&self) -> PeerRef {
         self.refs.count();
-        let ptr: NonNull<dyn Peer> = self.ptr;
-        PeerRef { ptr }
+        // SAFETY: the record is alive (we count), and the reference just counted is handed to
+        // the new `PeerRef`.
+        unsafe { PeerRef::from_counted(self.as_non_null()) }
     }
 }
 
@@ -323,42 +286,10 @@ impl PeerRef {
         if self.msg_type_id() != TypeId::of::<M>() {
             return Err(self);
         }
-        let ptr = self.ptr.cast::<Record<M>>();
-        // Our count goes to the typed reference.
-        std::mem::forget(self);
-        Ok(RecRef {
-            ptr,
-            _owns: PhantomData,
-        })
-    }
-}
-
-impl Deref for PeerRef {
-    type Target = dyn Peer;
-
-    #[inline]
-    fn deref(&self) -> &(dyn Peer + 'static) {
-        // SAFETY: the record is alive while this reference counts.
-        unsafe { self.ptr.as_ref() }
-    }
-}
-
-impl Clone for PeerRef {
-    #[inline]
-    fn clone(&self) -> Self {
-        self.refs().count();
-        PeerRef { ptr: self.ptr }
-    }
-}
-
-impl Drop for PeerRef {
-    #[inline]
-    fn drop(&mut self) {
-        if self.refs().release() {
-            // SAFETY: that was the last reference: nobody else can reach the record, which
-            // `Record::alloc` allocated as a `Box` of its type (the vtable gives its layout).
-            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
-        }
+        let ptr = self.into_non_null().cast::<Record<M>>();
+        // SAFETY: the record is a `Record<M>` (its message type is `M`), and our count goes to
+        // the typed reference.
+        Ok(unsafe { RecRef::from_counted(ptr) })
     }
 }
 

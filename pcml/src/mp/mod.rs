@@ -21,7 +21,7 @@ mod spin;
 
 pub(crate) use parker::Parker;
 pub use proc_local::ProcLocal;
-pub(crate) use refs::RefCount;
+pub(crate) use refs::{Counted, Counts, RefCount};
 pub use spin::{SpinLock, SpinLockGuard};
 
 /// The number of procs of the current runtime; outside a runtime, the number a default runtime

@@ -8,6 +8,9 @@
 //! - A reference is only made from one the maker holds (`count`), so a count of 1 read by a
 //!   holder stays 1: nobody else can reach the cell.
 
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering, fence};
 
 /// A count of the references to the cell that contains it; see the module docs.
@@ -63,6 +66,92 @@ impl RefCount {
     #[inline]
     pub(crate) fn set(&self, n: usize) {
         self.0.store(n, Ordering::Relaxed);
+    }
+}
+
+/// A value that keeps the count of its own references (for [`Counted`]).
+pub(crate) trait Counts {
+    fn ref_count(&self) -> &RefCount;
+}
+
+/// A counted reference to a `T` that keeps its own count ([`Counts`]): what `Arc<T>` is, with
+/// the count inside `T` and no weak count. Clone it to count another reference; dropping the
+/// last one drops and frees the `T`. Task references, actor records' typed and type-erased
+/// references are all `Counted`.
+///
+/// # Invariants
+/// - `ptr` points to a `T` allocated as a `Box` (of the concrete type behind it, for a `dyn`
+///   `T`), alive while this reference is counted in its `ref_count`.
+pub(crate) struct Counted<T: ?Sized + Counts> {
+    ptr: NonNull<T>,
+    /// Owns a `T` as far as drop checking and auto traits go.
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: a counted reference is a shared reference to a `T` that the last holder frees, as an
+// `Arc` is, and the count is atomic: so it may move to and be used from any thread when the
+// `T` may be shared between threads.
+unsafe impl<T: ?Sized + Counts + Send + Sync> Send for Counted<T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized + Counts + Send + Sync> Sync for Counted<T> {}
+
+impl<T: ?Sized + Counts> Counted<T> {
+    /// Takes over one counted reference to `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` points to a live `T` allocated as a `Box` (see the invariants), and its count
+    /// includes a reference the caller gives up.
+    #[inline]
+    pub(crate) unsafe fn from_counted(ptr: NonNull<T>) -> Self {
+        Counted {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    /// The pointer, for comparisons and casts; this reference stays counted.
+    #[inline]
+    pub(crate) fn as_non_null(&self) -> NonNull<T> {
+        self.ptr
+    }
+
+    /// Gives up this reference without releasing it: the count still includes it, for the
+    /// caller to hand over ([`from_counted`](Self::from_counted)).
+    #[inline]
+    pub(crate) fn into_non_null(self) -> NonNull<T> {
+        std::mem::ManuallyDrop::new(self).ptr
+    }
+}
+
+impl<T: ?Sized + Counts> Deref for Counted<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the `T` is alive while this reference is counted (invariants).
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: ?Sized + Counts> Clone for Counted<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        self.ref_count().count();
+        Counted {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<T: ?Sized + Counts> Drop for Counted<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.ref_count().release() {
+            // SAFETY: that was the last reference: nobody else can reach the `T`, which was
+            // allocated as a `Box` of its type (for a `dyn` `T`, the vtable gives its layout).
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
     }
 }
 

@@ -32,7 +32,6 @@
 
 use std::future::Future;
 use std::mem::ManuallyDrop;
-use std::ops::Deref;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -45,8 +44,8 @@ use slab::Slab;
 
 use crate::ThreadId;
 use crate::loom::PlainCell;
-use crate::mp::RefCount;
 use crate::mp::SpinLock;
+use crate::mp::{Counted, Counts, RefCount};
 use crate::sched::join::{JoinState, JoinTarget};
 use crate::sched::worker::{self, Runnable, Shared};
 
@@ -56,61 +55,15 @@ const RUNNING: u8 = 2;
 const NOTIFIED: u8 = 3;
 const DONE: u8 = 4;
 
-/// A counted reference to a spawned task, type-erased: what run queues and the registry hold.
-/// Clone it to count another reference; dropping the last one frees the task's cell.
-pub(crate) struct TaskRef {
-    /// A cell allocated by `new_cell` (as a `Box`), alive while this reference is counted.
-    ptr: NonNull<dyn Task>,
-}
+/// A counted reference to a spawned task, type-erased: what run queues, wakers' owners and
+/// the registry hold. Clone it to count another reference; dropping the last one frees the
+/// task's cell (allocated by `new_cell` as a `Box`).
+pub(crate) type TaskRef = Counted<dyn Task>;
 
-// SAFETY: a `TaskRef` is a counted shared reference to a `dyn Task`, which is `Send + Sync`;
-// the count is atomic, so references may be cloned and dropped on any thread (as `Arc`'s).
-unsafe impl Send for TaskRef {}
-// SAFETY: as above.
-unsafe impl Sync for TaskRef {}
-
-impl TaskRef {
-    /// Takes over one counted reference to `cell`.
-    ///
-    /// # Safety
-    /// `cell` was allocated by `new_cell` and is alive, and the caller gives up one reference
-    /// counted in its `Header::refs`.
-    unsafe fn from_counted<F, J>(cell: NonNull<TaskCell<F, J>>) -> Self
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-        J: Completion<F::Output>,
-    {
-        TaskRef { ptr: cell }
-    }
-}
-
-impl Deref for TaskRef {
-    type Target = dyn Task;
-
+impl Counts for dyn Task + '_ {
     #[inline]
-    fn deref(&self) -> &(dyn Task + 'static) {
-        // SAFETY: the cell is alive while this reference is counted.
-        unsafe { self.ptr.as_ref() }
-    }
-}
-
-impl Clone for TaskRef {
-    #[inline]
-    fn clone(&self) -> Self {
-        self.header().refs.count();
-        TaskRef { ptr: self.ptr }
-    }
-}
-
-impl Drop for TaskRef {
-    #[inline]
-    fn drop(&mut self) {
-        if self.header().refs.release() {
-            // SAFETY: that was the last reference: nobody else can reach the cell, which
-            // `new_cell` allocated as a `Box` of this very type (the vtable gives its layout).
-            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
-        }
+    fn ref_count(&self) -> &RefCount {
+        &self.header().refs
     }
 }
 
