@@ -85,14 +85,22 @@ impl fmt::Debug for Permit {
 /// Gives one permit back to `sem`: to the first live waiter (as a `Permit` in its slot), else
 /// to the count.
 fn release_one(sem: &Arc<Inner>) {
+    release_n(sem, 1);
+}
+
+/// Gives `n` permits back to `sem`: one to each live waiter, first come first served, the rest
+/// to the count, which saturates at `usize::MAX` (a semaphore that full is unbounded).
+fn release_n(sem: &Arc<Inner>, mut n: usize) {
     let mut st = lock(&sem.state);
-    let handed = st.waiters.complete_first(|| Permit {
-        sem: Some(sem.clone()),
-    });
-    if !handed {
-        // No live waiter: the permit is free.
-        st.permits += 1;
+    while n > 0
+        && st.waiters.complete_first(|| Permit {
+            sem: Some(sem.clone()),
+        })
+    {
+        n -= 1;
     }
+    // No live waiter left: the rest are free.
+    st.permits = st.permits.saturating_add(n);
 }
 
 impl Semaphore {
@@ -188,18 +196,22 @@ impl Semaphore {
     }
 
     /// Adds `n` permits, serving blocked acquirers first (e.g. to grow the semaphore, or to
-    /// give back permits [forgotten](Permit::forget)).
+    /// give back permits [forgotten](Permit::forget)). The count of free permits saturates at
+    /// `usize::MAX` instead of wrapping: a semaphore created with `usize::MAX` permits stays
+    /// unbounded whatever is released.
     ///
     /// # Examples
     /// ```
     /// let sem = pcml::Semaphore::new(0);
     /// sem.release(2);
     /// assert_eq!(sem.available_permits(), 2);
+    ///
+    /// let unbounded = pcml::Semaphore::new(usize::MAX);
+    /// unbounded.release(1);
+    /// assert_eq!(unbounded.available_permits(), usize::MAX);
     /// ```
     pub fn release(&self, n: usize) {
-        for _ in 0..n {
-            release_one(&self.inner);
-        }
+        release_n(&self.inner, n);
     }
 }
 

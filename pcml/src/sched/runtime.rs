@@ -33,18 +33,54 @@ use crate::task::TaskRegistry;
 pub const MAX_PROCS: usize = 1024;
 
 /// The number of procs a default runtime has: `PCML_PROCS` if set, else the number of cores.
+/// An invalid `PCML_PROCS` counts as unset here (`pcml::procs()` only reports); building a
+/// runtime with it is an error ([`BuildError::Env`]).
 pub(crate) fn default_procs() -> usize {
-    env_usize("PCML_PROCS")
-        .filter(|&n| (1..=MAX_PROCS).contains(&n))
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
+    env_procs().ok().flatten().unwrap_or_else(cores)
 }
 
-fn env_usize(name: &str) -> Option<usize> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// `PCML_PROCS`, checked as strictly as [`Builder::procs`]: `Ok(None)` if unset or empty.
+fn env_procs() -> Result<Option<usize>, BuildError> {
+    env_usize("PCML_PROCS", 1, MAX_PROCS)
+}
+
+/// `PCML_STACK_SIZE`, checked as strictly as [`Builder::stack_size`].
+fn env_stack_size() -> Result<Option<usize>, BuildError> {
+    env_usize("PCML_STACK_SIZE", MIN_STACK_SIZE, MAX_STACK_SIZE)
+}
+
+/// The environment variable `var` as a number in `min..=max`: `Ok(None)` if it is unset or
+/// empty, an error naming the variable and its value if it is anything but such a number.
+fn env_usize(var: &'static str, min: usize, max: usize) -> Result<Option<usize>, BuildError> {
+    let value = match std::env::var(var) {
+        Ok(v) => v,
+        Err(std::env::VarError::NotPresent) => return Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => {
+            return Err(BuildError::Env {
+                var,
+                value: v.to_string_lossy().into_owned(),
+                expected: format!("a whole number in {min}..={max}"),
+            });
+        }
+    };
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    match trimmed.parse::<usize>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(BuildError::Env {
+            var,
+            value,
+            expected: format!("a whole number in {min}..={max}"),
+        }),
+    }
 }
 
 /// How the main fiber ended, or why the runtime stopped without it ending.
@@ -180,6 +216,17 @@ pub enum BuildError {
     MaxFibers,
     /// A worker thread could not be started.
     Thread(String),
+    /// A `PCML_*` environment variable that sets a default (`PCML_PROCS`,
+    /// `PCML_STACK_SIZE`) holds something other than a valid value. Unset or empty, it does
+    /// not count.
+    Env {
+        /// The variable's name.
+        var: &'static str,
+        /// What it holds.
+        value: String,
+        /// What it may hold.
+        expected: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -196,6 +243,15 @@ impl fmt::Display for BuildError {
             ),
             BuildError::MaxFibers => f.write_str("pcml: max_fibers must be at least 1"),
             BuildError::Thread(e) => write!(f, "pcml: could not start a worker thread: {e}"),
+            BuildError::Env {
+                var,
+                value,
+                expected,
+            } => write!(
+                f,
+                "pcml: the environment variable {var}={value:?} is invalid: it must be \
+                 {expected}, or unset for the default"
+            ),
         }
     }
 }
@@ -225,7 +281,9 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// The number of procs (worker OS threads). Default: `PCML_PROCS`, else the core count.
+    /// The number of procs (worker OS threads), `1..=`[`MAX_PROCS`]. Default: `PCML_PROCS`,
+    /// else the core count. `build` fails if it is out of range, or if it is not set here and
+    /// `PCML_PROCS` holds anything but such a number ([`BuildError::Env`]).
     pub fn procs(mut self, n: usize) -> Self {
         self.procs = Some(n);
         self
@@ -233,7 +291,9 @@ impl Builder {
 
     /// The size of each fiber stack in bytes, rounded up to whole pages. Default:
     /// `PCML_STACK_SIZE`, else [`DEFAULT_STACK_SIZE`] (256 KiB of address space; only the
-    /// pages a fiber touches use memory).
+    /// pages a fiber touches use memory). `build` fails if it is outside
+    /// [`MIN_STACK_SIZE`]`..=`[`MAX_STACK_SIZE`], or if it is not set here and
+    /// `PCML_STACK_SIZE` holds anything but such a number ([`BuildError::Env`]).
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
@@ -256,14 +316,17 @@ impl Builder {
 
     /// Starts the runtime's procs.
     pub fn build(self) -> Result<Runtime, BuildError> {
-        let procs = self.procs.unwrap_or_else(default_procs);
+        let procs = match self.procs {
+            Some(n) => n,
+            None => env_procs()?.unwrap_or_else(cores),
+        };
         if !(1..=MAX_PROCS).contains(&procs) {
             return Err(BuildError::Procs(procs));
         }
-        let stack_size = self
-            .stack_size
-            .or_else(|| env_usize("PCML_STACK_SIZE"))
-            .unwrap_or(DEFAULT_STACK_SIZE);
+        let stack_size = match self.stack_size {
+            Some(n) => n,
+            None => env_stack_size()?.unwrap_or(DEFAULT_STACK_SIZE),
+        };
         if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&stack_size) {
             return Err(BuildError::StackSize(stack_size));
         }

@@ -1,0 +1,217 @@
+//! Fault injection: bad configuration, exhausted resources and misbehaving user code, each
+//! with the outcome a user can rely on stated in the test.
+//!
+//! Cases that change process-wide state (environment variables, resource limits) run in a
+//! child process: the test binary runs itself again with `PCML_FAULT_CHILD` naming the case,
+//! and the parent checks what the child printed and how it exited.
+
+use std::process::{Command, Output};
+
+/// Runs the child case `case` (a test of this file whose body starts with `child_case`) in a
+/// fresh process of this test binary, with `env` set.
+fn run_child(case: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([case, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PCML_FAULT_CHILD", case)
+        .env_remove("PCML_PROCS")
+        .env_remove("PCML_STACK_SIZE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// Whether this process is the child running `case`; in the parent the test returns at once.
+fn child_case(case: &str) -> bool {
+    std::env::var("PCML_FAULT_CHILD").is_ok_and(|c| c == case)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Prints what building a default runtime gives, for the parent to read.
+#[test]
+fn child_build_default_runtime() {
+    if !child_case("child_build_default_runtime") {
+        return;
+    }
+    match pcml::Runtime::new() {
+        Ok(rt) => println!("BUILT procs={}", rt.procs()),
+        Err(e) => println!("ERROR {e}"),
+    }
+}
+
+/// Expected: every invalid `PCML_PROCS` or `PCML_STACK_SIZE` makes `Runtime::new` fail with an
+/// error naming the variable and the value; valid values are used; empty means unset.
+#[test]
+fn invalid_environment_variables_are_errors_that_name_them() {
+    let case = "child_build_default_runtime";
+    for (var, value) in [
+        ("PCML_PROCS", "0"),
+        ("PCML_PROCS", "-1"),
+        ("PCML_PROCS", "abc"),
+        ("PCML_PROCS", "100000"),
+        ("PCML_PROCS", "2.5"),
+        ("PCML_STACK_SIZE", "abc"),
+        ("PCML_STACK_SIZE", "0"),
+        ("PCML_STACK_SIZE", "1024"),
+        ("PCML_STACK_SIZE", "-5"),
+    ] {
+        let o = run_child(case, &[(var, value)]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|l| {
+                ["ERROR", "BUILT"]
+                    .iter()
+                    .find_map(|k| l.find(k).map(|i| &l[i..]))
+            })
+            .unwrap_or_default();
+        assert!(line.starts_with("ERROR"), "{var}={value}: {out}");
+        assert!(
+            line.contains(var) && line.contains(&format!("{value:?}")),
+            "{var}={value}: {line}"
+        );
+    }
+    for (env, procs) in [
+        (vec![("PCML_PROCS", "3")], 3),
+        (vec![("PCML_PROCS", " 2 ")], 2),
+        (vec![("PCML_PROCS", "1"), ("PCML_STACK_SIZE", "65536")], 1),
+    ] {
+        let o = run_child(case, &env);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(&format!("BUILT procs={procs}")),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = run_child(case, &[("PCML_PROCS", "")]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("BUILT"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Expected: the builder's own setting wins over an invalid environment variable, which is
+/// then never read.
+#[test]
+fn child_builder_settings_override_the_environment() {
+    if !child_case("child_builder_settings_override_the_environment") {
+        return;
+    }
+    let rt = pcml::Runtime::builder()
+        .procs(1)
+        .stack_size(64 * 1024)
+        .build()
+        .unwrap();
+    assert_eq!(rt.block_on(|| 5).unwrap(), 5);
+    println!("OK");
+}
+
+#[test]
+fn builder_settings_override_invalid_environment_variables() {
+    let case = "child_builder_settings_override_the_environment";
+    let o = run_child(case, &[("PCML_PROCS", "abc"), ("PCML_STACK_SIZE", "x")]);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("OK"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Expected: `pcml::run` with an invalid `PCML_PROCS` panics with the error's message.
+#[test]
+fn child_run_with_invalid_procs() {
+    if !child_case("child_run_with_invalid_procs") {
+        return;
+    }
+    pcml::run(|| ());
+}
+
+#[test]
+fn run_panics_naming_an_invalid_variable() {
+    let o = run_child("child_run_with_invalid_procs", &[("PCML_PROCS", "-1")]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("PCML_PROCS") && err.contains("\"-1\""),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Expected: a semaphore's count saturates at `usize::MAX` instead of wrapping to 0, and a
+/// huge release returns at once.
+#[test]
+fn semaphore_count_saturates_instead_of_wrapping() {
+    let sem = pcml::Semaphore::new(usize::MAX);
+    sem.release(1);
+    assert_eq!(sem.available_permits(), usize::MAX);
+    let p = sem.try_acquire().expect("permits are free");
+    assert_eq!(sem.available_permits(), usize::MAX - 1);
+    sem.release(usize::MAX);
+    assert_eq!(sem.available_permits(), usize::MAX);
+    drop(p);
+    assert_eq!(sem.available_permits(), usize::MAX);
+}
+
+/// Expected: with `max_fibers(10)` and main (which holds one stack) waiting for 20 fibers
+/// that block for good, the deadlock report counts all 21 blocked threads, and says that
+/// exactly the fibers whose body never ran "never started". (Main's join runs the first
+/// fiber on main's own stack, so on one proc 10 fibers run, 9 on stacks of their own, and 10
+/// never start: the count the report gives.)
+#[test]
+fn deadlock_report_counts_the_fibers_that_never_started() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for procs in [1, 2] {
+        let rt = pcml::Runtime::builder()
+            .procs(procs)
+            .max_fibers(10)
+            .build()
+            .unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        let err = rt
+            .block_on(move || {
+                let ch = pcml::Chan::<()>::new();
+                let hs: Vec<_> = (0..20)
+                    .map(|_| {
+                        let (ch, r) = (ch.clone(), r.clone());
+                        pcml::spawn(move || {
+                            r.fetch_add(1, Ordering::SeqCst);
+                            ch.recv()
+                        })
+                    })
+                    .collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+            })
+            .unwrap_err();
+        let ran = ran.load(Ordering::SeqCst);
+        assert!((9..=10).contains(&ran), "{procs} procs: {ran} ran");
+        assert_eq!(
+            err,
+            pcml::RuntimeError::Deadlock {
+                blocked: 21,
+                waiting_for_stack: 20 - ran
+            },
+            "{procs} procs: {err}"
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("{} of them never started", 20 - ran)),
+            "{err}"
+        );
+    }
+}
