@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use pcml::event::choose;
+use pcml::event::{always, choose};
 use pcml::time::{at_time_evt, timeout_evt};
 use pcml::{Chan, select};
 
@@ -87,4 +87,35 @@ fn timeouts_work_in_pcml_tasks_and_in_tokio() {
         first
     });
     assert_eq!(got, None);
+}
+
+#[test]
+fn a_zero_or_past_timeout_is_enabled_when_polled() {
+    assert_eq!(timeout_evt(Duration::ZERO).poll(), Some(()));
+    let past = Instant::now() - Duration::from_millis(1);
+    assert_eq!(at_time_evt(past).poll(), Some(()));
+    assert_eq!(at_time_evt(Instant::now()).poll(), Some(()));
+    // A future one is not.
+    assert_eq!(timeout_evt(Duration::from_secs(60)).poll(), None);
+}
+
+#[test]
+fn a_zero_timeout_takes_its_fair_share_of_a_choice() {
+    // Against an always-enabled branch, a zero timeout wins about half the time, in `poll` and
+    // in `sync` alike (bounds wide enough that a fair coin fails them with probability < 1e-9).
+    let mut by_poll = 0;
+    let mut by_sync = 0;
+    for _ in 0..2000 {
+        let ev = || choose([always(false), timeout_evt(Duration::ZERO).wrap(|()| true)]);
+        by_poll += usize::from(ev().poll().expect("both branches are enabled"));
+        by_sync += usize::from(ev().sync());
+    }
+    assert!(
+        (700..=1300).contains(&by_poll),
+        "zero timeout won {by_poll} of 2000 polls"
+    );
+    assert!(
+        (700..=1300).contains(&by_sync),
+        "zero timeout won {by_sync} of 2000 syncs"
+    );
 }

@@ -159,7 +159,8 @@ impl Drop for Sleep {
 }
 
 /// An event enabled `d` after the start of each sync on it (CML's `timeOutEvt`): in a choice,
-/// it bounds how long the sync waits.
+/// it bounds how long the sync waits. A zero `d` is enabled at once: `poll` finds it, and in
+/// a choice with other enabled branches it is as likely to be chosen as each of them.
 ///
 /// ```
 /// use std::time::Duration;
@@ -182,7 +183,7 @@ pub fn timeout_evt(d: Duration) -> Event<()> {
     })
 }
 
-/// An event enabled from `at` on (CML's `atTimeEvt`).
+/// An event enabled from `at` on (CML's `atTimeEvt`); a past `at` is enabled at once.
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -209,16 +210,24 @@ struct TimeoutEvt {
 }
 
 impl TimeoutEvt {
-    fn deadline(&mut self) -> Instant {
-        match (self.deadline, self.after) {
+    /// Whether the deadline has passed, reading the clock once: a `timeout_evt`'s deadline is
+    /// fixed from that same reading the first time, so a zero delay is due at once (reading
+    /// the clock again for the comparison would find the deadline a few nanoseconds ahead).
+    /// Returns the deadline too.
+    fn due(&mut self) -> (bool, Instant) {
+        let now = Instant::now();
+        let deadline = match (self.deadline, self.after) {
             (Some(d), _) => d,
             (None, Some(after)) => {
-                let d = deadline_after(after);
+                let d = now
+                    .checked_add(after.min(FOREVER))
+                    .unwrap_or_else(|| now + Duration::from_secs(3600));
                 self.deadline = Some(d);
                 d
             }
             (None, None) => unreachable!("a timeout event has a delay or a deadline"),
-        }
+        };
+        (now >= deadline, deadline)
     }
 }
 
@@ -226,7 +235,7 @@ impl BaseEvent for TimeoutEvt {
     type Output = ();
 
     fn poll(&mut self) -> bool {
-        Instant::now() >= self.deadline()
+        self.due().0
     }
 
     fn try_do(&mut self) -> Option<()> {
@@ -234,8 +243,8 @@ impl BaseEvent for TimeoutEvt {
     }
 
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
-        let deadline = self.deadline();
-        if Instant::now() >= deadline {
+        let (due, deadline) = self.due();
+        if due {
             return match me.synch_self() {
                 SelfSynch::Won => Blocked::Committed(()),
                 SelfSynch::AlreadySynched => Blocked::Synched,
