@@ -82,27 +82,6 @@ fn a_pending_blocking_job_is_not_a_deadlock() {
     assert_eq!(v, 5);
 }
 
-#[test]
-fn deadlock_detection_can_be_turned_off_for_outside_wakers() {
-    // Main blocks on a channel that only an OS thread pcml cannot see will send on: with
-    // detection off, the runtime waits for it instead of reporting a deadlock.
-    let ch = pcml::chan::Chan::<u32>::new();
-    let outside_ch = ch.clone();
-    let outside = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        outside_ch.send(11);
-    });
-    let v = Runtime::builder()
-        .procs(1)
-        .detect_deadlock(false)
-        .build()
-        .unwrap()
-        .block_on(move || ch.recv())
-        .unwrap();
-    assert_eq!(v, 11);
-    outside.join().unwrap();
-}
-
 /// Records the proc its destructor runs on.
 struct Witness(Arc<Mutex<Vec<Option<usize>>>>);
 impl Drop for Witness {
@@ -174,4 +153,139 @@ fn no_false_deadlock_in_many_short_runtimes() {
         });
         assert_eq!(r, Ok(1), "iteration {i}");
     }
+}
+
+// What is not a deadlock: threads outside the runtime that can still act.
+
+const RUNS: usize = 40;
+
+#[test]
+fn slow_os_thread_senders_started_before_block_on_are_not_a_deadlock() {
+    for run in 0..RUNS {
+        let ch = pcml::Chan::<u64>::new();
+        let senders: Vec<_> = (0..2u64)
+            .map(|i| {
+                let c = ch.clone();
+                std::thread::spawn(move || {
+                    // Slower than the fibers: they block on the channel long before.
+                    std::thread::yield_now();
+                    for k in 0..50 {
+                        c.send(i * 1000 + k);
+                    }
+                })
+            })
+            .collect();
+        let r = rt(1 + run % 2).block_on(move || {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    let c = ch.clone();
+                    pcml::spawn(move || (0..25).map(|_| c.recv()).sum::<u64>())
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
+        });
+        let expected: u64 = (0..2u64)
+            .map(|i| (0..50).map(|k| i * 1000 + k).sum::<u64>())
+            .sum();
+        assert_eq!(r, Ok(expected), "run {run}");
+        senders.into_iter().for_each(|s| s.join().unwrap());
+    }
+}
+
+#[test]
+fn os_threads_started_by_a_fiber_are_not_a_deadlock() {
+    for run in 0..RUNS {
+        let r = rt(1 + run % 2).block_on(|| {
+            let ch = pcml::Chan::<u32>::new();
+            let c = ch.clone();
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                c.send(7);
+            });
+            let v = ch.recv();
+            t.join().unwrap();
+            v
+        });
+        assert_eq!(r, Ok(7), "run {run}");
+    }
+}
+
+#[test]
+fn a_sleeping_os_thread_that_later_sends_is_not_a_deadlock() {
+    // The thread is started before the runtime exists, by the process's first thread or not.
+    for run in 0..5 {
+        let ch = pcml::chan::Chan::<u32>::new();
+        let c = ch.clone();
+        let outside = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            c.send(11);
+        });
+        let v = rt(1 + run % 2).block_on(move || ch.recv());
+        assert_eq!(v, Ok(11), "run {run}");
+        outside.join().unwrap();
+    }
+}
+
+#[test]
+fn an_os_thread_blocked_in_recv_that_then_sends_is_not_a_deadlock() {
+    for run in 0..RUNS * 5 {
+        let (to_os, from_fiber) = (pcml::Chan::<u32>::new(), pcml::Chan::<u32>::new());
+        let (rx, tx) = (to_os.clone(), from_fiber.clone());
+        let os = std::thread::spawn(move || {
+            for _ in 0..20 {
+                let v = rx.recv();
+                tx.send(v + 1);
+            }
+        });
+        let r = rt(1 + run % 2).block_on(move || {
+            let mut v = 0;
+            for _ in 0..20 {
+                to_os.send(v);
+                v = from_fiber.recv();
+            }
+            v
+        });
+        assert_eq!(r, Ok(20), "run {run}");
+        os.join().unwrap();
+    }
+}
+
+#[test]
+fn two_runtimes_sharing_a_channel_are_not_a_deadlock() {
+    for run in 0..RUNS {
+        let (ping, pong) = (pcml::Chan::<u32>::new(), pcml::Chan::<u32>::new());
+        let (ping2, pong2) = (ping.clone(), pong.clone());
+        let b = std::thread::spawn(move || {
+            rt(1).block_on(move || {
+                for _ in 0..20 {
+                    let v = ping2.recv();
+                    pong2.send(v + 1);
+                }
+            })
+        });
+        let a = rt(1 + run % 2).block_on(move || {
+            let mut v = 0;
+            for _ in 0..20 {
+                ping.send(v);
+                v = pong.recv();
+            }
+            v
+        });
+        assert_eq!(a, Ok(20), "run {run}");
+        assert_eq!(b.join().unwrap(), Ok(()), "run {run}");
+    }
+}
+
+#[test]
+fn a_deadlock_is_reported_once_the_os_threads_that_could_end_it_are_gone() {
+    let ch = pcml::Chan::<u32>::new();
+    let c = ch.clone();
+    // Holds a handle, sleeps, and ends without sending: only then is it a deadlock.
+    let outside = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(c);
+    });
+    let r = rt(2).block_on(move || ch.recv());
+    assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
+    outside.join().unwrap();
 }

@@ -141,6 +141,7 @@ pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
 
 /// Parks the calling OS thread until unblocked.
 fn block_thread(prepare: impl FnOnce(Blocker)) {
+    crate::sched::outside::used_pcml();
     let signal = Arc::new(ThreadSignal {
         notified: AtomicBool::new(false),
         thread: crate::loom::thread::current(),

@@ -97,6 +97,7 @@ impl BlockingPool {
 }
 
 fn pool_thread(shared: Arc<Shared>) {
+    let _own = crate::sched::outside::OwnThread::enter();
     RUNTIME.with(|r| *r.borrow_mut() = Some(shared.clone()));
     let pool = &shared.blocking;
     let mut st = pool.state.lock().unwrap();

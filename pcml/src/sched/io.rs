@@ -125,9 +125,10 @@ impl Driver {
             thread: Mutex::new(None),
         });
         let d = driver.clone();
-        let handle = std::thread::Builder::new()
-            .name(name)
-            .spawn(move || d.run(poll))?;
+        let handle = std::thread::Builder::new().name(name).spawn(move || {
+            let _own = crate::sched::outside::OwnThread::enter();
+            d.run(poll)
+        })?;
         *lock(&driver.thread) = Some(handle);
         Ok(driver)
     }

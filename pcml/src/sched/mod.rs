@@ -9,9 +9,10 @@
 //!
 //! Deadlock (seed 000's NoRunnableThreads; CML shuts down the same way): when the last proc goes
 //! to sleep and main is blocked, every queue is empty and no blocking job, timer or I/O source
-//! is pending, `block_on` returns [`RuntimeError::Deadlock`] naming how many threads are blocked.
-//! pcml cannot see OS threads that you start yourself; if they wake pcml threads, turn detection
-//! off with [`Builder::detect_deadlock`].
+//! is pending, and nothing outside the runtime can act (no OS thread but pcml's own and those
+//! waiting in `block_on`, no other runtime that is not idle: see `outside`), `block_on` returns
+//! [`RuntimeError::Deadlock`] naming how many threads are blocked. [`Builder::detect_deadlock`]
+//! says exactly what is and is not detected.
 //!
 //! # Invariants
 //! - See `worker` for the run-queue and sleep invariants, `join` for results, `blocker` for
@@ -24,6 +25,7 @@ pub(crate) mod held;
 pub(crate) mod inbox;
 pub(crate) mod io;
 pub(crate) mod join;
+pub(crate) mod outside;
 pub(crate) mod panic;
 pub(crate) mod registry;
 pub(crate) mod runtime;

@@ -36,3 +36,9 @@ pub(crate) fn lookup(id: u64) -> Option<Arc<Shared>> {
         .find(|(i, _)| *i == id)
         .and_then(|(_, w)| w.upgrade())
 }
+
+/// Every live runtime (for deadlock detection across runtimes).
+pub(crate) fn all() -> Vec<Arc<Shared>> {
+    let all = RUNTIMES.read().unwrap_or_else(PoisonError::into_inner);
+    all.iter().filter_map(|(_, w)| w.upgrade()).collect()
+}

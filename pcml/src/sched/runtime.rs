@@ -162,8 +162,9 @@ impl MainSlot {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RuntimeError {
-    /// Main was blocked, every proc idle, and nothing (no timer, I/O or blocking job) could
-    /// wake anything: CML's "no runnable threads".
+    /// Main was blocked, every proc idle, and nothing (no timer, I/O or blocking job, no OS
+    /// thread outside the runtime, no other runtime) could wake anything: CML's "no runnable
+    /// threads". See [`Builder::detect_deadlock`] for exactly what is counted.
     Deadlock {
         /// Threads alive and blocked, main included.
         blocked: usize,
@@ -184,7 +185,7 @@ impl fmt::Display for RuntimeError {
                 write!(
                     f,
                     "pcml: deadlock: the main thread is blocked and so are all {blocked} live threads \
-                     (main included); every proc is idle and no timer, I/O or blocking job can wake them"
+                     (main included); every proc is idle and no timer, I/O, blocking job, OS thread or other runtime can wake them"
                 )?;
                 if *waiting_for_stack > 0 {
                     write!(
@@ -307,8 +308,42 @@ impl Builder {
         self
     }
 
-    /// Whether `block_on` reports a deadlock (default on). Turn it off if OS threads that you
-    /// start yourself (not `spawn_blocking`) wake pcml threads, since pcml cannot see them coming.
+    /// Whether `block_on` reports a deadlock (default on).
+    ///
+    /// A deadlock is reported only when main is blocked and nothing can ever wake a thread of
+    /// the runtime: every proc is idle, no timer, I/O source or blocking job is pending, and
+    /// nothing outside the runtime can act. Outside the runtime, pcml counts
+    /// - every OS thread of the process, alive, that is not one of pcml's own (procs, I/O
+    ///   drivers, blocking pools, the timer thread) and is not waiting in `block_on`: such a
+    ///   thread may hold a channel handle and send later (after a sleep, after a slow start,
+    ///   after a pcml `recv` that a fiber has just completed). pcml cannot see where handles
+    ///   were moved, so it counts the threads, not the handles. The one exception is the
+    ///   process's first thread while it has never built a runtime nor blocked on a pcml
+    ///   event (so that a test harness's main thread does not stop detection);
+    /// - every other runtime of the process, unless all its procs are idle with nothing pending
+    ///   at the same instant as this one's, or it has shut down.
+    ///
+    /// While one of them is alive, the runtime waits, looking again now and then (every
+    /// millisecond at first, then up to every 100 ms), and reports the deadlock once they are
+    /// gone. So a program whose fibers are fed by plain OS threads is never told it
+    /// deadlocked while a feeder lives; the price is that a deadlock is not reported while any
+    /// unrelated OS thread lives (a thread pool, another executor's workers), and that two
+    /// runtimes blocked on each other are reported only together. What is not seen: a thread
+    /// that existed when the process started (its first thread) and never used pcml, yet
+    /// holds a handle it will use: turn detection off for such a program.
+    ///
+    /// ```
+    /// let ch = pcml::Chan::<u32>::new();
+    /// let c = ch.clone();
+    /// // Sleeps, then sends: not a deadlock, however long it sleeps.
+    /// let feeder = std::thread::spawn(move || {
+    ///     std::thread::sleep(std::time::Duration::from_millis(20));
+    ///     c.send(7);
+    /// });
+    /// let rt = pcml::Runtime::builder().detect_deadlock(true).build().unwrap();
+    /// assert_eq!(rt.block_on(move || ch.recv()), Ok(7));
+    /// feeder.join().unwrap();
+    /// ```
     pub fn detect_deadlock(mut self, on: bool) -> Self {
         self.detect_deadlock = on;
         self
@@ -316,6 +351,7 @@ impl Builder {
 
     /// Starts the runtime's procs.
     pub fn build(self) -> Result<Runtime, BuildError> {
+        crate::sched::outside::used_pcml();
         let procs = match self.procs {
             Some(n) => n,
             None => env_procs()?.unwrap_or_else(cores),
@@ -377,6 +413,7 @@ impl Builder {
             wake_sources: AtomicUsize::new(0),
             io: std::sync::OnceLock::new(),
             main: MainSlot::new(),
+            exited: AtomicUsize::new(0),
         });
         crate::sched::registry::register(&shared);
         let mut threads = Vec::with_capacity(procs);
@@ -470,6 +507,8 @@ impl Runtime {
             "pcml: Runtime::block_on called from inside a pcml runtime, which would block a proc; \
              spawn a thread and join it instead"
         );
+        // This thread waits for main from now on: it cannot act (deadlock detection).
+        let passive = crate::sched::outside::InBlockOn::enter();
         let value = Arc::new(Mutex::new(None));
         let id = ThreadId::next();
         self.shared.count_live(1);
@@ -492,6 +531,7 @@ impl Runtime {
         self.shared.main.submit();
         self.shared.procs[0].parker.unpark();
         let outcome = self.shared.main.wait();
+        drop(passive);
         drop(self);
         match outcome {
             MainState::Finished => Ok(value

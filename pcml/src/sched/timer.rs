@@ -271,6 +271,7 @@ pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell>
 }
 
 fn fallback_thread(fb: &'static Fallback) {
+    let _own = crate::sched::outside::OwnThread::enter();
     let mut heap = fb.heap.lock().unwrap();
     loop {
         let now = Instant::now();

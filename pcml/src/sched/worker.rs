@@ -177,6 +177,9 @@ pub(crate) struct Shared {
     pub(crate) io: std::sync::OnceLock<Arc<crate::sched::io::Driver>>,
     /// How `block_on` learns that main ended or that the runtime deadlocked.
     pub(crate) main: MainSlot,
+    /// Procs whose worker loop has ended (after shutdown); read by other runtimes' deadlock
+    /// detection (`is_quiescent`).
+    pub(crate) exited: AtomicUsize,
 }
 
 impl Drop for Shared {
@@ -298,6 +301,32 @@ impl Shared {
             .sum();
         (procs + self.live_external.load(Ordering::Relaxed)).max(0) as usize
     }
+
+    /// Whether no proc of this runtime runs and nothing of its own can wake one: every proc
+    /// sleeps, every queue is empty, no blocking job, timer or I/O source is pending; or it
+    /// has shut down and its procs have stopped. Deadlock detection reads it for its own
+    /// runtime and for the others (`outside`).
+    pub(crate) fn is_quiescent(&self) -> bool {
+        if self.is_shutdown() {
+            // SeqCst: pairs with the increment at the end of `run_worker`.
+            return self.exited.load(Ordering::SeqCst) == self.procs.len();
+        }
+        // SeqCst, all: read after the SeqCst fences of the sleepers (`idle`) and of the
+        // pushers (`send_to`, `notify_idle`, `push_injector`), so a push before a proc's
+        // sleep is seen here.
+        self.num_sleeping.load(Ordering::SeqCst) == self.procs.len()
+            && self.blocking.in_flight() == 0
+            && self.wake_sources.load(Ordering::SeqCst) == 0
+            // A registered socket or fd may become ready and wake a thread.
+            && !self.io_pending()
+            && self.injector.is_empty()
+            && self.procs.iter().all(|p| {
+                p.inbox.is_empty()
+                    && p.stealer.is_empty()
+                    && p.woken_stealer.is_empty()
+                    && !p.held.is_full()
+            })
+    }
 }
 
 /// What the proc is running right now.
@@ -401,6 +430,9 @@ pub(crate) struct Context {
     /// run another thread's body inline (`inline_room`): the guard page, plus a quarter of the
     /// stack size (16 KiB at least).
     inline_margin: usize,
+    /// How long the last proc to sleep waits before it checks again for a deadlock while
+    /// something outside the runtime may act (doubles up to `outside::RECHECK_MAX`).
+    recheck: Cell<Duration>,
 }
 
 thread_local! {
@@ -1374,11 +1406,16 @@ impl Context {
         // SeqCst fence: pairs with the fences in `send_to`, `notify_idle` and `push_injector`.
         fence(Ordering::SeqCst);
         if !self.has_work() {
+            let mut recheck = None;
             if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
-                self.check_deadlock();
+                recheck = self.check_deadlock().map(|d| Instant::now() + d);
             }
-            // Sleep exactly until the next timer, if any.
+            // Sleep exactly until the next timer, if any, or the next deadlock re-check.
             let next = self.timers.borrow().next_deadline();
+            let next = match (next, recheck) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             match next {
                 Some(deadline) => {
                     let now = Instant::now();
@@ -1389,37 +1426,37 @@ impl Context {
                 None => me.parker.park(None),
             }
         }
+        // Before anything this proc does awake is visible (deadlock detection across
+        // runtimes, `outside`).
+        crate::sched::outside::bump_epoch();
         sh.num_sleeping.fetch_sub(1, Ordering::SeqCst);
         me.sleeping.store(false, Ordering::SeqCst);
     }
 
     /// Called by the last proc to fall asleep: if main is blocked and nothing can ever wake
-    /// anything, settle `block_on` with a deadlock.
-    fn check_deadlock(&self) {
+    /// anything, settle `block_on` with a deadlock. Returns when to look again if only
+    /// something outside the runtime (an OS thread, another runtime) may still act.
+    fn check_deadlock(&self) -> Option<Duration> {
+        use crate::sched::outside::{self, Outside, RECHECK_MAX, RECHECK_MIN};
         let sh = &*self.shared;
-        if !sh.detect_deadlock || !sh.main.is_waiting() || sh.is_shutdown() {
-            return;
+        if !sh.detect_deadlock || !sh.main.is_waiting() || !sh.is_quiescent() {
+            self.recheck.set(RECHECK_MIN);
+            return None;
         }
-        if sh.blocking.in_flight() > 0 || sh.wake_sources.load(Ordering::SeqCst) > 0 {
-            return;
+        match outside::check(sh, self.recheck.get()) {
+            Outside::Recheck(after) => {
+                self.recheck.set((after * 2).min(RECHECK_MAX));
+                Some(after)
+            }
+            Outside::Quiet => {
+                let blocked = sh.live_count();
+                let waiting_for_stack = sh.stack_waiting.load(Ordering::SeqCst);
+                // Settling wakes the thread in `block_on`, which may act (`outside`).
+                outside::bump_epoch();
+                sh.main.settle_deadlock(blocked, waiting_for_stack);
+                None
+            }
         }
-        // A registered socket or fd may become ready and wake a thread.
-        if sh.io_pending() {
-            return;
-        }
-        let queues_empty = sh.injector.is_empty()
-            && sh.procs.iter().all(|p| {
-                p.inbox.is_empty()
-                    && p.stealer.is_empty()
-                    && p.woken_stealer.is_empty()
-                    && !p.held.is_full()
-            });
-        if !queues_empty || sh.num_sleeping.load(Ordering::SeqCst) != sh.procs.len() {
-            return;
-        }
-        let blocked = sh.live_count();
-        let waiting_for_stack = sh.stack_waiting.load(Ordering::SeqCst);
-        sh.main.settle_deadlock(blocked, waiting_for_stack);
     }
 
     /// Drops everything left on this proc, fibers on their home proc as decision 2 requires.
@@ -1506,8 +1543,10 @@ pub(crate) fn run_worker(
         guard: Cell::new(0),
         spare_cell: OneLine::new(SpareCell::new()),
         inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
+        recheck: Cell::new(crate::sched::outside::RECHECK_MIN),
     };
     CONTEXT.with(|c| c.set(&ctx));
+    let _own = crate::sched::outside::OwnThread::enter();
     overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
     struct Clear;
     impl Drop for Clear {
@@ -1524,4 +1563,6 @@ pub(crate) fn run_worker(
         }
     }
     ctx.shutdown();
+    // SeqCst: pairs with the load in `Shared::is_quiescent`.
+    ctx.shared.exited.fetch_add(1, Ordering::SeqCst);
 }
