@@ -1,6 +1,74 @@
-//! Synchronous channels (CML's `chan`): a communication object exposing two base events,
-//! `send_evt` and `recv_evt`, through the four phases of [`BaseEvent`] (seed 003, section 6.5,
-//! Figures 13 and 14).
+//! Synchronous channels (CML's `chan`), their [`Sender`] and [`Receiver`] halves, and closing.
+//!
+//! A [`Chan`] is a rendezvous channel: a send and a receive meet and the message passes in one
+//! step. It is one cheap, clone-able handle for both ends, the CML way: `send` and `recv`
+//! return plain values, and `send_evt`/`recv_evt` are events for `choose`/`select`.
+//!
+//! ```
+//! use pcml::chan::Chan;
+//! pcml::run(|| {
+//!     let ch = Chan::new();
+//!     let tx = ch.clone();
+//!     pcml::spawn(move || tx.send("ping"));
+//!     assert_eq!(ch.recv(), "ping");
+//! });
+//! ```
+//!
+//! # Closing, and the halves
+//! Programs that stop consuming when the producers are done (a worker pool, a fan-in) use the
+//! halves, as with crossbeam-channel or tokio: [`channel()`] (or [`Chan::split`],
+//! [`Chan::sender`], [`Chan::receiver`]) gives a [`Sender`] and a [`Receiver`] whose operations
+//! return `Result`s, and `for msg in &rx` runs until the channel is closed and drained.
+//!
+//! ```
+//! use pcml::chan::{channel, RecvError};
+//! pcml::run(|| {
+//!     let (tx, rx) = channel();
+//!     for w in 0..3 {
+//!         let tx = tx.clone();
+//!         pcml::spawn(move || tx.send(w).unwrap());
+//!     }
+//!     drop(tx); // the producers hold the only senders now
+//!     assert_eq!(rx.iter().sum::<i32>(), 3); // ends when the last producer is gone
+//!     assert_eq!(rx.recv(), Err(RecvError));
+//! });
+//! ```
+//!
+//! The rules, the same for every kind of channel ([`Chan`], a
+//! [`BoundedChan`](crate::BoundedChan), a [`Mailbox`](crate::Mailbox)):
+//! - A channel closes when `close` is called on any handle, or when a drop leaves it with
+//!   no way to send or no way to receive: no both-ends handle (a `Chan`) and no `Sender`, or
+//!   no `Chan` and no `Receiver`. A `Chan` can do both, so while one lives the channel stays
+//!   open unless closed explicitly. Events do not count as handles: an event made from a
+//!   `Sender` does not keep the channel open once the last `Sender` is gone.
+//! - A channel that never had a half never closes by itself: a CML program drops its `Chan`s
+//!   while their events still wait (an RPC's reply channel lives on in the call's receive
+//!   event and the answer's send event), and closing then would break it.
+//! - After the close, a receive takes what is still buffered, then fails with [`RecvError`]
+//!   (`TryRecvError::Disconnected`); a send fails and gives its message back in the error
+//!   ([`SendError`], `TrySendError::Disconnected`). A message is never lost: every send that
+//!   returned `Ok` is received, and every other one comes back to its sender.
+//! - Whoever is blocked when the channel closes wakes: fibers, OS threads and async tasks
+//!   (pcml's or another executor's), in a plain operation or in a choice.
+//! - A closed channel's receive event is *enabled* and carries the error, so a choice sees
+//!   the close (as Go's `select` sees a closed channel); so is its send event, carrying the
+//!   message back.
+//! - The both-ends handle keeps CML's plain results, so it cannot report a close: its `send`
+//!   and `recv` (and a sync of its events) on a closed channel panic with a message that
+//!   says to use the halves; its `try_send`/`try_recv` return the message back / `None`.
+//!   A blocked plain operation never waits forever on a closed channel.
+//!
+//! Why halves as well as the CML handle: CML programs pass one channel value around and
+//! never close it, and the plain handle costs nothing for that (closing adds no cache miss
+//! to the direct path: the closed flag lives under the channel's lock, and in the polling
+//! phase it is a bit of the queue-length word the poll already reads). Programs written
+//! the crossbeam or Go way need "no more senders" to end a loop, which only a count of
+//! sending handles can tell; the halves make that count exact and give `Result`s, iterators
+//! and a [`Stream`](futures_core::Stream) ([`Receiver::into_stream`]).
+//!
+//! # Implementation
+//! A channel's base events, `send_evt` and `recv_evt`, go through the four phases of
+//! [`BaseEvent`] (seed 003, section 6.5, Figures 13 and 14).
 //!
 //! A channel is a spin lock around two waiting queues, one of blocked senders (each offer
 //! holding its message) and one of blocked receivers (each offer holding an empty slot for
@@ -61,12 +129,21 @@
 //! - A queued direct offer stays allocated until its owner sees it done (after the partner's
 //!   last access) or withdraws it from the queue under the lock; nobody but that owner frees
 //!   or reuses it.
-//! - `senders`/`receivers` equal the queue lengths as of the last update under the lock.
+//! - `senders`/`receivers` equal the queue lengths as of the last update under the lock, or
+//!   are `CLOSED` once the channel is closed.
+//! - Closing sets `closed` under the lock and empties both queues in the same critical
+//!   section; nothing is queued on a closed channel afterwards (every path that queues checks
+//!   `closed` under the same lock acquisition), so a closed channel's queues stay empty. The
+//!   closer completes the offers it took out as a partner would, leaving their slots as they
+//!   are: a receive offer's empty slot and a send offer's message say "closed" to their owners.
+//! - The handle counts (`handles`, see `handles`'s invariants) only decide who closes on
+//!   drop; they take no part in matching offers.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -82,6 +159,21 @@ use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::mp::{SpinLock, SpinLockGuard};
 use crate::sched::{blocker, worker};
+use handles::{Handles, Kind};
+
+mod error;
+mod halves;
+pub(crate) mod handles;
+
+pub(crate) use error::{Checked, Mode, Plain};
+pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+pub use halves::{
+    IntoIter, Iter, Receiver, RecvFut, RecvStream, SendFut, Sender, TryIter, channel,
+};
+
+/// The bit of `ChanInner::senders`/`receivers` that says the channel is closed: a closed
+/// channel's events are enabled, so the lock-free polling phase sees it in the same load.
+const CLOSED: usize = 1 << (usize::BITS - 1);
 
 /// Dead-offer sweep: the threshold's additive term.
 const K1: usize = 10;
@@ -105,12 +197,15 @@ pub struct Chan<T> {
     inner: Arc<ChanInner<T>>,
 }
 
-struct ChanInner<T> {
+pub(crate) struct ChanInner<T> {
     queues: SpinLock<Queues<T>>,
-    /// `queues.sendq` length (Relaxed: a hint for the lock-free polling phase only).
+    /// `queues.sendq` length, with the `CLOSED` bit once the channel is closed (Relaxed: a
+    /// hint for the lock-free polling phase only; written under the lock).
     senders: AtomicUsize,
-    /// `queues.recvq` length (Relaxed, as `senders`).
+    /// `queues.recvq` length and the `CLOSED` bit (Relaxed, as `senders`).
     receivers: AtomicUsize,
+    /// The counts of handles that decide when a drop closes the channel.
+    handles: Handles,
 }
 
 type Guard<'a, T> = SpinLockGuard<'a, Queues<T>>;
@@ -118,6 +213,9 @@ type Guard<'a, T> = SpinLockGuard<'a, Queues<T>>;
 struct Queues<T> {
     sendq: WaitQueue<T>,
     recvq: WaitQueue<T>,
+    /// Set once, by `ChanInner::close`; then both queues stay empty (nothing is queued on a
+    /// closed channel).
+    closed: bool,
 }
 
 impl<T> Queues<T> {
@@ -389,6 +487,9 @@ enum BlockOn<R> {
     Committed(R),
     /// Our sync was completed elsewhere meanwhile; our offer was not enqueued.
     Synched,
+    /// The channel is closed: we completed our own sync with that result, and our offer was
+    /// not enqueued.
+    Closed,
 }
 
 /// An async direct sync's wait: owns its offer, on the heap (the future may move between
@@ -521,7 +622,7 @@ fn assert_delivered<T>(offer: &DirectOffer<T>) {
 fn abandon_direct<T>(ch: &ChanInner<T>, p: NonNull<DirectOffer<T>>) {
     let mut qs = ch.queues.lock();
     let withdrawn = qs.sendq.withdraw_direct(p) || qs.recvq.withdraw_direct(p);
-    ch.update_counts(&qs);
+    ch.update_counts_any(&qs);
     drop(qs);
     // SAFETY: the offer stays allocated until its owner (our caller) is done with it.
     let o = unsafe { p.as_ref() };
@@ -591,19 +692,115 @@ impl<T> Drop for InPlaceWait<'_, T> {
 }
 
 impl<T> ChanInner<T> {
+    /// Publishes the queue lengths for the polling phase; only while the channel is open (a
+    /// closed channel's counts stay `CLOSED`). The commit and blocking paths call it only
+    /// after they found a partner or queued an offer, which a closed channel never has.
+    #[inline(always)]
     fn update_counts(&self, qs: &Queues<T>) {
+        debug_assert!(!qs.closed, "pcml: counts of a closed channel overwritten");
         self.senders.store(qs.sendq.q.len(), Ordering::Relaxed);
         self.receivers.store(qs.recvq.q.len(), Ordering::Relaxed);
+    }
+
+    /// `update_counts` where the channel may be closed.
+    fn update_counts_any(&self, qs: &Queues<T>) {
+        if !qs.closed {
+            self.update_counts(qs);
+        }
+    }
+
+    /// A new channel, with the handle counts of one both-ends handle.
+    pub(crate) fn new_arc() -> Arc<Self> {
+        Arc::new(ChanInner {
+            queues: SpinLock::new(Queues {
+                sendq: WaitQueue::new(),
+                recvq: WaitQueue::new(),
+                closed: false,
+            }),
+            senders: AtomicUsize::new(0),
+            receivers: AtomicUsize::new(0),
+            handles: Handles::new(),
+        })
+    }
+
+    /// Counts one more handle of kind `k`.
+    pub(crate) fn add_handle(&self, k: Kind) {
+        self.handles.add(k);
+    }
+
+    /// Forgets one handle of kind `k`, closing the channel if that was the last one that
+    /// kept it open.
+    pub(crate) fn drop_handle(&self, k: Kind) {
+        if self.handles.drop(k) {
+            self.close();
+        }
+    }
+
+    /// Closes the channel: nothing will be queued on it any more, and every queued offer is
+    /// completed with the closed result (a blocked receiver gets nothing, a blocked sender
+    /// its message back). Whether this call closed it.
+    pub(crate) fn close(&self) -> bool {
+        let mut qs = self.queues.lock();
+        if qs.closed {
+            return false;
+        }
+        qs.closed = true;
+        let sendq = std::mem::take(&mut qs.sendq.q);
+        let recvq = std::mem::take(&mut qs.recvq.q);
+        self.senders.store(CLOSED, Ordering::Relaxed);
+        self.receivers.store(CLOSED, Ordering::Relaxed);
+        drop(qs);
+        // Out of the queues under the lock, the offers are ours to complete (as a partner's
+        // in `commit`), with their slots left as they are.
+        for e in sendq.into_iter().chain(recvq) {
+            match e {
+                Entry::Direct(p) => finish_direct(p, |_| {}),
+                Entry::Event(o) => {
+                    if let Some(commit) = o.rec.synch_spinning_as(o.branch) {
+                        commit.publish();
+                    }
+                    // Else dead: its sync completed elsewhere.
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether the channel is closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.senders.load(Ordering::Relaxed) & CLOSED != 0
     }
 }
 
 impl<T: Send + 'static> ChanInner<T> {
-    /// Polling phase of a send.
+    /// A send that does not wait: the polling phase, then the commit phase.
+    pub(crate) fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
+        let r = if self.poll_send() {
+            self.do_send(msg)
+        } else {
+            Err(TrySendError::Full(msg))
+        };
+        worker::consume_budget();
+        r
+    }
+
+    /// A receive that does not wait: the polling phase, then the commit phase.
+    pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+        let r = if self.poll_recv() {
+            self.do_recv()
+        } else {
+            Err(TryRecvError::Empty)
+        };
+        worker::consume_budget();
+        r
+    }
+
+    /// Polling phase of a send: a receiver is queued, or the channel is closed (`CLOSED`).
     fn poll_send(&self) -> bool {
         self.receivers.load(Ordering::Relaxed) > 0
     }
 
-    /// Polling phase of a receive.
+    /// Polling phase of a receive: a sender is queued, or the channel is closed (`CLOSED`).
     fn poll_recv(&self) -> bool {
         self.senders.load(Ordering::Relaxed) > 0
     }
@@ -649,7 +846,7 @@ impl<T: Send + 'static> ChanInner<T> {
     }
 
     /// Commit phase of a send event or `try_send`: give `msg` to a blocked receiver, if any.
-    fn do_send(&self, msg: T) -> Result<(), T> {
+    fn do_send(&self, msg: T) -> Result<(), TrySendError<T>> {
         let mut msg = Some(msg);
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
@@ -659,23 +856,32 @@ impl<T: Send + 'static> ChanInner<T> {
         match r {
             Ok(()) => Ok(()),
             Err(qs) => {
-                self.update_counts(&qs);
-                Err(msg.expect("pcml: message lost by a failed send"))
+                self.update_counts_any(&qs);
+                let msg = msg.expect("pcml: message lost by a failed send");
+                Err(if qs.closed {
+                    TrySendError::Disconnected(msg)
+                } else {
+                    TrySendError::Full(msg)
+                })
             }
         }
     }
 
     /// Commit phase of a receive event or `try_recv`: take a blocked sender's message, if any.
-    fn do_recv(&self) -> Option<T> {
+    fn do_recv(&self) -> Result<T, TryRecvError> {
         let mut got = None;
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
         let r = self.commit(qs, Queues::sendq, |slot| got = unsafe { slot.take() });
         match r {
-            Ok(()) => Some(got.expect("pcml: a send offer without a message")),
+            Ok(()) => Ok(got.expect("pcml: a send offer without a message")),
             Err(qs) => {
-                self.update_counts(&qs);
-                None
+                self.update_counts_any(&qs);
+                Err(if qs.closed {
+                    TryRecvError::Disconnected
+                } else {
+                    TryRecvError::Empty
+                })
             }
         }
     }
@@ -702,6 +908,7 @@ impl<T: Send + 'static> ChanInner<T> {
             }
             BlockOn::Waiting => BlockOn::Waiting,
             BlockOn::Synched => BlockOn::Synched,
+            BlockOn::Closed => BlockOn::Closed,
         }
     }
 
@@ -719,6 +926,14 @@ impl<T: Send + 'static> ChanInner<T> {
         let mut qs = self.queues.lock();
         loop {
             let Some((i, e)) = theirs(&mut qs).take_match(me) else {
+                if qs.closed {
+                    // Nothing is queued on a closed channel: our sync ends with the closed
+                    // result, if it is still ours to end.
+                    return match me.synch_self() {
+                        SelfSynch::Won => BlockOn::Closed,
+                        SelfSynch::AlreadySynched => BlockOn::Synched,
+                    };
+                }
                 ours(&mut qs).push(Entry::Event(offer.clone()));
                 self.update_counts(&qs);
                 return BlockOn::Waiting;
@@ -790,6 +1005,11 @@ impl<T: Send + 'static> ChanInner<T> {
             }
             Err(qs) => qs,
         };
+        if qs.closed {
+            // Nothing is queued on a closed channel: a send keeps its message, a receive
+            // gets none.
+            return msg;
+        }
         // Blocking phase with the lock still held: the offer is queued, with its blocker
         // installed, by `block_current`'s prepare step, which releases the lock. If the caller
         // cannot block, `block_current` drops the prepare step (releasing the lock) and
@@ -893,14 +1113,19 @@ fn poll_direct<T: Send + 'static, C: Deref<Target = ChanInner<T>>>(
         Ok(()) => return Poll::Ready(msg.take()),
         Err(qs) => qs,
     };
+    if qs.closed {
+        // As in `ChanInner::direct`: a send keeps its message, a receive gets none.
+        return Poll::Ready(msg.take());
+    }
     let w = DirectWait::new(handle(), msg.take());
     w.queue(blocker::Blocker::from_waker(cx.waker().clone()), qs, ours);
     *wait = Some(w);
     Poll::Pending
 }
 
-/// The base event of [`Chan::send_evt`].
-struct SendEvt<T> {
+/// The base event of [`Chan::send_evt`] (mode [`Plain`]) and [`Sender::send_evt`]
+/// ([`Checked`]).
+pub(crate) struct SendEvt<T, M> {
     /// Our queued offer on the async direct path (`poll_direct`), if one is queued. Declared
     /// before `ch`, which it points into, so it is dropped first.
     direct: Option<AsyncWait<T>>,
@@ -909,18 +1134,31 @@ struct SendEvt<T> {
     msg: Option<T>,
     /// Our published offer, if `block` published one.
     offer: Option<Arc<Offer<T>>>,
+    mode: PhantomData<M>,
 }
 
-impl<T: Send + 'static> DirectBase for SendEvt<T> {
-    fn sync_direct(&mut self) {
+impl<T: Send + 'static, M: Mode> SendEvt<T, M> {
+    pub(crate) fn new(ch: &Arc<ChanInner<T>>, msg: T) -> Self {
+        SendEvt {
+            ch: ch.clone(),
+            msg: Some(msg),
+            offer: None,
+            direct: None,
+            mode: PhantomData,
+        }
+    }
+}
+
+impl<T: Send + 'static, M: Mode> DirectBase for SendEvt<T, M> {
+    fn sync_direct(&mut self) -> M::Sent<T> {
         let msg = self.msg.take().expect("pcml: send event reused");
-        let left = self
-            .ch
-            .direct(Queues::recvq, Queues::sendq, Some(msg), "sync");
-        debug_assert!(left.is_none(), "pcml: a send kept its message");
+        M::sent(
+            self.ch
+                .direct(Queues::recvq, Queues::sendq, Some(msg), "sync"),
+        )
     }
 
-    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Sent<T>> {
         let ch = &self.ch;
         poll_direct(
             ch,
@@ -931,47 +1169,56 @@ impl<T: Send + 'static> DirectBase for SendEvt<T> {
             &mut self.msg,
             cx,
         )
-        .map(|left| debug_assert!(left.is_none(), "pcml: a send kept its message"))
+        .map(M::sent)
     }
 }
 
-impl<T: Send + 'static> BaseEvent for SendEvt<T> {
-    type Output = ();
+impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
+    type Output = M::Sent<T>;
 
     fn poll(&mut self) -> bool {
         self.ch.poll_send()
     }
 
-    fn try_do(&mut self) -> Option<()> {
+    fn try_do(&mut self) -> Option<M::Sent<T>> {
         let msg = self.msg.take().expect("pcml: send event reused");
         match self.ch.do_send(msg) {
-            Ok(()) => Some(()),
-            Err(msg) => {
+            Ok(()) => Some(M::sent(None)),
+            Err(TrySendError::Full(msg)) => {
                 self.msg = Some(msg);
                 None
             }
+            Err(TrySendError::Disconnected(msg)) => Some(M::sent(Some(msg))),
         }
     }
 
-    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M::Sent<T>> {
         let offer = Offer::of(me, self.msg.take());
         match self.ch.block_send(&offer) {
             BlockOn::Waiting => {
                 self.offer = Some(offer);
                 Blocked::Waiting
             }
-            BlockOn::Committed(()) => Blocked::Committed(()),
+            BlockOn::Committed(()) => Blocked::Committed(M::sent(None)),
             BlockOn::Synched => {
                 // SAFETY: the offer was never published.
                 self.msg = unsafe { offer.slot.take() };
                 Blocked::Synched
             }
+            // SAFETY: the offer was never published.
+            BlockOn::Closed => Blocked::Committed(M::sent(unsafe { offer.slot.take() })),
         }
     }
 
-    fn complete(&mut self) {
-        // The receiver took the message out of our offer.
-        self.offer = None;
+    fn complete(&mut self) -> M::Sent<T> {
+        // A receiver took the message out of our offer, or the channel closed and left it.
+        let o = self
+            .offer
+            .take()
+            .expect("pcml: send completed without an offer");
+        // SAFETY: our sync is settled through this offer and its partner published: the slot
+        // is ours again.
+        M::sent(unsafe { o.slot.take() })
     }
 
     fn cancel(&mut self) {
@@ -982,24 +1229,35 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
     }
 }
 
-/// The base event of [`Chan::recv_evt`].
-struct RecvEvt<T> {
+/// The base event of [`Chan::recv_evt`] (mode [`Plain`]) and [`Receiver::recv_evt`]
+/// ([`Checked`]).
+pub(crate) struct RecvEvt<T, M> {
     /// Our queued offer on the async direct path (`poll_direct`), if one is queued. Declared
     /// before `ch`, which it points into, so it is dropped first.
     direct: Option<AsyncWait<T>>,
     ch: Arc<ChanInner<T>>,
     /// Our published offer, if `block` published one.
     offer: Option<Arc<Offer<T>>>,
+    mode: PhantomData<M>,
 }
 
-impl<T: Send + 'static> DirectBase for RecvEvt<T> {
-    fn sync_direct(&mut self) -> T {
-        self.ch
-            .direct(Queues::sendq, Queues::recvq, None, "sync")
-            .expect("pcml: a receive completed without a message")
+impl<T: Send + 'static, M: Mode> RecvEvt<T, M> {
+    pub(crate) fn new(ch: &Arc<ChanInner<T>>) -> Self {
+        RecvEvt {
+            ch: ch.clone(),
+            offer: None,
+            direct: None,
+            mode: PhantomData,
+        }
+    }
+}
+
+impl<T: Send + 'static, M: Mode> DirectBase for RecvEvt<T, M> {
+    fn sync_direct(&mut self) -> M::Recv<T> {
+        M::recv(self.ch.direct(Queues::sendq, Queues::recvq, None, "sync"))
     }
 
-    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<T> {
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Recv<T>> {
         let mut none = None;
         let ch = &self.ch;
         poll_direct(
@@ -1011,40 +1269,46 @@ impl<T: Send + 'static> DirectBase for RecvEvt<T> {
             &mut none,
             cx,
         )
-        .map(|got| got.expect("pcml: a receive completed without a message"))
+        .map(M::recv)
     }
 }
 
-impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
-    type Output = T;
+impl<T: Send + 'static, M: Mode> BaseEvent for RecvEvt<T, M> {
+    type Output = M::Recv<T>;
 
     fn poll(&mut self) -> bool {
         self.ch.poll_recv()
     }
 
-    fn try_do(&mut self) -> Option<T> {
-        self.ch.do_recv()
+    fn try_do(&mut self) -> Option<M::Recv<T>> {
+        match self.ch.do_recv() {
+            Ok(v) => Some(M::recv(Some(v))),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(M::recv(None)),
+        }
     }
 
-    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M::Recv<T>> {
         let offer = Offer::of(me, None);
         match self.ch.block_recv(&offer) {
             BlockOn::Waiting => {
                 self.offer = Some(offer);
                 Blocked::Waiting
             }
-            BlockOn::Committed(v) => Blocked::Committed(v),
+            BlockOn::Committed(v) => Blocked::Committed(M::recv(Some(v))),
             BlockOn::Synched => Blocked::Synched,
+            BlockOn::Closed => Blocked::Committed(M::recv(None)),
         }
     }
 
-    fn complete(&mut self) -> T {
+    fn complete(&mut self) -> M::Recv<T> {
         let o = self
             .offer
             .take()
             .expect("pcml: receive completed without an offer");
-        // SAFETY: the sender published after delivering, and we saw the publication.
-        unsafe { o.slot.take() }.expect("pcml: receive completed without a message")
+        // SAFETY: the sender (or the closer, who leaves the slot empty) published after
+        // delivering, and we saw the publication.
+        M::recv(unsafe { o.slot.take() })
     }
 
     fn cancel(&mut self) {
@@ -1127,7 +1391,14 @@ impl<T: Send + 'static> Future for SendFuture<'_, T> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
+        self.get_mut().poll_raw(cx).map(Plain::sent)
+    }
+}
+
+impl<T: Send + 'static> SendFuture<'_, T> {
+    /// Polls the send: `Ready(None)` once delivered, `Ready(Some(msg))` on a closed channel.
+    pub(crate) fn poll_raw(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = self;
         assert!(!this.done, "pcml: SendFuture polled after completion");
         // As a `.await` of an event: a task looping on ready sends yields now and then.
         if this.wait.is_none() && crate::event::sync::async_budget_exhausted() {
@@ -1138,9 +1409,8 @@ impl<T: Send + 'static> Future for SendFuture<'_, T> {
         let (theirs, ours) = (Queues::recvq, Queues::sendq);
         match poll_direct(ch, || ch, &mut this.wait, theirs, ours, &mut this.msg, cx) {
             Poll::Ready(left) => {
-                debug_assert!(left.is_none(), "pcml: a send kept its message");
                 this.done = true;
-                Poll::Ready(())
+                Poll::Ready(left)
             }
             Poll::Pending => {
                 crate::event::sync::async_budget_reset();
@@ -1154,7 +1424,14 @@ impl<T: Send + 'static> Future for RecvFuture<'_, T> {
     type Output = T;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let this = self.get_mut();
+        self.get_mut().poll_raw(cx).map(Plain::recv)
+    }
+}
+
+impl<T: Send + 'static> RecvFuture<'_, T> {
+    /// Polls the receive: `Ready(Some(msg))`, or `Ready(None)` on a closed, drained channel.
+    pub(crate) fn poll_raw(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = self;
         assert!(!this.done, "pcml: RecvFuture polled after completion");
         // As a `.await` of an event: a task looping on ready receives yields now and then.
         if this.wait.is_none() && crate::event::sync::async_budget_exhausted() {
@@ -1167,7 +1444,7 @@ impl<T: Send + 'static> Future for RecvFuture<'_, T> {
         match poll_direct(ch, || ch, &mut this.wait, theirs, ours, &mut none, cx) {
             Poll::Ready(got) => {
                 this.done = true;
-                Poll::Ready(got.expect("pcml: a receive completed without a message"))
+                Poll::Ready(got)
             }
             Poll::Pending => {
                 crate::event::sync::async_budget_reset();
@@ -1186,21 +1463,16 @@ impl<T: Send + 'static> Chan<T> {
     /// ```
     pub fn new() -> Self {
         Chan {
-            inner: Arc::new(ChanInner {
-                queues: SpinLock::new(Queues {
-                    sendq: WaitQueue::new(),
-                    recvq: WaitQueue::new(),
-                }),
-                senders: AtomicUsize::new(0),
-                receivers: AtomicUsize::new(0),
-            }),
+            inner: ChanInner::new_arc(),
         }
     }
 
     /// Sends `msg`, blocking until a receiver takes it.
     ///
     /// # Panics
-    /// If it would block inside a pcml async task (use `ch.send_evt(msg).await` there).
+    /// If it would block inside a pcml async task (use `ch.send_evt(msg).await` there), and
+    /// if the channel is closed (a [`Sender`]'s `send` returns the message in an error
+    /// instead).
     ///
     /// ```
     /// pcml::run(|| {
@@ -1217,13 +1489,14 @@ impl<T: Send + 'static> Chan<T> {
         let left = self
             .inner
             .direct(Queues::recvq, Queues::sendq, Some(msg), "send");
-        debug_assert!(left.is_none(), "pcml: a send kept its message");
+        Plain::sent(left)
     }
 
     /// Receives a message, blocking until a sender offers one.
     ///
     /// # Panics
-    /// If it would block inside a pcml async task (use `ch.recv_evt().await` there).
+    /// If it would block inside a pcml async task (use `ch.recv_evt().await` there), and if
+    /// the channel is closed (a [`Receiver`]'s `recv` returns [`RecvError`] instead).
     ///
     /// ```
     /// pcml::run(|| {
@@ -1236,9 +1509,10 @@ impl<T: Send + 'static> Chan<T> {
     // Always inline: see `ChanInner::direct`.
     #[inline(always)]
     pub fn recv(&self) -> T {
-        self.inner
-            .direct(Queues::sendq, Queues::recvq, None, "recv")
-            .expect("pcml: a receive completed without a message")
+        Plain::recv(
+            self.inner
+                .direct(Queues::sendq, Queues::recvq, None, "recv"),
+        )
     }
 
     /// Sends `msg` from async code: the same as `self.send_evt(msg).await`, and cheaper (the
@@ -1297,13 +1571,12 @@ impl<T: Send + 'static> Chan<T> {
     ///     assert_eq!(h.join().unwrap(), 1);
     /// });
     /// ```
+    ///
+    /// # Panics
+    /// A sync of it panics if the channel is closed ([`Sender::send_evt`]'s event returns
+    /// the message in an error instead).
     pub fn send_evt(&self, msg: T) -> Event<()> {
-        Event::from_direct_base(SendEvt {
-            ch: self.inner.clone(),
-            msg: Some(msg),
-            offer: None,
-            direct: None,
-        })
+        Event::from_direct_base(SendEvt::<T, Plain>::new(&self.inner, msg))
     }
 
     /// The event of receiving a message (CML's `recvEvt`).
@@ -1339,44 +1612,107 @@ impl<T: Send + 'static> Chan<T> {
     /// drop(recv); // never polled again: the message is dropped with it
     /// assert_eq!(ch.try_recv(), None);
     /// ```
+    ///
+    /// # Panics
+    /// A sync of it panics if the channel is closed: a closed channel's receive event is
+    /// enabled, and [`Receiver::recv_evt`]'s carries a [`RecvError`].
     pub fn recv_evt(&self) -> Event<T> {
-        Event::from_direct_base(RecvEvt {
-            ch: self.inner.clone(),
-            offer: None,
-            direct: None,
-        })
+        Event::from_direct_base(RecvEvt::<T, Plain>::new(&self.inner))
     }
 
-    /// Sends `msg` only if a receiver is blocked on the channel now; gives it back otherwise.
+    /// Sends `msg` only if a receiver is blocked on the channel now; gives it back otherwise
+    /// (also when the channel is closed: [`Sender::try_send`] tells the two apart).
     ///
     /// ```
     /// let ch = pcml::chan::Chan::new();
     /// assert_eq!(ch.try_send(1), Err(1));
     /// ```
     pub fn try_send(&self, msg: T) -> Result<(), T> {
-        let r = if self.inner.poll_send() {
-            self.inner.do_send(msg)
-        } else {
-            Err(msg)
-        };
-        worker::consume_budget();
-        r
+        self.inner.try_send(msg).map_err(TrySendError::into_inner)
     }
 
-    /// Receives a message only if a sender is blocked on the channel now.
+    /// Receives a message only if a sender is blocked on the channel now (`None` also when
+    /// the channel is closed: [`Receiver::try_recv`] tells the two apart).
     ///
     /// ```
     /// let ch: pcml::chan::Chan<i32> = pcml::chan::Chan::new();
     /// assert_eq!(ch.try_recv(), None);
     /// ```
     pub fn try_recv(&self) -> Option<T> {
-        let r = if self.inner.poll_recv() {
-            self.inner.do_recv()
-        } else {
-            None
-        };
-        worker::consume_budget();
-        r
+        self.inner.try_recv().ok()
+    }
+
+    /// Closes the channel: from now on sends fail (a blocked sender wakes and gets its
+    /// message back) and receives find nothing (a blocked receiver wakes with the closed
+    /// result). Whether this call closed it (`false` if it already was).
+    ///
+    /// A channel with halves also closes when the last `Chan` is gone and so is the last
+    /// [`Sender`] or the last [`Receiver`] (see the [module docs](self)).
+    ///
+    /// ```
+    /// let ch = pcml::chan::Chan::<u8>::new();
+    /// let rx = ch.receiver();
+    /// assert!(ch.close());
+    /// assert!(!ch.close());
+    /// assert_eq!(rx.recv(), Err(pcml::chan::RecvError));
+    /// ```
+    pub fn close(&self) -> bool {
+        self.inner.close()
+    }
+
+    /// Whether the channel is closed.
+    ///
+    /// ```
+    /// let ch = pcml::chan::Chan::<u8>::new();
+    /// assert!(!ch.is_closed());
+    /// ch.close();
+    /// assert!(ch.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// A sending half of this channel: its operations return `Result`s. It keeps the channel
+    /// open while it lives, as this handle does.
+    ///
+    /// ```
+    /// let ch = pcml::chan::Chan::new();
+    /// let tx = ch.sender();
+    /// std::thread::spawn(move || tx.send(1).unwrap());
+    /// assert_eq!(ch.recv(), 1);
+    /// ```
+    pub fn sender(&self) -> Sender<T> {
+        self.inner.add_handle(Kind::Sender);
+        Sender::from_chan(self.inner.clone())
+    }
+
+    /// A receiving half of this channel: its operations return `Result`s.
+    ///
+    /// ```
+    /// let ch = pcml::chan::Chan::new();
+    /// let rx = ch.receiver();
+    /// let t = std::thread::spawn(move || rx.iter().sum::<i32>());
+    /// ch.send(1);
+    /// ch.send(2);
+    /// drop(ch); // no Chan and no Sender left: the channel closes, the loop ends
+    /// assert_eq!(t.join().unwrap(), 3);
+    /// ```
+    pub fn receiver(&self) -> Receiver<T> {
+        self.inner.add_handle(Kind::Receiver);
+        Receiver::from_chan(self.inner.clone())
+    }
+
+    /// Splits this handle into a sending and a receiving half.
+    ///
+    /// ```
+    /// let (tx, rx) = pcml::chan::Chan::new().split();
+    /// std::thread::spawn(move || tx.send("hi").unwrap());
+    /// assert_eq!(rx.recv(), Ok("hi"));
+    /// ```
+    pub fn split(self) -> (Sender<T>, Receiver<T>) {
+        let (tx, rx) = (self.sender(), self.receiver());
+        drop(self);
+        (tx, rx)
     }
 
     /// The lengths of the waiting queues `(senders, receivers)`, dead offers included: for
@@ -1396,9 +1732,16 @@ impl<T: Send + 'static> Default for Chan<T> {
 
 impl<T> Clone for Chan<T> {
     fn clone(&self) -> Self {
+        self.inner.add_handle(Kind::Both);
         Chan {
             inner: self.inner.clone(),
         }
+    }
+}
+
+impl<T> Drop for Chan<T> {
+    fn drop(&mut self) {
+        self.inner.drop_handle(Kind::Both);
     }
 }
 
@@ -1413,8 +1756,15 @@ impl<T> Eq for Chan<T> {}
 impl<T> fmt::Debug for Chan<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Chan")
-            .field("senders", &self.inner.senders.load(Ordering::Relaxed))
-            .field("receivers", &self.inner.receivers.load(Ordering::Relaxed))
+            .field(
+                "senders",
+                &(self.inner.senders.load(Ordering::Relaxed) & !CLOSED),
+            )
+            .field(
+                "receivers",
+                &(self.inner.receivers.load(Ordering::Relaxed) & !CLOSED),
+            )
+            .field("closed", &self.inner.is_closed())
             .finish()
     }
 }

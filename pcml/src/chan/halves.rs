@@ -1,0 +1,813 @@
+//! [`Sender`] and [`Receiver`]: the halves of a channel, whose operations return `Result`s, as
+//! crossbeam-channel's and tokio's do. See the [module docs](super) for when a channel closes.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::event::{Event, SyncFuture, select};
+use crate::loom::sync::Arc;
+use crate::time::at_time_evt;
+
+use super::handles::Kind;
+use super::{
+    ChanInner, Checked, Mode, RecvError, RecvEvt, RecvFuture, RecvTimeoutError, SendError, SendEvt,
+    SendFuture, TryRecvError, TrySendError,
+};
+
+/// Makes a rendezvous channel and returns its two halves: a send and a receive meet, and the
+/// message passes, in one step (a [`Chan`](super::Chan) split in two).
+///
+/// The channel closes when every [`Sender`] or every [`Receiver`] is dropped (or on
+/// [`Sender::close`] / [`Receiver::close`]): receivers then get [`RecvError`], senders get
+/// their message back in a [`SendError`], and whoever was blocked wakes.
+///
+/// # Examples
+/// The worker-pool idiom: workers take jobs until the channel closes.
+/// ```
+/// let (jobs, rx) = pcml::chan::channel::<u32>();
+/// let (done, results) = pcml::chan::channel::<u32>();
+/// pcml::run(move || {
+///     for _ in 0..3 {
+///         let (rx, done) = (rx.clone(), done.clone());
+///         pcml::spawn(move || {
+///             for job in &rx {
+///                 done.send(job * 2).unwrap();
+///             }
+///         });
+///     }
+///     drop((rx, done)); // only the workers hold these now
+///     pcml::spawn(move || {
+///         for j in 1..=10 {
+///             jobs.send(j).unwrap();
+///         }
+///         // `jobs` dropped: the workers' loops end, then so does the results loop below.
+///     });
+///     assert_eq!(results.iter().sum::<u32>(), 110);
+/// });
+/// ```
+pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
+    super::Chan::new().split()
+}
+
+/// The channel behind a half.
+enum Flavor<T> {
+    /// A rendezvous channel.
+    Zero(Arc<ChanInner<T>>),
+}
+
+/// The sending half of a channel: its operations return `Result`s, giving the message back
+/// if the channel is closed. Cheap to clone; the channel closes when the last `Sender` is
+/// dropped and no both-ends handle is left.
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::channel();
+/// let t = std::thread::spawn(move || rx.recv());
+/// tx.send(1).unwrap();
+/// assert_eq!(t.join().unwrap(), Ok(1));
+/// assert_eq!(tx.send(2), Err(pcml::chan::SendError(2))); // the receiver is gone
+/// ```
+pub struct Sender<T> {
+    flavor: Flavor<T>,
+}
+
+/// The receiving half of a channel: its operations return `Result`s, reporting a closed,
+/// drained channel as [`RecvError`]. Cheap to clone (every clone competes for the same
+/// messages); iterate it with `for msg in &rx`.
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::channel();
+/// std::thread::spawn(move || {
+///     for i in 0..3 {
+///         tx.send(i).unwrap();
+///     }
+/// });
+/// assert_eq!(rx.iter().collect::<Vec<_>>(), [0, 1, 2]);
+/// ```
+pub struct Receiver<T> {
+    flavor: Flavor<T>,
+}
+
+impl<T> Sender<T> {
+    /// A sender of a rendezvous channel whose sending count already includes it.
+    pub(super) fn from_chan(ch: Arc<ChanInner<T>>) -> Self {
+        Sender {
+            flavor: Flavor::Zero(ch),
+        }
+    }
+}
+
+impl<T> Receiver<T> {
+    /// A receiver of a rendezvous channel whose receiving count already includes it.
+    pub(super) fn from_chan(ch: Arc<ChanInner<T>>) -> Self {
+        Receiver {
+            flavor: Flavor::Zero(ch),
+        }
+    }
+}
+
+impl<T: Send + 'static> Sender<T> {
+    /// Sends `msg`, blocking until a receiver takes it (or, on a buffered channel, until
+    /// there is room). On a closed channel it returns the message in the error, and a send
+    /// blocked when the channel closes wakes with it.
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task (use [`send_async`](Self::send_async)).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel();
+    /// std::thread::spawn(move || drop(rx));
+    /// // Blocks until the receiver takes it or is dropped.
+    /// assert_eq!(tx.send(1), Err(pcml::chan::SendError(1)));
+    /// ```
+    pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
+        match &self.flavor {
+            Flavor::Zero(ch) => Checked::sent(ch.direct(
+                super::Queues::recvq,
+                super::Queues::sendq,
+                Some(msg),
+                "send",
+            )),
+        }
+    }
+
+    /// Sends `msg` only if that needs no wait now.
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::chan::TrySendError;
+    /// let (tx, rx) = pcml::chan::channel();
+    /// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1))); // no receiver waiting
+    /// drop(rx);
+    /// assert_eq!(tx.try_send(1), Err(TrySendError::Disconnected(1)));
+    /// ```
+    pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.try_send(msg),
+        }
+    }
+
+    /// The event of sending `msg`: enabled when a receiver is waiting (or there is room),
+    /// and also when the channel is closed, carrying the message back in the error. If it
+    /// loses a choice, the message is dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel();
+    /// drop(rx);
+    /// let r = pcml::select([tx.send_evt(5), pcml::never()]);
+    /// assert_eq!(r, Err(pcml::chan::SendError(5)));
+    /// ```
+    pub fn send_evt(&self, msg: T) -> Event<Result<(), SendError<T>>> {
+        match &self.flavor {
+            Flavor::Zero(ch) => Event::from_direct_base(SendEvt::<T, Checked>::new(ch, msg)),
+        }
+    }
+
+    /// Sends `msg` from async code (any executor): the same as `self.send_evt(msg).await`,
+    /// and cheaper, but not an event.
+    ///
+    /// # Examples
+    /// ```
+    /// pcml::run(|| {
+    ///     let (tx, rx) = pcml::chan::channel();
+    ///     pcml::spawn(move || rx.recv().unwrap());
+    ///     let h = pcml::spawn_task(async move { tx.send_async(3).await });
+    ///     assert_eq!(h.join().unwrap(), Ok(()));
+    /// });
+    /// ```
+    pub fn send_async(&self, msg: T) -> SendFut<'_, T> {
+        match &self.flavor {
+            Flavor::Zero(ch) => SendFut {
+                inner: SendFutInner::Zero(SendFuture {
+                    wait: None,
+                    ch,
+                    msg: Some(msg),
+                    done: false,
+                }),
+            },
+        }
+    }
+}
+
+impl<T> Sender<T> {
+    /// Closes the channel (see [`Chan::close`](super::Chan::close)); whether this call closed
+    /// it. Messages already buffered can still be received.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// tx.close();
+    /// assert!(rx.is_closed());
+    /// ```
+    pub fn close(&self) -> bool {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.close(),
+        }
+    }
+
+    /// Whether the channel is closed.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// assert!(!tx.is_closed());
+    /// drop(rx);
+    /// assert!(tx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.is_closed(),
+        }
+    }
+
+    /// How many messages are buffered (always 0 on a rendezvous channel).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, _rx) = pcml::chan::channel::<u8>();
+    /// assert_eq!(tx.len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        match &self.flavor {
+            Flavor::Zero(_) => 0,
+        }
+    }
+
+    /// Whether no message is buffered (always true on a rendezvous channel).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, _rx) = pcml::chan::channel::<u8>();
+    /// assert!(tx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the buffer is full (always true on a rendezvous channel, whose every send
+    /// waits for a receiver; never on an unbounded one).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, _rx) = pcml::chan::channel::<u8>();
+    /// assert!(tx.is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        match &self.flavor {
+            Flavor::Zero(_) => true,
+        }
+    }
+
+    /// The buffer's capacity: `Some(0)` for a rendezvous channel, `None` for an unbounded
+    /// one.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, _rx) = pcml::chan::channel::<u8>();
+    /// assert_eq!(tx.capacity(), Some(0));
+    /// ```
+    pub fn capacity(&self) -> Option<usize> {
+        match &self.flavor {
+            Flavor::Zero(_) => Some(0),
+        }
+    }
+
+    /// Whether `self` and `other` send on the same channel.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, _rx) = pcml::chan::channel::<u8>();
+    /// assert!(tx.same_channel(&tx.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        match (&self.flavor, &other.flavor) {
+            (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
+        }
+    }
+}
+
+impl<T: Send + 'static> Receiver<T> {
+    /// Receives a message, blocking until one comes; [`RecvError`] once the channel is closed
+    /// and drained (a receive blocked when the channel closes wakes with it).
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task (use [`recv_async`](Self::recv_async)).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel();
+    /// std::thread::spawn(move || tx.send(7).unwrap());
+    /// assert_eq!(rx.recv(), Ok(7));
+    /// assert_eq!(rx.recv(), Err(pcml::chan::RecvError));
+    /// ```
+    pub fn recv(&self) -> Result<T, RecvError> {
+        match &self.flavor {
+            Flavor::Zero(ch) => {
+                Checked::recv(ch.direct(super::Queues::sendq, super::Queues::recvq, None, "recv"))
+            }
+        }
+    }
+
+    /// Receives a message only if that needs no wait now.
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::chan::TryRecvError;
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// drop(tx);
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    /// ```
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.try_recv(),
+        }
+    }
+
+    /// Receives a message, waiting at most `timeout`.
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, rx) = pcml::chan::channel();
+    /// std::thread::spawn(move || tx.send(1).unwrap());
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(60)), Ok(1));
+    /// ```
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        match Instant::now().checked_add(timeout) {
+            Some(at) => self.recv_deadline(at),
+            // Too far to be represented: no deadline.
+            None => self.recv().map_err(RecvTimeoutError::from),
+        }
+    }
+
+    /// Receives a message, waiting until `deadline` at most.
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use pcml::chan::RecvTimeoutError;
+    /// let (_tx, rx) = pcml::chan::channel::<u8>();
+    /// let at = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(rx.recv_deadline(at), Err(RecvTimeoutError::Timeout));
+    /// assert!(Instant::now() >= at);
+    /// ```
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
+        match self.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => {}
+        }
+        select([
+            self.recv_evt().wrap(|r| r.map_err(RecvTimeoutError::from)),
+            at_time_evt(deadline).wrap(|()| Err(RecvTimeoutError::Timeout)),
+        ])
+    }
+
+    /// The event of receiving a message: enabled when a message can be taken, and also when
+    /// the channel is closed and drained, carrying [`RecvError`], so a choice sees the close.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// drop(tx);
+    /// assert_eq!(pcml::select([rx.recv_evt(), pcml::never()]), Err(pcml::chan::RecvError));
+    /// ```
+    pub fn recv_evt(&self) -> Event<Result<T, RecvError>> {
+        match &self.flavor {
+            Flavor::Zero(ch) => Event::from_direct_base(RecvEvt::<T, Checked>::new(ch)),
+        }
+    }
+
+    /// Receives a message from async code (any executor): the same as
+    /// `self.recv_evt().await`, and cheaper, but not an event.
+    ///
+    /// # Examples
+    /// ```
+    /// pcml::run(|| {
+    ///     let (tx, rx) = pcml::chan::channel();
+    ///     pcml::spawn(move || tx.send("hi").unwrap());
+    ///     let h = pcml::spawn_task(async move { (rx.recv_async().await, rx.recv_async().await) });
+    ///     assert_eq!(h.join().unwrap(), (Ok("hi"), Err(pcml::chan::RecvError)));
+    /// });
+    /// ```
+    pub fn recv_async(&self) -> RecvFut<'_, T> {
+        match &self.flavor {
+            Flavor::Zero(ch) => RecvFut {
+                inner: RecvFutInner::Zero(RecvFuture {
+                    wait: None,
+                    ch,
+                    done: false,
+                }),
+            },
+        }
+    }
+
+    /// A blocking iterator over the messages: it ends when the channel is closed and drained.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel();
+    /// std::thread::spawn(move || (0..4).for_each(|i| tx.send(i).unwrap()));
+    /// assert_eq!(rx.iter().sum::<i32>(), 6);
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { rx: self }
+    }
+
+    /// An iterator over the messages available now: it ends when a receive would wait, or
+    /// when the channel is closed and drained.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// assert_eq!(rx.try_iter().count(), 0);
+    /// # drop(tx);
+    /// ```
+    pub fn try_iter(&self) -> TryIter<'_, T> {
+        TryIter { rx: self }
+    }
+
+    /// A [`Stream`](futures_core::Stream) of the messages of a clone of this receiver: it
+    /// ends when the channel is closed and drained.
+    ///
+    /// # Examples
+    /// ```
+    /// use futures_core::Stream;
+    /// use std::pin::Pin;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// let mut s = rx.stream();
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(Pin::new(&mut s).poll_next(&mut cx).is_pending());
+    /// assert_eq!(tx.try_send(4), Ok(())); // the pending stream's receive takes it
+    /// assert_eq!(Pin::new(&mut s).poll_next(&mut cx), Poll::Ready(Some(4)));
+    /// drop(tx);
+    /// assert_eq!(Pin::new(&mut s).poll_next(&mut cx), Poll::Ready(None));
+    /// ```
+    pub fn stream(&self) -> RecvStream<T> {
+        self.clone().into_stream()
+    }
+
+    /// This receiver as a [`Stream`](futures_core::Stream) of its messages: it ends when the
+    /// channel is closed and drained.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// let s = rx.into_stream();
+    /// # drop((tx, s));
+    /// ```
+    pub fn into_stream(self) -> RecvStream<T> {
+        RecvStream {
+            rx: self,
+            pending: None,
+            ended: false,
+        }
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Closes the channel (see [`Chan::close`](super::Chan::close)); whether this call closed
+    /// it. Messages already buffered can still be received.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// rx.close();
+    /// assert_eq!(tx.send(1), Err(pcml::chan::SendError(1)));
+    /// ```
+    pub fn close(&self) -> bool {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.close(),
+        }
+    }
+
+    /// Whether the channel is closed (messages may still be buffered).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::chan::channel::<u8>();
+    /// drop(tx);
+    /// assert!(rx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.is_closed(),
+        }
+    }
+
+    /// How many messages are buffered (always 0 on a rendezvous channel).
+    ///
+    /// # Examples
+    /// ```
+    /// let (_tx, rx) = pcml::chan::channel::<u8>();
+    /// assert_eq!(rx.len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        match &self.flavor {
+            Flavor::Zero(_) => 0,
+        }
+    }
+
+    /// Whether no message is buffered.
+    ///
+    /// # Examples
+    /// ```
+    /// let (_tx, rx) = pcml::chan::channel::<u8>();
+    /// assert!(rx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the buffer is full (always true on a rendezvous channel; never on an
+    /// unbounded one).
+    ///
+    /// # Examples
+    /// ```
+    /// let (_tx, rx) = pcml::chan::channel::<u8>();
+    /// assert!(rx.is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        match &self.flavor {
+            Flavor::Zero(_) => true,
+        }
+    }
+
+    /// The buffer's capacity: `Some(0)` for a rendezvous channel, `None` for an unbounded
+    /// one.
+    ///
+    /// # Examples
+    /// ```
+    /// let (_tx, rx) = pcml::chan::channel::<u8>();
+    /// assert_eq!(rx.capacity(), Some(0));
+    /// ```
+    pub fn capacity(&self) -> Option<usize> {
+        match &self.flavor {
+            Flavor::Zero(_) => Some(0),
+        }
+    }
+
+    /// Whether `self` and `other` receive from the same channel.
+    ///
+    /// # Examples
+    /// ```
+    /// let (_tx, rx) = pcml::chan::channel::<u8>();
+    /// assert!(rx.same_channel(&rx.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Receiver<T>) -> bool {
+        match (&self.flavor, &other.flavor) {
+            (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
+        }
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        match &self.flavor {
+            Flavor::Zero(ch) => {
+                ch.add_handle(Kind::Sender);
+                Sender::from_chan(ch.clone())
+            }
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.drop_handle(Kind::Sender),
+        }
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        match &self.flavor {
+            Flavor::Zero(ch) => {
+                ch.add_handle(Kind::Receiver);
+                Receiver::from_chan(ch.clone())
+            }
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        match &self.flavor {
+            Flavor::Zero(ch) => ch.drop_handle(Kind::Receiver),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender")
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Sender::send_async`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct SendFut<'a, T> {
+    inner: SendFutInner<'a, T>,
+}
+
+enum SendFutInner<'a, T> {
+    Zero(SendFuture<'a, T>),
+    #[allow(dead_code)]
+    Event(SyncFuture<Result<(), SendError<T>>>),
+}
+
+impl<T: Send + 'static> Future for SendFut<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().inner {
+            SendFutInner::Zero(f) => f.poll_raw(cx).map(Checked::sent),
+            SendFutInner::Event(f) => Pin::new(f).poll(cx),
+        }
+    }
+}
+
+impl<T> fmt::Debug for SendFut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SendFut").finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Receiver::recv_async`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct RecvFut<'a, T> {
+    inner: RecvFutInner<'a, T>,
+}
+
+enum RecvFutInner<'a, T> {
+    Zero(RecvFuture<'a, T>),
+    #[allow(dead_code)]
+    Event(SyncFuture<Result<T, RecvError>>),
+}
+
+impl<T: Send + 'static> Future for RecvFut<'_, T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().inner {
+            RecvFutInner::Zero(f) => f.poll_raw(cx).map(Checked::recv),
+            RecvFutInner::Event(f) => Pin::new(f).poll(cx),
+        }
+    }
+}
+
+impl<T> fmt::Debug for RecvFut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvFut").finish_non_exhaustive()
+    }
+}
+
+/// A blocking iterator over a [`Receiver`]'s messages ([`Receiver::iter`]).
+pub struct Iter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T: Send + 'static> Iterator for Iter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+impl<T> fmt::Debug for Iter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter").finish_non_exhaustive()
+    }
+}
+
+/// An iterator over the messages a [`Receiver`] has now ([`Receiver::try_iter`]).
+pub struct TryIter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T: Send + 'static> Iterator for TryIter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl<T> fmt::Debug for TryIter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TryIter").finish_non_exhaustive()
+    }
+}
+
+/// A blocking iterator that owns its [`Receiver`] (`for msg in rx`).
+pub struct IntoIter<T> {
+    rx: Receiver<T>,
+}
+
+impl<T: Send + 'static> Iterator for IntoIter<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+impl<T> fmt::Debug for IntoIter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntoIter").finish_non_exhaustive()
+    }
+}
+
+impl<'a, T: Send + 'static> IntoIterator for &'a Receiver<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}
+
+impl<T: Send + 'static> IntoIterator for Receiver<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+
+    fn into_iter(self) -> IntoIter<T> {
+        IntoIter { rx: self }
+    }
+}
+
+/// A [`Receiver`] as a [`Stream`](futures_core::Stream) ([`Receiver::into_stream`]): each
+/// item is a receive event's `.await`. Dropping it while an item is pending withdraws the
+/// receive, as dropping that `.await` does.
+#[must_use = "streams do nothing unless polled"]
+pub struct RecvStream<T> {
+    rx: Receiver<T>,
+    /// The receive in progress, if a poll left one pending.
+    pending: Option<SyncFuture<Result<T, RecvError>>>,
+    /// Set once the channel was found closed and drained.
+    ended: bool,
+}
+
+impl<T: Send + 'static> futures_core::Stream for RecvStream<T> {
+    type Item = T;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let fut = this
+            .pending
+            .get_or_insert_with(|| std::future::IntoFuture::into_future(this.rx.recv_evt()));
+        match Pin::new(fut).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(r) => {
+                this.pending = None;
+                this.ended = r.is_err();
+                Poll::Ready(r.ok())
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> futures_core::FusedStream for RecvStream<T> {
+    fn is_terminated(&self) -> bool {
+        self.ended
+    }
+}
+
+impl<T> fmt::Debug for RecvStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvStream")
+            .field("pending", &self.pending.is_some())
+            .field("ended", &self.ended)
+            .finish()
+    }
+}
