@@ -10,14 +10,36 @@ use pcml::BoundedChan;
 use pcml::bounded::TrySendError;
 
 #[test]
-fn capacity_zero_panics_saying_what_to_use() {
-    let p = std::panic::catch_unwind(|| BoundedChan::<u8>::new(0)).unwrap_err();
-    let msg = p
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| p.downcast_ref::<&str>().copied())
-        .unwrap_or("");
-    assert!(msg.contains("pcml::Chan"), "{msg}");
+fn capacity_zero_is_a_rendezvous() {
+    let ch = BoundedChan::<u32>::new(0);
+    assert_eq!(ch.capacity(), 0);
+    assert!(ch.is_empty() && ch.is_full());
+    assert_eq!(ch.try_send(1), Err(TrySendError::Full(1))); // nobody is receiving
+    assert_eq!(ch.try_recv(), None);
+    // A send waits for a receive, and a receive for a send, in both orders.
+    let rx = ch.clone();
+    let t = std::thread::spawn(move || (rx.recv(), rx.recv()));
+    ch.send(1);
+    std::thread::sleep(Duration::from_millis(10));
+    ch.send(2);
+    assert_eq!(t.join().unwrap(), (1, 2));
+    let tx = ch.clone();
+    let t = std::thread::spawn(move || tx.send(3));
+    assert_eq!(ch.recv(), 3);
+    t.join().unwrap();
+    assert!(ch.is_empty());
+    // In a choice: a waiting receiver enables the send event.
+    let rx = ch.clone();
+    let t = std::thread::spawn(move || rx.recv());
+    while ch.queue_lens().1 == 0 {
+        std::thread::yield_now();
+    }
+    assert!(pcml::select([
+        ch.send_evt(4).wrap(|()| true),
+        pcml::never()
+    ]));
+    assert_eq!(t.join().unwrap(), 4);
+    assert_eq!(pcml::select([ch.recv_evt(), pcml::always(0)]), 0);
 }
 
 #[test]

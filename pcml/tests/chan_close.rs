@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use pcml::chan::{
     Chan, Receiver, RecvError, RecvTimeoutError, SendError, Sender, TryRecvError, TrySendError,
-    channel,
+    bounded, channel,
 };
 use pcml::event::select;
 
@@ -25,7 +25,12 @@ type Make<T> = fn() -> (Sender<T>, Receiver<T>);
 
 /// The kinds of channel that have `Sender`/`Receiver` halves.
 fn kinds<T: Send + 'static>() -> Vec<(&'static str, Make<T>)> {
-    vec![("rendezvous", channel::<T>)]
+    vec![
+        ("rendezvous", channel::<T>),
+        ("bounded(0)", || bounded::<T>(0)),
+        ("bounded(1)", || bounded::<T>(1)),
+        ("bounded(3)", || bounded::<T>(3)),
+    ]
 }
 
 #[test]

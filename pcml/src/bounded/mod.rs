@@ -36,59 +36,18 @@ use crate::loom::sync::{Arc, Mutex};
 use std::collections::VecDeque;
 use std::fmt;
 
+use std::marker::PhantomData;
+
+use crate::chan::handles::{Handles, Kind};
+use crate::chan::{Mode, Plain, Receiver, Sender, TryRecvError};
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::sched::worker;
-use crate::sync_var::waiters::{
-    Matched, Offers, Slot, complete_self, delivered, drop_offer, give_back, lock, now_or_sync,
-};
+use crate::sync_var::waiters::{Matched, Offers, Slot, complete_self, drop_offer, give_back, lock};
 
 #[cfg(all(test, pcml_loom))]
 mod tests;
 
-/// The error of [`BoundedChan::try_send`]: the buffer is full. Holds the message back.
-///
-/// # Examples
-/// ```
-/// use pcml::bounded::{BoundedChan, TrySendError};
-/// let ch = BoundedChan::new(1);
-/// ch.try_send(1).unwrap();
-/// assert_eq!(ch.try_send(2), Err(TrySendError::Full(2)));
-/// ```
-#[derive(PartialEq, Eq, Clone, Copy)]
-pub enum TrySendError<T> {
-    /// The buffer is full and no receiver is waiting.
-    Full(T),
-}
-
-impl<T> TrySendError<T> {
-    /// The message that was not sent.
-    ///
-    /// # Examples
-    /// ```
-    /// let ch = pcml::BoundedChan::new(1);
-    /// ch.send("a");
-    /// assert_eq!(ch.try_send("b").unwrap_err().into_inner(), "b");
-    /// ```
-    pub fn into_inner(self) -> T {
-        match self {
-            TrySendError::Full(v) => v,
-        }
-    }
-}
-
-impl<T> fmt::Debug for TrySendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Full(..)")
-    }
-}
-
-impl<T> fmt::Display for TrySendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the bounded channel is full (send blocks until there is room)")
-    }
-}
-
-impl<T> std::error::Error for TrySendError<T> {}
+pub use crate::chan::TrySendError;
 
 /// A FIFO channel with a buffer of fixed capacity: `send` blocks while the buffer is full,
 /// `recv` while it is empty.
@@ -108,10 +67,12 @@ pub struct BoundedChan<T> {
     inner: Arc<Inner<T>>,
 }
 
-struct Inner<T> {
-    /// The buffer's size limit, at least 1. Immutable.
+pub(crate) struct Inner<T> {
+    /// The buffer's size limit; 0 for a rendezvous channel. Immutable.
     cap: usize,
     state: Mutex<State<T>>,
+    /// The counts of handles that decide when a drop closes the channel.
+    handles: Handles,
 }
 
 struct State<T> {
@@ -121,13 +82,19 @@ struct State<T> {
     receivers: Offers<T>,
     /// Blocked senders (slots holding their messages); live ones only while `buf` is full.
     senders: Offers<T>,
+    /// Set once, by `Inner::close`; then both queues stay empty.
+    closed: bool,
 }
 
 impl<T> State<T> {
     /// Takes the oldest message, then lets the first live blocked sender's message in if that
     /// made room.
     fn pop(&mut self, cap: usize) -> Option<T> {
-        let v = self.buf.pop_front()?;
+        let Some(v) = self.buf.pop_front() else {
+            // Empty: only a rendezvous channel (capacity 0) has live senders queued now, and
+            // one hands its message straight over.
+            return self.senders.take_first();
+        };
         if self.buf.len() >= cap {
             // Over capacity (a message given back by a dropped receive): no room yet.
             return Some(v);
@@ -145,13 +112,146 @@ impl<T> State<T> {
             self.buf.push_back(v);
         }
     }
+
+    /// A send that does not wait, with nothing of its sync queued here: to a blocked
+    /// receiver or into the buffer if there is room; else back.
+    fn try_push(&mut self, cap: usize, v: T) -> Result<(), TrySendError<T>> {
+        if self.closed {
+            return Err(TrySendError::Disconnected(v));
+        }
+        if self.buf.len() < cap {
+            self.push(v);
+            return Ok(());
+        }
+        // Full: only a rendezvous channel (capacity 0) has live receivers queued now.
+        self.receivers.deliver_first(v).map_err(TrySendError::Full)
+    }
+
+    /// A receive that does not wait.
+    fn try_pop(&mut self, cap: usize) -> Result<T, TryRecvError> {
+        match self.pop(cap) {
+            Some(v) => Ok(v),
+            None if self.closed => Err(TryRecvError::Disconnected),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Whether a live offer is queued in `q`.
+    fn has_live(q: &Offers<T>) -> bool {
+        q.q.iter().any(|o| !o.w.is_synched())
+    }
+}
+
+impl<T> Inner<T> {
+    /// Closes the channel: completes every queued offer with the closed result (a receiver's
+    /// slot stays empty, a sender's keeps its message). Whether this call closed it.
+    pub(crate) fn close(&self) -> bool {
+        let mut st = lock(&self.state);
+        if st.closed {
+            return false;
+        }
+        st.closed = true;
+        let st = &mut *st;
+        for o in st.receivers.q.drain(..).chain(st.senders.q.drain(..)) {
+            if let Some(commit) = o.w.synch_spinning() {
+                commit.publish();
+            }
+            // Else dead: its sync completed elsewhere.
+        }
+        true
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.state).buf.len()
+    }
+
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
+
+    pub(crate) fn add_handle(&self, k: Kind) {
+        self.handles.add(k);
+    }
+
+    pub(crate) fn drop_handle(&self, k: Kind) {
+        if self.handles.drop(k) {
+            self.close();
+        }
+    }
+}
+
+impl<T: Send + 'static> Inner<T> {
+    pub(crate) fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
+        lock(&self.state).try_push(self.cap, v)
+    }
+
+    pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+        lock(&self.state).try_pop(self.cap)
+    }
+
+    /// A blocking send in mode `M`.
+    pub(crate) fn send<M: Mode>(self: &Arc<Self>, v: T) -> M::Sent<T> {
+        // Fast path: room now (one lock, no event). A queued sender means the buffer is full,
+        // so this cannot pass a blocked sender.
+        match self.try_send(v) {
+            Ok(()) => {
+                // Like a sync that commits at once, count it against the fiber's budget.
+                worker::consume_budget();
+                M::sent(None)
+            }
+            Err(TrySendError::Disconnected(v)) => M::sent(Some(v)),
+            Err(TrySendError::Full(v)) => self.send_evt::<M>(v).sync(),
+        }
+    }
+
+    /// A blocking receive in mode `M`.
+    pub(crate) fn recv<M: Mode>(self: &Arc<Self>) -> M::Recv<T> {
+        // Fast path: a message now (one lock, no event). While messages are buffered no
+        // receiver is queued, so this cannot pass a blocked receiver.
+        match self.try_recv() {
+            Ok(v) => {
+                worker::consume_budget();
+                M::recv(Some(v))
+            }
+            Err(TryRecvError::Disconnected) => M::recv(None),
+            Err(TryRecvError::Empty) => self.recv_evt::<M>().sync(),
+        }
+    }
+
+    pub(crate) fn send_evt<M: Mode>(self: &Arc<Self>, v: T) -> Event<M::Sent<T>> {
+        Event::from_base(SendEvt::<T, M> {
+            ch: self.clone(),
+            value: Some(v),
+            slot: None,
+            mode: PhantomData,
+        })
+    }
+
+    pub(crate) fn recv_evt<M: Mode>(self: &Arc<Self>) -> Event<M::Recv<T>> {
+        Event::from_base(RecvEvt::<T, M> {
+            ch: self.clone(),
+            slot: None,
+            mode: PhantomData,
+        })
+    }
 }
 
 impl<T> Clone for BoundedChan<T> {
     fn clone(&self) -> Self {
+        self.inner.add_handle(Kind::Both);
         Self {
             inner: self.inner.clone(),
         }
+    }
+}
+
+impl<T> Drop for BoundedChan<T> {
+    fn drop(&mut self) {
+        self.inner.drop_handle(Kind::Both);
     }
 }
 
@@ -165,11 +265,9 @@ impl<T> fmt::Debug for BoundedChan<T> {
 }
 
 impl<T> BoundedChan<T> {
-    /// A channel whose buffer holds up to `capacity` messages.
-    ///
-    /// # Panics
-    /// If `capacity` is 0: for a channel without a buffer (every send meets a receive) use
-    /// [`Chan`](crate::Chan).
+    /// A channel whose buffer holds up to `capacity` messages. Capacity 0 makes a
+    /// rendezvous channel: every send waits for a receive (as a [`Chan`](crate::Chan), which
+    /// is faster at it).
     ///
     /// # Examples
     /// ```
@@ -177,11 +275,6 @@ impl<T> BoundedChan<T> {
     /// assert_eq!(ch.capacity(), 16);
     /// ```
     pub fn new(capacity: usize) -> Self {
-        assert!(
-            capacity > 0,
-            "pcml: BoundedChan::new(0): a bounded channel needs a capacity of at least 1; \
-             use pcml::Chan for a rendezvous channel"
-        );
         Self {
             inner: Arc::new(Inner {
                 cap: capacity,
@@ -189,7 +282,9 @@ impl<T> BoundedChan<T> {
                     buf: VecDeque::with_capacity(capacity.min(1024)),
                     receivers: Offers::new(),
                     senders: Offers::new(),
+                    closed: false,
                 }),
+                handles: Handles::new(),
             }),
         }
     }
@@ -205,7 +300,7 @@ impl<T> BoundedChan<T> {
     /// assert_eq!(ch.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        lock(&self.inner.state).buf.len()
+        self.inner.len()
     }
 
     /// Whether no message is buffered.
@@ -216,7 +311,21 @@ impl<T> BoundedChan<T> {
     /// assert!(ch.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        lock(&self.inner.state).buf.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether the buffer is full, so a send would wait (always, at capacity 0, unless a
+    /// receiver is waiting).
+    ///
+    /// # Examples
+    /// ```
+    /// let ch = pcml::BoundedChan::new(1);
+    /// assert!(!ch.is_full());
+    /// ch.send(1);
+    /// assert!(ch.is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        self.len() >= self.inner.cap
     }
 
     /// The lengths of the queues of blocked `(senders, receivers)`, dead offers included: for
@@ -236,10 +345,87 @@ impl<T> BoundedChan<T> {
     pub fn capacity(&self) -> usize {
         self.inner.cap
     }
+
+    /// Closes the channel: sends fail from now on (a blocked sender wakes and gets its
+    /// message back), and receives take what is buffered, then fail (a blocked receiver
+    /// wakes). Whether this call closed it. See [`chan`](crate::chan) for when a channel
+    /// closes by itself.
+    ///
+    /// # Examples
+    /// ```
+    /// let ch = pcml::BoundedChan::new(2);
+    /// let rx = ch.receiver();
+    /// ch.send(1);
+    /// ch.close();
+    /// assert_eq!(rx.recv(), Ok(1));
+    /// assert_eq!(rx.recv(), Err(pcml::chan::RecvError));
+    /// ```
+    pub fn close(&self) -> bool {
+        self.inner.close()
+    }
+
+    /// Whether the channel is closed (messages may still be buffered).
+    ///
+    /// # Examples
+    /// ```
+    /// let ch = pcml::BoundedChan::<u8>::new(1);
+    /// ch.close();
+    /// assert!(ch.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// A sending half of this channel: its operations return `Result`s.
+    ///
+    /// # Examples
+    /// ```
+    /// let ch = pcml::BoundedChan::new(1);
+    /// let tx = ch.sender();
+    /// tx.send(1).unwrap();
+    /// assert_eq!(ch.recv(), 1);
+    /// ```
+    pub fn sender(&self) -> Sender<T> {
+        self.inner.add_handle(Kind::Sender);
+        Sender::from_bounded(self.inner.clone())
+    }
+
+    /// A receiving half of this channel: its operations return `Result`s.
+    ///
+    /// # Examples
+    /// ```
+    /// let ch = pcml::BoundedChan::new(4);
+    /// let rx = ch.receiver();
+    /// ch.send(1);
+    /// ch.send(2);
+    /// drop(ch); // no both-ends handle and no Sender left: closed
+    /// assert_eq!(rx.iter().collect::<Vec<_>>(), [1, 2]);
+    /// ```
+    pub fn receiver(&self) -> Receiver<T> {
+        self.inner.add_handle(Kind::Receiver);
+        Receiver::from_bounded(self.inner.clone())
+    }
+
+    /// Splits this handle into a sending and a receiving half.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::BoundedChan::new(1).split();
+    /// tx.send("hi").unwrap();
+    /// assert_eq!(rx.recv(), Ok("hi"));
+    /// ```
+    pub fn split(self) -> (Sender<T>, Receiver<T>) {
+        let (tx, rx) = (self.sender(), self.receiver());
+        drop(self);
+        (tx, rx)
+    }
 }
 
 impl<T: Send + 'static> BoundedChan<T> {
     /// Sends `v`, blocking while the buffer is full.
+    ///
+    /// # Panics
+    /// If the channel is closed (a [`Sender`]'s `send` returns the message in an error).
     ///
     /// # Examples
     /// ```
@@ -251,17 +437,12 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(t.join().unwrap(), (1, 2));
     /// ```
     pub fn send(&self, v: T) {
-        // Fast path: room now (one lock, no event). A queued sender means the buffer is full,
-        // so this cannot pass a blocked sender.
-        match self.try_send(v) {
-            // Like a sync that commits at once, count it against the fiber's budget.
-            Ok(()) => worker::consume_budget(),
-            Err(TrySendError::Full(v)) => self.send_evt(v).sync(),
-        }
+        self.inner.send::<Plain>(v)
     }
 
-    /// An event enabled while the buffer has room; syncing on it sends `v`. If it loses a
-    /// choice (or its `.await` is dropped), `v` is dropped and never enters the buffer.
+    /// An event enabled while the buffer has room (or a receiver waits); syncing on it sends
+    /// `v`. If it loses a choice (or its `.await` is dropped), `v` is dropped and never
+    /// enters the buffer. A sync of it panics on a closed channel.
     ///
     /// # Examples
     /// ```
@@ -272,31 +453,28 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(ch.len(), 1);
     /// ```
     pub fn send_evt(&self, v: T) -> Event<()> {
-        Event::from_base(SendEvt {
-            ch: self.inner.clone(),
-            value: Some(v),
-            slot: None,
-        })
+        self.inner.send_evt::<Plain>(v)
     }
 
-    /// Sends `v` if the buffer has room; gives it back otherwise. Never blocks.
+    /// Sends `v` if the buffer has room (or a receiver waits); gives it back otherwise.
+    /// Never blocks.
     ///
     /// # Examples
     /// ```
     /// let ch = pcml::BoundedChan::new(1);
     /// assert!(ch.try_send(1).is_ok());
-    /// assert!(ch.try_send(2).is_err());
+    /// assert!(ch.try_send(2).unwrap_err().is_full());
+    /// ch.close();
+    /// assert!(ch.try_send(3).unwrap_err().is_disconnected());
     /// ```
     pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
-        let mut st = lock(&self.inner.state);
-        if st.buf.len() >= self.inner.cap {
-            return Err(TrySendError::Full(v));
-        }
-        st.push(v);
-        Ok(())
+        self.inner.try_send(v)
     }
 
     /// Receives the oldest message, blocking while the buffer is empty.
+    ///
+    /// # Panics
+    /// If the channel is closed and drained (a [`Receiver`]'s `recv` returns an error).
     ///
     /// # Examples
     /// ```
@@ -305,13 +483,12 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(ch.recv(), 'x');
     /// ```
     pub fn recv(&self) -> T {
-        // Fast path: a message now (one lock, no event). While messages are buffered no
-        // receiver is queued, so this cannot pass a blocked receiver.
-        now_or_sync(self.try_recv(), || self.recv_evt())
+        self.inner.recv::<Plain>()
     }
 
-    /// An event enabled while a message is buffered; syncing on it receives the oldest one.
-    /// A receive that loses a choice (or whose `.await` is dropped) takes nothing.
+    /// An event enabled while a message is buffered (or a sender waits); syncing on it
+    /// receives the oldest one. A receive that loses a choice (or whose `.await` is dropped)
+    /// takes nothing. A sync of it panics on a closed, drained channel.
     ///
     /// # Examples
     /// ```
@@ -321,13 +498,11 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(pcml::select([ch.recv_evt(), pcml::never()]), 5);
     /// ```
     pub fn recv_evt(&self) -> Event<T> {
-        Event::from_base(RecvEvt {
-            ch: self.inner.clone(),
-            slot: None,
-        })
+        self.inner.recv_evt::<Plain>()
     }
 
-    /// Receives the oldest message if there is one. Never blocks.
+    /// Receives the oldest message if there is one (`None` also on a closed, drained
+    /// channel). Never blocks.
     ///
     /// # Examples
     /// ```
@@ -337,57 +512,67 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(ch.try_recv(), Some(1));
     /// ```
     pub fn try_recv(&self) -> Option<T> {
-        lock(&self.inner.state).pop(self.inner.cap)
+        self.inner.try_recv().ok()
     }
 }
 
-/// The base event of [`BoundedChan::send_evt`].
-struct SendEvt<T> {
+/// The base event of a bounded send: [`BoundedChan::send_evt`] (mode [`Plain`]) and a
+/// [`Sender`]'s ([`Checked`]).
+struct SendEvt<T, M> {
     ch: Arc<Inner<T>>,
     /// The message, until it is sent or queued in `slot`.
     value: Option<T>,
     /// Our queued offer's slot (holding the message) while blocked.
     slot: Option<Slot<T>>,
+    mode: PhantomData<M>,
 }
 
-impl<T: Send + 'static> BaseEvent for SendEvt<T> {
-    type Output = ();
+impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
+    type Output = M::Sent<T>;
 
     fn poll(&mut self) -> bool {
-        lock(&self.ch.state).buf.len() < self.ch.cap
+        let st = lock(&self.ch.state);
+        st.buf.len() < self.ch.cap || st.closed || State::has_live(&st.receivers)
     }
 
-    fn try_do(&mut self) -> Option<()> {
-        let mut st = lock(&self.ch.state);
-        if st.buf.len() >= self.ch.cap {
-            return None;
-        }
+    fn try_do(&mut self) -> Option<M::Sent<T>> {
+        let v = self
+            .value
+            .take()
+            .expect("pcml: bounded send without a message");
         // Nothing of this sync is queued yet (commit phase), so any receiver is a partner.
-        st.push(
-            self.value
-                .take()
-                .expect("pcml: bounded send without a message"),
-        );
-        Some(())
+        match lock(&self.ch.state).try_push(self.ch.cap, v) {
+            Ok(()) => Some(M::sent(None)),
+            Err(TrySendError::Disconnected(v)) => Some(M::sent(Some(v))),
+            Err(TrySendError::Full(v)) => {
+                self.value = Some(v);
+                None
+            }
+        }
     }
 
-    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M::Sent<T>> {
         let mut st = lock(&self.ch.state);
-        if st.buf.len() >= self.ch.cap {
-            self.slot = Some(st.senders.push_offer(me, self.value.take()));
-            return Blocked::Waiting;
+        if st.closed {
+            let v = self.value.take();
+            return complete_self(me, || M::sent(v));
         }
-        // Room: hand the message to a blocked receiver of another sync (Figure 9), or else
-        // complete our own sync and buffer it.
+        // Hand the message to a blocked receiver of another sync (Figure 9): while the buffer
+        // has room, or at capacity 0.
         let delivered = st.receivers.match_partner(me, |r, commit| {
             *lock(&r.slot) = self.value.take();
             commit.publish();
         });
         match delivered {
-            Matched::Won(()) => return Blocked::Committed(()),
+            Matched::Won(()) => return Blocked::Committed(M::sent(None)),
             Matched::SelfSynched => return Blocked::Synched,
             Matched::NoPartner => {}
         }
+        if st.buf.len() >= self.ch.cap {
+            self.slot = Some(st.senders.push_offer(me, self.value.take()));
+            return Blocked::Waiting;
+        }
+        // Room: complete our own sync and buffer it.
         match me.synch_self() {
             SelfSynch::Won => {
                 // Receivers of our own sync may be queued (a choice of send and receive on
@@ -397,63 +582,98 @@ impl<T: Send + 'static> BaseEvent for SendEvt<T> {
                         .take()
                         .expect("pcml: bounded send without a message"),
                 );
-                Blocked::Committed(())
+                Blocked::Committed(M::sent(None))
             }
             SelfSynch::AlreadySynched => Blocked::Synched,
         }
     }
 
-    fn complete(&mut self) {}
+    fn complete(&mut self) -> M::Sent<T> {
+        // A receive moved the message out of our slot, or the channel closed and left it.
+        let slot = self
+            .slot
+            .take()
+            .expect("pcml: bounded send completed unblocked");
+        let left = lock(&slot).take();
+        M::sent(left)
+    }
 
     fn cancel(&mut self) {
         drop_offer(&mut self.slot);
     }
 }
 
-/// The base event of [`BoundedChan::recv_evt`].
-struct RecvEvt<T> {
+/// The base event of a bounded receive: [`BoundedChan::recv_evt`] (mode [`Plain`]) and a
+/// [`Receiver`]'s ([`Checked`]).
+struct RecvEvt<T, M> {
     ch: Arc<Inner<T>>,
     /// Our queued offer's slot while blocked.
     slot: Option<Slot<T>>,
+    mode: PhantomData<M>,
 }
 
-impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
-    type Output = T;
+impl<T: Send + 'static, M: Mode> BaseEvent for RecvEvt<T, M> {
+    type Output = M::Recv<T>;
 
     fn poll(&mut self) -> bool {
-        !lock(&self.ch.state).buf.is_empty()
+        let st = lock(&self.ch.state);
+        !st.buf.is_empty() || st.closed || State::has_live(&st.senders)
     }
 
-    fn try_do(&mut self) -> Option<T> {
-        lock(&self.ch.state).pop(self.ch.cap)
+    fn try_do(&mut self) -> Option<M::Recv<T>> {
+        match lock(&self.ch.state).try_pop(self.ch.cap) {
+            Ok(v) => Some(M::recv(Some(v))),
+            Err(TryRecvError::Disconnected) => Some(M::recv(None)),
+            Err(TryRecvError::Empty) => None,
+        }
     }
 
-    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M::Recv<T>> {
         let mut st = lock(&self.ch.state);
         if !st.buf.is_empty() {
             // Complete our sync first, so that a sender of our own sync queued here is dead
             // before `pop` looks for one to let in.
             return complete_self(me, || {
-                st.pop(self.ch.cap).expect("pcml: bounded channel emptied")
+                M::recv(Some(
+                    st.pop(self.ch.cap).expect("pcml: bounded channel emptied"),
+                ))
             });
+        }
+        // Empty: at capacity 0 a blocked sender of another sync hands its message over.
+        let taken = st.senders.match_partner(me, |o, commit| {
+            let v = lock(&o.slot).take();
+            commit.publish();
+            v
+        });
+        match taken {
+            Matched::Won(v) => return Blocked::Committed(M::recv(v)),
+            Matched::SelfSynched => return Blocked::Synched,
+            Matched::NoPartner => {}
+        }
+        if st.closed {
+            return complete_self(me, || M::recv(None));
         }
         self.slot = Some(st.receivers.push_offer(me, None));
         Blocked::Waiting
     }
 
-    fn complete(&mut self) -> T {
-        delivered(
-            self.slot
-                .as_ref()
-                .expect("pcml: bounded recv completed unblocked"),
-        )
+    fn complete(&mut self) -> M::Recv<T> {
+        // A sender delivered into our slot, or the channel closed and left it empty.
+        let slot = self
+            .slot
+            .as_ref()
+            .expect("pcml: bounded recv completed unblocked");
+        let got = lock(slot).take();
+        M::recv(got)
     }
 
-    fn discard(&mut self, v: T) {
+    fn discard(&mut self, v: M::Recv<T>) {
         // Our `.await` was dropped after a message was handed to us: it was the oldest, so it
         // goes back to the front (to a blocked receiver if the buffer is empty). The buffer
         // may hold one message over capacity until the next receive.
-        let st = &mut *lock(&self.ch.state);
-        give_back(&mut st.buf, &mut st.receivers, v);
+        if let Some(v) = M::recv_value(v) {
+            let st = &mut *lock(&self.ch.state);
+            give_back(&mut st.buf, &mut st.receivers, v);
+        }
     }
 }

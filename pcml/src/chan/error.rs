@@ -277,6 +277,8 @@ pub(crate) trait Mode: Send + Sync + 'static {
     fn recv<T: Send + 'static>(got: Option<T>) -> Self::Recv<T>;
     /// A send that left `None` (delivered), or `Some(message)` back from a closed channel.
     fn sent<T: Send + 'static>(left: Option<T>) -> Self::Sent<T>;
+    /// The message a receive's result holds, if any.
+    fn recv_value<T: Send + 'static>(r: Self::Recv<T>) -> Option<T>;
 }
 
 /// The both-ends handles' mode: plain results, a panic on a closed channel.
@@ -303,6 +305,10 @@ impl Mode for Plain {
             closed_panic("send");
         }
     }
+
+    fn recv_value<T: Send + 'static>(r: T) -> Option<T> {
+        Some(r)
+    }
 }
 
 impl Mode for Checked {
@@ -320,6 +326,10 @@ impl Mode for Checked {
             None => Ok(()),
             Some(v) => Err(SendError(v)),
         }
+    }
+
+    fn recv_value<T: Send + 'static>(r: Result<T, RecvError>) -> Option<T> {
+        r.ok()
     }
 }
 

@@ -2,11 +2,12 @@
 //! crossbeam-channel's and tokio's do. See the [module docs](super) for when a channel closes.
 
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::bounded::{self, BoundedChan};
 use crate::event::{Event, SyncFuture, select};
 use crate::loom::sync::Arc;
 use crate::time::at_time_evt;
@@ -52,10 +53,29 @@ pub fn channel<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
     super::Chan::new().split()
 }
 
+/// Makes a channel with a buffer of `capacity` messages (a [`BoundedChan`]) and returns its
+/// two halves: a send waits while the buffer is full. Capacity 0 is a rendezvous channel, as
+/// [`channel()`] makes (which is faster at it).
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::bounded(2);
+/// tx.send(1).unwrap();
+/// tx.send(2).unwrap();
+/// assert!(tx.is_full());
+/// drop(tx);
+/// assert_eq!(rx.iter().collect::<Vec<_>>(), [1, 2]);
+/// ```
+pub fn bounded<T: Send + 'static>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    BoundedChan::new(capacity).split()
+}
+
 /// The channel behind a half.
 enum Flavor<T> {
     /// A rendezvous channel.
     Zero(Arc<ChanInner<T>>),
+    /// A bounded buffered channel.
+    Bounded(std::sync::Arc<bounded::Inner<T>>),
 }
 
 /// The sending half of a channel: its operations return `Result`s, giving the message back
@@ -99,6 +119,13 @@ impl<T> Sender<T> {
             flavor: Flavor::Zero(ch),
         }
     }
+
+    /// A sender of a bounded channel whose sending count already includes it.
+    pub(crate) fn from_bounded(ch: std::sync::Arc<bounded::Inner<T>>) -> Self {
+        Sender {
+            flavor: Flavor::Bounded(ch),
+        }
+    }
 }
 
 impl<T> Receiver<T> {
@@ -106,6 +133,13 @@ impl<T> Receiver<T> {
     pub(super) fn from_chan(ch: Arc<ChanInner<T>>) -> Self {
         Receiver {
             flavor: Flavor::Zero(ch),
+        }
+    }
+
+    /// A receiver of a bounded channel whose receiving count already includes it.
+    pub(crate) fn from_bounded(ch: std::sync::Arc<bounded::Inner<T>>) -> Self {
+        Receiver {
+            flavor: Flavor::Bounded(ch),
         }
     }
 }
@@ -127,12 +161,16 @@ impl<T: Send + 'static> Sender<T> {
     /// ```
     pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
         match &self.flavor {
-            Flavor::Zero(ch) => Checked::sent(ch.direct(
-                super::Queues::recvq,
-                super::Queues::sendq,
-                Some(msg),
-                "send",
-            )),
+            Flavor::Zero(ch) => {
+                let left = ch.direct(
+                    super::Queues::recvq,
+                    super::Queues::sendq,
+                    Some(msg),
+                    "send",
+                );
+                Checked::sent(left)
+            }
+            Flavor::Bounded(ch) => ch.send::<Checked>(msg),
         }
     }
 
@@ -149,6 +187,7 @@ impl<T: Send + 'static> Sender<T> {
     pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.try_send(msg),
+            Flavor::Bounded(ch) => ch.try_send(msg),
         }
     }
 
@@ -166,6 +205,7 @@ impl<T: Send + 'static> Sender<T> {
     pub fn send_evt(&self, msg: T) -> Event<Result<(), SendError<T>>> {
         match &self.flavor {
             Flavor::Zero(ch) => Event::from_direct_base(SendEvt::<T, Checked>::new(ch, msg)),
+            Flavor::Bounded(ch) => ch.send_evt::<Checked>(msg),
         }
     }
 
@@ -191,6 +231,9 @@ impl<T: Send + 'static> Sender<T> {
                     done: false,
                 }),
             },
+            Flavor::Bounded(ch) => SendFut {
+                inner: SendFutInner::Event(ch.send_evt::<Checked>(msg).into_future()),
+            },
         }
     }
 }
@@ -208,6 +251,7 @@ impl<T> Sender<T> {
     pub fn close(&self) -> bool {
         match &self.flavor {
             Flavor::Zero(ch) => ch.close(),
+            Flavor::Bounded(ch) => ch.close(),
         }
     }
 
@@ -223,6 +267,7 @@ impl<T> Sender<T> {
     pub fn is_closed(&self) -> bool {
         match &self.flavor {
             Flavor::Zero(ch) => ch.is_closed(),
+            Flavor::Bounded(ch) => ch.is_closed(),
         }
     }
 
@@ -236,6 +281,7 @@ impl<T> Sender<T> {
     pub fn len(&self) -> usize {
         match &self.flavor {
             Flavor::Zero(_) => 0,
+            Flavor::Bounded(ch) => ch.len(),
         }
     }
 
@@ -261,6 +307,7 @@ impl<T> Sender<T> {
     pub fn is_full(&self) -> bool {
         match &self.flavor {
             Flavor::Zero(_) => true,
+            Flavor::Bounded(ch) => ch.len() >= ch.cap(),
         }
     }
 
@@ -275,6 +322,7 @@ impl<T> Sender<T> {
     pub fn capacity(&self) -> Option<usize> {
         match &self.flavor {
             Flavor::Zero(_) => Some(0),
+            Flavor::Bounded(ch) => Some(ch.cap()),
         }
     }
 
@@ -288,6 +336,8 @@ impl<T> Sender<T> {
     pub fn same_channel(&self, other: &Sender<T>) -> bool {
         match (&self.flavor, &other.flavor) {
             (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
+            (Flavor::Bounded(a), Flavor::Bounded(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
         }
     }
 }
@@ -311,6 +361,7 @@ impl<T: Send + 'static> Receiver<T> {
             Flavor::Zero(ch) => {
                 Checked::recv(ch.direct(super::Queues::sendq, super::Queues::recvq, None, "recv"))
             }
+            Flavor::Bounded(ch) => ch.recv::<Checked>(),
         }
     }
 
@@ -327,6 +378,7 @@ impl<T: Send + 'static> Receiver<T> {
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.try_recv(),
+            Flavor::Bounded(ch) => ch.try_recv(),
         }
     }
 
@@ -388,6 +440,7 @@ impl<T: Send + 'static> Receiver<T> {
     pub fn recv_evt(&self) -> Event<Result<T, RecvError>> {
         match &self.flavor {
             Flavor::Zero(ch) => Event::from_direct_base(RecvEvt::<T, Checked>::new(ch)),
+            Flavor::Bounded(ch) => ch.recv_evt::<Checked>(),
         }
     }
 
@@ -411,6 +464,9 @@ impl<T: Send + 'static> Receiver<T> {
                     ch,
                     done: false,
                 }),
+            },
+            Flavor::Bounded(ch) => RecvFut {
+                inner: RecvFutInner::Event(ch.recv_evt::<Checked>().into_future()),
             },
         }
     }
@@ -493,6 +549,7 @@ impl<T> Receiver<T> {
     pub fn close(&self) -> bool {
         match &self.flavor {
             Flavor::Zero(ch) => ch.close(),
+            Flavor::Bounded(ch) => ch.close(),
         }
     }
 
@@ -507,6 +564,7 @@ impl<T> Receiver<T> {
     pub fn is_closed(&self) -> bool {
         match &self.flavor {
             Flavor::Zero(ch) => ch.is_closed(),
+            Flavor::Bounded(ch) => ch.is_closed(),
         }
     }
 
@@ -520,6 +578,7 @@ impl<T> Receiver<T> {
     pub fn len(&self) -> usize {
         match &self.flavor {
             Flavor::Zero(_) => 0,
+            Flavor::Bounded(ch) => ch.len(),
         }
     }
 
@@ -545,6 +604,7 @@ impl<T> Receiver<T> {
     pub fn is_full(&self) -> bool {
         match &self.flavor {
             Flavor::Zero(_) => true,
+            Flavor::Bounded(ch) => ch.len() >= ch.cap(),
         }
     }
 
@@ -559,6 +619,7 @@ impl<T> Receiver<T> {
     pub fn capacity(&self) -> Option<usize> {
         match &self.flavor {
             Flavor::Zero(_) => Some(0),
+            Flavor::Bounded(ch) => Some(ch.cap()),
         }
     }
 
@@ -572,6 +633,8 @@ impl<T> Receiver<T> {
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
         match (&self.flavor, &other.flavor) {
             (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
+            (Flavor::Bounded(a), Flavor::Bounded(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
         }
     }
 }
@@ -583,6 +646,10 @@ impl<T> Clone for Sender<T> {
                 ch.add_handle(Kind::Sender);
                 Sender::from_chan(ch.clone())
             }
+            Flavor::Bounded(ch) => {
+                ch.add_handle(Kind::Sender);
+                Sender::from_bounded(ch.clone())
+            }
         }
     }
 }
@@ -591,6 +658,7 @@ impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         match &self.flavor {
             Flavor::Zero(ch) => ch.drop_handle(Kind::Sender),
+            Flavor::Bounded(ch) => ch.drop_handle(Kind::Sender),
         }
     }
 }
@@ -602,6 +670,10 @@ impl<T> Clone for Receiver<T> {
                 ch.add_handle(Kind::Receiver);
                 Receiver::from_chan(ch.clone())
             }
+            Flavor::Bounded(ch) => {
+                ch.add_handle(Kind::Receiver);
+                Receiver::from_bounded(ch.clone())
+            }
         }
     }
 }
@@ -610,6 +682,7 @@ impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         match &self.flavor {
             Flavor::Zero(ch) => ch.drop_handle(Kind::Receiver),
+            Flavor::Bounded(ch) => ch.drop_handle(Kind::Receiver),
         }
     }
 }
@@ -638,7 +711,6 @@ pub struct SendFut<'a, T> {
 
 enum SendFutInner<'a, T> {
     Zero(SendFuture<'a, T>),
-    #[allow(dead_code)]
     Event(SyncFuture<Result<(), SendError<T>>>),
 }
 
@@ -667,7 +739,6 @@ pub struct RecvFut<'a, T> {
 
 enum RecvFutInner<'a, T> {
     Zero(RecvFuture<'a, T>),
-    #[allow(dead_code)]
     Event(SyncFuture<Result<T, RecvError>>),
 }
 

@@ -168,7 +168,7 @@ pub(crate) mod handles;
 pub(crate) use error::{Checked, Mode, Plain};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 pub use halves::{
-    IntoIter, Iter, Receiver, RecvFut, RecvStream, SendFut, Sender, TryIter, channel,
+    IntoIter, Iter, Receiver, RecvFut, RecvStream, SendFut, Sender, TryIter, bounded, channel,
 };
 
 /// The bit of `ChanInner::senders`/`receivers` that says the channel is closed: a closed
