@@ -194,46 +194,46 @@ impl<T: Send + 'static> Inner<T> {
     }
 
     /// A blocking send in mode `M`.
-    pub(crate) fn send<M: Mode>(self: &Arc<Self>, v: T) -> M::Sent<T> {
+    pub(crate) fn send<M: Mode>(this: &Arc<Self>, v: T) -> M::Sent<T> {
         // Fast path: room now (one lock, no event). A queued sender means the buffer is full,
         // so this cannot pass a blocked sender.
-        match self.try_send(v) {
+        match this.try_send(v) {
             Ok(()) => {
                 // Like a sync that commits at once, count it against the fiber's budget.
                 worker::consume_budget();
                 M::sent(None)
             }
             Err(TrySendError::Disconnected(v)) => M::sent(Some(v)),
-            Err(TrySendError::Full(v)) => self.send_evt::<M>(v).sync(),
+            Err(TrySendError::Full(v)) => Self::send_evt::<M>(this, v).sync(),
         }
     }
 
     /// A blocking receive in mode `M`.
-    pub(crate) fn recv<M: Mode>(self: &Arc<Self>) -> M::Recv<T> {
+    pub(crate) fn recv<M: Mode>(this: &Arc<Self>) -> M::Recv<T> {
         // Fast path: a message now (one lock, no event). While messages are buffered no
         // receiver is queued, so this cannot pass a blocked receiver.
-        match self.try_recv() {
+        match this.try_recv() {
             Ok(v) => {
                 worker::consume_budget();
                 M::recv(Some(v))
             }
             Err(TryRecvError::Disconnected) => M::recv(None),
-            Err(TryRecvError::Empty) => self.recv_evt::<M>().sync(),
+            Err(TryRecvError::Empty) => Self::recv_evt::<M>(this).sync(),
         }
     }
 
-    pub(crate) fn send_evt<M: Mode>(self: &Arc<Self>, v: T) -> Event<M::Sent<T>> {
+    pub(crate) fn send_evt<M: Mode>(this: &Arc<Self>, v: T) -> Event<M::Sent<T>> {
         Event::from_base(SendEvt::<T, M> {
-            ch: self.clone(),
+            ch: this.clone(),
             value: Some(v),
             slot: None,
             mode: PhantomData,
         })
     }
 
-    pub(crate) fn recv_evt<M: Mode>(self: &Arc<Self>) -> Event<M::Recv<T>> {
+    pub(crate) fn recv_evt<M: Mode>(this: &Arc<Self>) -> Event<M::Recv<T>> {
         Event::from_base(RecvEvt::<T, M> {
-            ch: self.clone(),
+            ch: this.clone(),
             slot: None,
             mode: PhantomData,
         })
@@ -437,7 +437,7 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(t.join().unwrap(), (1, 2));
     /// ```
     pub fn send(&self, v: T) {
-        self.inner.send::<Plain>(v)
+        Inner::send::<Plain>(&self.inner, v)
     }
 
     /// An event enabled while the buffer has room (or a receiver waits); syncing on it sends
@@ -453,7 +453,7 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(ch.len(), 1);
     /// ```
     pub fn send_evt(&self, v: T) -> Event<()> {
-        self.inner.send_evt::<Plain>(v)
+        Inner::send_evt::<Plain>(&self.inner, v)
     }
 
     /// Sends `v` if the buffer has room (or a receiver waits); gives it back otherwise.
@@ -483,7 +483,7 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(ch.recv(), 'x');
     /// ```
     pub fn recv(&self) -> T {
-        self.inner.recv::<Plain>()
+        Inner::recv::<Plain>(&self.inner)
     }
 
     /// An event enabled while a message is buffered (or a sender waits); syncing on it
@@ -498,7 +498,7 @@ impl<T: Send + 'static> BoundedChan<T> {
     /// assert_eq!(pcml::select([ch.recv_evt(), pcml::never()]), 5);
     /// ```
     pub fn recv_evt(&self) -> Event<T> {
-        self.inner.recv_evt::<Plain>()
+        Inner::recv_evt::<Plain>(&self.inner)
     }
 
     /// Receives the oldest message if there is one (`None` also on a closed, drained

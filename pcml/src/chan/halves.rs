@@ -75,7 +75,7 @@ enum Flavor<T> {
     /// A rendezvous channel.
     Zero(Arc<ChanInner<T>>),
     /// A bounded buffered channel.
-    Bounded(std::sync::Arc<bounded::Inner<T>>),
+    Bounded(Arc<bounded::Inner<T>>),
 }
 
 /// The sending half of a channel: its operations return `Result`s, giving the message back
@@ -121,7 +121,7 @@ impl<T> Sender<T> {
     }
 
     /// A sender of a bounded channel whose sending count already includes it.
-    pub(crate) fn from_bounded(ch: std::sync::Arc<bounded::Inner<T>>) -> Self {
+    pub(crate) fn from_bounded(ch: Arc<bounded::Inner<T>>) -> Self {
         Sender {
             flavor: Flavor::Bounded(ch),
         }
@@ -137,7 +137,7 @@ impl<T> Receiver<T> {
     }
 
     /// A receiver of a bounded channel whose receiving count already includes it.
-    pub(crate) fn from_bounded(ch: std::sync::Arc<bounded::Inner<T>>) -> Self {
+    pub(crate) fn from_bounded(ch: Arc<bounded::Inner<T>>) -> Self {
         Receiver {
             flavor: Flavor::Bounded(ch),
         }
@@ -170,7 +170,7 @@ impl<T: Send + 'static> Sender<T> {
                 );
                 Checked::sent(left)
             }
-            Flavor::Bounded(ch) => ch.send::<Checked>(msg),
+            Flavor::Bounded(ch) => bounded::Inner::send::<Checked>(ch, msg),
         }
     }
 
@@ -205,7 +205,7 @@ impl<T: Send + 'static> Sender<T> {
     pub fn send_evt(&self, msg: T) -> Event<Result<(), SendError<T>>> {
         match &self.flavor {
             Flavor::Zero(ch) => Event::from_direct_base(SendEvt::<T, Checked>::new(ch, msg)),
-            Flavor::Bounded(ch) => ch.send_evt::<Checked>(msg),
+            Flavor::Bounded(ch) => bounded::Inner::send_evt::<Checked>(ch, msg),
         }
     }
 
@@ -232,7 +232,9 @@ impl<T: Send + 'static> Sender<T> {
                 }),
             },
             Flavor::Bounded(ch) => SendFut {
-                inner: SendFutInner::Event(ch.send_evt::<Checked>(msg).into_future()),
+                inner: SendFutInner::Event(
+                    bounded::Inner::send_evt::<Checked>(ch, msg).into_future(),
+                ),
             },
         }
     }
@@ -336,7 +338,7 @@ impl<T> Sender<T> {
     pub fn same_channel(&self, other: &Sender<T>) -> bool {
         match (&self.flavor, &other.flavor) {
             (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
-            (Flavor::Bounded(a), Flavor::Bounded(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Flavor::Bounded(a), Flavor::Bounded(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -361,7 +363,7 @@ impl<T: Send + 'static> Receiver<T> {
             Flavor::Zero(ch) => {
                 Checked::recv(ch.direct(super::Queues::sendq, super::Queues::recvq, None, "recv"))
             }
-            Flavor::Bounded(ch) => ch.recv::<Checked>(),
+            Flavor::Bounded(ch) => bounded::Inner::recv::<Checked>(ch),
         }
     }
 
@@ -440,7 +442,7 @@ impl<T: Send + 'static> Receiver<T> {
     pub fn recv_evt(&self) -> Event<Result<T, RecvError>> {
         match &self.flavor {
             Flavor::Zero(ch) => Event::from_direct_base(RecvEvt::<T, Checked>::new(ch)),
-            Flavor::Bounded(ch) => ch.recv_evt::<Checked>(),
+            Flavor::Bounded(ch) => bounded::Inner::recv_evt::<Checked>(ch),
         }
     }
 
@@ -466,7 +468,7 @@ impl<T: Send + 'static> Receiver<T> {
                 }),
             },
             Flavor::Bounded(ch) => RecvFut {
-                inner: RecvFutInner::Event(ch.recv_evt::<Checked>().into_future()),
+                inner: RecvFutInner::Event(bounded::Inner::recv_evt::<Checked>(ch).into_future()),
             },
         }
     }
@@ -633,7 +635,7 @@ impl<T> Receiver<T> {
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
         match (&self.flavor, &other.flavor) {
             (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
-            (Flavor::Bounded(a), Flavor::Bounded(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Flavor::Bounded(a), Flavor::Bounded(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
