@@ -147,3 +147,26 @@ fn a_dropped_recv_future_takes_no_message() {
         assert_eq!(mb.try_recv(), Some(1));
     });
 }
+
+#[test]
+fn close_drains_then_wakes_blocked_receivers_with_a_panic_that_says_why() {
+    let mb = Mailbox::<u32>::new();
+    let rx = mb.clone();
+    let t = std::thread::spawn(move || rx.recv());
+    while mb.queue_len_for_tests() == 0 {
+        std::thread::yield_now();
+    }
+    mb.send(1);
+    assert_eq!(t.join().unwrap(), 1);
+    let rx = mb.clone();
+    let t = std::thread::spawn(move || rx.recv());
+    while mb.queue_len_for_tests() == 0 {
+        std::thread::yield_now();
+    }
+    assert!(mb.close());
+    let err = t.join().unwrap_err();
+    let msg = err.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("closed channel"), "{msg}");
+    assert_eq!(mb.try_recv(), None);
+    assert!(mb.is_closed());
+}

@@ -29,10 +29,9 @@ use std::sync::{Arc, Weak};
 
 use crate::loom::sync::Mutex;
 
+use crate::chan::closed_panic;
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
-use crate::sync_var::waiters::{
-    Offers, Slot, complete_self, delivered, give_back, lock, now_or_sync,
-};
+use crate::sync_var::waiters::{Offers, Slot, complete_self, give_back, lock, now_or_sync};
 
 /// An unbounded FIFO channel: `send` never blocks, `recv` blocks while it is empty.
 ///
@@ -61,6 +60,8 @@ struct State<T> {
     /// Blocked receivers (dead ones swept as the queue grows); live ones only while `buf` is
     /// empty.
     receivers: Offers<T>,
+    /// Set once, by `Mailbox::close`; then no receiver is queued any more.
+    closed: bool,
 }
 
 impl<T> Clone for Mailbox<T> {
@@ -97,6 +98,7 @@ impl<T> Mailbox<T> {
                 state: Mutex::new(State {
                     buf: VecDeque::new(),
                     receivers: Offers::new(),
+                    closed: false,
                 }),
             }),
         }
@@ -126,6 +128,53 @@ impl<T> Mailbox<T> {
     pub fn is_empty(&self) -> bool {
         lock(&self.inner.state).buf.is_empty()
     }
+
+    /// Closes the mailbox: sends panic from now on, and receives take what is buffered,
+    /// then find it closed (a blocked receive wakes): a plain [`recv`](Self::recv) panics,
+    /// [`try_recv`](Self::try_recv) returns `None`, and [`recv_evt`](Self::recv_evt)'s
+    /// sync panics. Whether this call closed it (`false` if it already was).
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// mb.send(1);
+    /// assert!(mb.close());
+    /// assert!(mb.is_closed());
+    /// assert_eq!(mb.try_recv(), Some(1)); // what was buffered is still there
+    /// assert_eq!(mb.try_recv(), None);
+    /// ```
+    pub fn close(&self) -> bool {
+        let mut st = lock(&self.inner.state);
+        if st.closed {
+            return false;
+        }
+        st.closed = true;
+        for o in st.receivers.q.drain(..) {
+            // An empty slot says "closed" to its owner.
+            if let Some(commit) = o.w.synch_spinning() {
+                commit.publish();
+            }
+            // Else dead: its sync completed elsewhere.
+        }
+        true
+    }
+
+    /// How many receivers are queued, dead ones included: for tests.
+    #[doc(hidden)]
+    pub fn queue_len_for_tests(&self) -> usize {
+        lock(&self.inner.state).receivers.q.len()
+    }
+
+    /// Whether the mailbox is closed (messages may still be buffered).
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::<u8>::new();
+    /// assert!(!mb.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        lock(&self.inner.state).closed
+    }
 }
 
 impl<T: Send + 'static> Mailbox<T> {
@@ -140,8 +189,15 @@ impl<T: Send + 'static> Mailbox<T> {
     /// mb.send(9);
     /// assert_eq!(t.join().unwrap(), 9);
     /// ```
+    ///
+    /// # Panics
+    /// If the mailbox is closed.
     pub fn send(&self, v: T) {
         let mut st = lock(&self.inner.state);
+        if st.closed {
+            drop(st);
+            closed_panic("send");
+        }
         if let Err(v) = st.receivers.deliver_first(v) {
             st.buf.push_back(v);
         }
@@ -155,6 +211,9 @@ impl<T: Send + 'static> Mailbox<T> {
     /// mb.send('x');
     /// assert_eq!(mb.recv(), 'x');
     /// ```
+    ///
+    /// # Panics
+    /// If the mailbox is closed and drained.
     pub fn recv(&self) -> T {
         // Fast path: a buffered message now (one lock, no event). While messages are buffered
         // no receiver is queued, so this cannot pass a blocked receiver.
@@ -170,6 +229,8 @@ impl<T: Send + 'static> Mailbox<T> {
     /// mb.send(5);
     /// assert_eq!(pcml::select([mb.recv_evt(), pcml::never()]), 5);
     /// ```
+    ///
+    /// A closed, drained mailbox's event is enabled, and its sync panics.
     pub fn recv_evt(&self) -> Event<T> {
         Event::from_base(RecvEvt {
             mb: self.inner.clone(),
@@ -230,11 +291,18 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
     type Output = T;
 
     fn poll(&mut self) -> bool {
-        !lock(&self.mb.state).buf.is_empty()
+        let st = lock(&self.mb.state);
+        !st.buf.is_empty() || st.closed
     }
 
     fn try_do(&mut self) -> Option<T> {
-        lock(&self.mb.state).buf.pop_front()
+        let mut st = lock(&self.mb.state);
+        let v = st.buf.pop_front();
+        if v.is_none() && st.closed {
+            drop(st);
+            closed_panic("receive");
+        }
+        v
     }
 
     fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
@@ -242,16 +310,22 @@ impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
         if !st.buf.is_empty() {
             return complete_self(me, || st.buf.pop_front().expect("pcml: mailbox emptied"));
         }
+        if st.closed {
+            drop(st);
+            closed_panic("receive");
+        }
         self.slot = Some(st.receivers.push_offer(me, None));
         Blocked::Waiting
     }
 
     fn complete(&mut self) -> T {
-        delivered(
-            self.slot
-                .as_ref()
-                .expect("pcml: mailbox recv completed unblocked"),
-        )
+        let slot = self
+            .slot
+            .as_ref()
+            .expect("pcml: mailbox recv completed unblocked");
+        // Empty: the mailbox closed while we waited.
+        let got = lock(slot).take();
+        got.unwrap_or_else(|| closed_panic("receive"))
     }
 
     fn discard(&mut self, v: T) {
