@@ -56,7 +56,9 @@ pub mod time;
 
 pub use bounded::BoundedChan;
 pub use chan::Chan;
-pub use event::{Event, always, choose, guard, never, select, sync, with_nack};
+pub use event::{
+    Event, always, choose, choose_biased, guard, never, select, select_biased, sync, with_nack,
+};
 pub use lock::{Barrier, Mutex, Semaphore};
 pub use mailbox::Mailbox;
 pub use mp::{ProcLocal, SpinLock, current_proc, procs};

@@ -59,7 +59,8 @@
 //! See the file `rep.rs` for the event-state variable, its states `Waiting`,
 //! `Claimed` and `Synched`, and the transitions of the paper's Figure 7; `sync.rs` for the
 //! polling, commit and blocking phases; `chan` for a communication object's four phases.
-//! Choice is fair: the phases start at a random branch (documented in `sync.rs`).
+//! Choice is fair: each enabled branch is equally likely to win (documented in `sync.rs`);
+//! [`choose_biased`] prefers earlier branches.
 //!
 //! ## Time
 //! [`Event::sync_timeout`] and [`crate::time::timeout_evt`] bound a sync by a deadline; see
@@ -149,6 +150,8 @@ pub(crate) enum Kind<T> {
     Base(Box<dyn Branch<T>>),
     /// A choice.
     Choose(Vec<Event<T>>),
+    /// A choice that tries its branches in order.
+    ChooseBiased(Vec<Event<T>>),
     /// Run at sync time to produce the event.
     Guard(Box<dyn FnOnce() -> Event<T> + Send>),
     /// Run at sync time with a fresh nack event.
@@ -197,6 +200,7 @@ impl<T> fmt::Debug for Event<T> {
             Kind::Never => "Never",
             Kind::Base(_) => "Base",
             Kind::Choose(_) => "Choose",
+            Kind::ChooseBiased(_) => "ChooseBiased",
             Kind::Guard(_) => "Guard",
             Kind::WithNack(_) => "WithNack",
             Kind::Wrapped(_) => "Wrapped",
@@ -356,7 +360,12 @@ pub fn never<T>() -> Event<T> {
 }
 
 /// The choice of several events (CML's `choose`): when synchronized, exactly one of them
-/// happens. Nestable; an empty choice is [`never()`]. Fair: no branch is preferred.
+/// happens. Nestable; an empty choice is [`never()`].
+///
+/// Fair: when several branches are enabled, each is equally likely to happen, whatever its
+/// position in the choice and whatever the readiness of the others (nested choices are
+/// flattened first, so this holds of the leaves). For a choice that prefers its first
+/// branches, see [`choose_biased`].
 ///
 /// ```
 /// use pcml::event::{always, choose};
@@ -367,6 +376,39 @@ pub fn choose<T: Send + 'static>(evs: impl IntoIterator<Item = Event<T>>) -> Eve
     Event {
         kind: Kind::Choose(evs.into_iter().collect()),
     }
+}
+
+/// A choice that prefers its earlier branches: when several are enabled, the first of them
+/// (in the order given, nested choices flattened in place) happens. When none is enabled it
+/// waits for all of them, as [`choose`] does, and the first to become enabled wins.
+///
+/// Use it for priorities (a shutdown signal before work) as `futures::select_biased!` and
+/// tokio's `biased;` are used; the price is that a busy early branch can starve later ones.
+/// A biased choice makes the whole sync it belongs to biased: placed inside a [`choose`], it
+/// turns the enclosing choice into an ordered one too.
+///
+/// ```
+/// use pcml::event::{always, choose_biased, never};
+///
+/// for _ in 0..100 {
+///     assert_eq!(choose_biased([never(), always(1), always(2)]).sync(), 1);
+/// }
+/// ```
+pub fn choose_biased<T: Send + 'static>(evs: impl IntoIterator<Item = Event<T>>) -> Event<T> {
+    Event {
+        kind: Kind::ChooseBiased(evs.into_iter().collect()),
+    }
+}
+
+/// Synchronizes on a biased choice: `choose_biased(evs).sync()`, the ordered sibling of
+/// [`select`].
+///
+/// ```
+/// use pcml::event::{always, select_biased};
+/// assert_eq!(select_biased([always("first"), always("second")]), "first");
+/// ```
+pub fn select_biased<T: Send + 'static>(evs: impl IntoIterator<Item = Event<T>>) -> T {
+    choose_biased(evs).sync()
 }
 
 /// An event computed when it is synchronized (CML's `guard`): `f` runs at sync time, in the

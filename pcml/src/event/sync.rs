@@ -5,10 +5,15 @@
 //! - Polling and committing are interleaved branch by branch (poll branch i, and if it looks
 //!   enabled try to commit it, then branch i+1): the same protocol without a list of enabled
 //!   branches to allocate.
-//! - Choice is fair by a random start: both the polling/commit pass and the blocking pass begin
-//!   at a random branch and go round (as Go's `select` and Guile's fibers do), so no branch is
-//!   preferred when several are enabled. Under loom the start is always 0 (models must be
-//!   deterministic).
+//! - Choice is fair by a random draw among the enabled branches: the polling pass polls every
+//!   branch and the commit phase tries the enabled ones in a uniformly random order, so each
+//!   enabled branch wins with the same probability whatever its position and whatever the
+//!   readiness of the others (a random start and a walk round, as Go's `select` and Guile's
+//!   fibers do, favours a ready branch that follows not-ready ones: with one idle and two
+//!   ready branches the first ready one won two times in three). The blocking pass begins at
+//!   a random branch: it runs only when the commit phase found nothing, so what it meets
+//!   arrived since. A biased choice (`choose_biased`) polls and blocks in order. Under loom
+//!   the draws are always 0 (models must be deterministic).
 //! - The sync record is allocated only when the commit phase fails (section 9.2's C# trick).
 //! - A one-branch event whose base event has a direct path (`branch::DirectBase`: a channel
 //!   event, wrapped or not) skips all of this: `sync` and the future hand it to the object
@@ -44,6 +49,9 @@ use super::{Event, Kind};
 pub(crate) struct Prepared<T> {
     pub(crate) branches: Vec<Option<Box<dyn Branch<T>>>>,
     pub(crate) nacks: Vec<(Arc<Nack>, usize, usize)>,
+    /// Try the branches in order (a `choose_biased` was flattened into this sync), not in a
+    /// random order.
+    pub(crate) biased: bool,
 }
 
 impl<T> Prepared<T> {
@@ -51,6 +59,7 @@ impl<T> Prepared<T> {
         Self {
             branches: Vec::new(),
             nacks: Vec::new(),
+            biased: false,
         }
     }
 
@@ -111,6 +120,13 @@ pub(crate) fn flatten<T: Send + 'static>(ev: Event<T>, out: &mut Prepared<T>) {
                 flatten(e, out);
             }
         }
+        Kind::ChooseBiased(evs) => {
+            out.biased = true;
+            out.branches.reserve(evs.len());
+            for e in evs {
+                flatten(e, out);
+            }
+        }
         Kind::Guard(f) => flatten(f(), out),
         Kind::WithNack(f) => {
             let nack = Arc::new(Nack::new());
@@ -132,6 +148,15 @@ thread_local! {
 /// A random start in `0..n` for fair choice (xorshift, per thread).
 fn fair_start(n: usize) -> usize {
     if n <= 1 || cfg!(pcml_loom) {
+        return 0;
+    }
+    random_below(n)
+}
+
+/// A random number in `0..n`, `n > 0` (xorshift, per thread; always 0 under loom, whose models
+/// must be deterministic).
+fn random_below(n: usize) -> usize {
+    if cfg!(pcml_loom) {
         return 0;
     }
     RNG.with(|r| {
@@ -186,17 +211,64 @@ fn commit_single<T>(ev: Event<T>) -> Result<T, (Event<T>, bool)> {
     }
 }
 
-fn poll_and_commit<T>(p: Prepared<T>, start: usize) -> Result<T, Prepared<T>> {
+/// The polling and commit phases of a flattened event: polls every branch, then tries to
+/// commit the enabled ones, in order if `p.biased`, else in a uniformly random order, so each
+/// enabled branch is equally likely to win whatever its position and whatever the readiness
+/// of the others. A branch whose commit fails (its partner was taken since the poll) is
+/// dropped from the candidates and another enabled one is drawn.
+fn poll_and_commit<T>(p: Prepared<T>) -> Result<T, Prepared<T>> {
     let mut p = p;
     let n = p.branches.len();
-    for k in 0..n {
-        let i = (start + k) % n;
-        let b = p.branch(i);
-        if b.poll() && b.try_do() {
-            return Ok(p.finish(i));
+    if p.biased || n == 1 {
+        for i in 0..n {
+            let b = p.branch(i);
+            if b.poll() && b.try_do() {
+                return Ok(p.finish(i));
+            }
+        }
+        return Err(p);
+    }
+    if n <= 64 {
+        // The enabled branches as a bit set: no allocation.
+        let mut enabled = 0u64;
+        for i in 0..n {
+            if p.branch(i).poll() {
+                enabled |= 1 << i;
+            }
+        }
+        while enabled != 0 {
+            let i = if enabled & (enabled - 1) == 0 {
+                // One candidate: no draw.
+                enabled.trailing_zeros() as usize
+            } else {
+                nth_set_bit(enabled, random_below(enabled.count_ones() as usize))
+            };
+            if p.branch(i).try_do() {
+                return Ok(p.finish(i));
+            }
+            enabled &= !(1 << i);
+        }
+    } else {
+        let mut enabled: Vec<usize> = (0..n).filter(|&i| p.branch(i).poll()).collect();
+        while !enabled.is_empty() {
+            let i = enabled.swap_remove(random_below(enabled.len()));
+            if p.branch(i).try_do() {
+                return Ok(p.finish(i));
+            }
         }
     }
     Err(p)
+}
+
+/// The index of the `k`-th set bit of `bits` (from 0, lowest first); `k < bits.count_ones()`.
+fn nth_set_bit(mut bits: u64, k: usize) -> usize {
+    if k == 0 {
+        return bits.trailing_zeros() as usize;
+    }
+    for _ in 0..k {
+        bits &= bits - 1;
+    }
+    bits.trailing_zeros() as usize
 }
 
 /// A sync in its blocking phase: offers published under `rec`.
@@ -282,11 +354,15 @@ fn poll_phases<T: Send + 'static>(ev: Event<T>) -> Result<T, (Prepared<T>, usize
     };
     let mut p = Prepared::new();
     flatten(ev, &mut p);
-    let start = fair_start(p.branches.len());
+    let start = if p.biased {
+        0
+    } else {
+        fair_start(p.branches.len())
+    };
     if tried {
         return Err((p, start));
     }
-    poll_and_commit(p, start).map_err(|p| (p, start))
+    poll_and_commit(p).map_err(|p| (p, start))
 }
 
 /// Synchronizes on `ev`, blocking the calling fiber or OS thread.
