@@ -289,7 +289,18 @@ impl<T: Send + 'static> Event<T> {
     }
 
     /// Synchronizes only if a branch is enabled now (CML's poll functions): `Some(result)`
-    /// if one committed, `None` (and every branch lost, firing its nacks) otherwise.
+    /// if one committed, `None` (and every branch lost, firing its nacks) otherwise. It never
+    /// blocks, and it may be called from async code.
+    ///
+    /// `None` means that at one instant during the call no branch was enabled, as Go's
+    /// `select` with a `default` and crossbeam-channel's `try_select` promise: a message that
+    /// moves from one channel of the choice to another, always present in one of them, is
+    /// never missed. A choice that finds nothing confirms it by offering every branch and
+    /// withdrawing the offers at once, which costs about what a blocking sync's offers cost
+    /// (a choice of two idle channels: 2,514 instructions a poll against 1,348 for the same
+    /// choice tested branch by branch, `examples/poll_idle` under callgrind); an event of one
+    /// branch and a poll that finds a branch enabled pay nothing for it. Timeouts are the
+    /// exception: a deadline that passes while the offers are out may be answered `None`.
     ///
     /// ```
     /// use pcml::event::{always, never};

@@ -312,6 +312,16 @@ impl<T> Pending<T> {
         None
     }
 
+    /// Our own record is `Synched` by us (`SelfSynch::Won`): no partner can complete any of
+    /// our offers; withdraw them all. `Prepared`'s drop fires every nack.
+    fn lose_all(mut self) {
+        self.done = true;
+        for b in self.p.branches.iter_mut().flatten() {
+            b.cancel();
+        }
+        self.p.branches.clear();
+    }
+
     /// The winner is published: settle and run its wrappers.
     fn finish(mut self, winner: usize) -> T {
         self.done = true;
@@ -408,10 +418,62 @@ pub(crate) fn poll<T: Send + 'static>(ev: Event<T>) -> Option<T> {
         // Tried and not enabled: the one branch loses. It published no offer and has no
         // nack, so dropping it is all that losing takes (as in `poll_and_commit`'s `Err`).
         Err((_, true)) => None,
-        Err((ev, false)) => poll_phases(ev).ok(),
+        Err((ev, false)) => match poll_phases(ev) {
+            Ok(v) => Some(v),
+            Err((p, start)) => poll_confirm(p, start),
+        },
     };
     worker::consume_budget();
     r
+}
+
+/// The end of a `poll` whose polling and commit phases found nothing enabled: with one
+/// branch (or none) that is the answer; with several, confirms it at one instant by offering
+/// every branch and then withdrawing them all.
+///
+/// Why: the phases test the branches one after another, so each "not enabled" holds at its
+/// own instant, and a branch may become enabled just after its test while another is
+/// disabled just before its own: a token moving between two channels, always put into one
+/// before it is taken from the other, is then missed in both although one of them held it at
+/// every instant. Go's `select` with a `default` locks every channel of the choice (in address
+/// order) to test them at once; here the objects' locks are their own business, so the sync
+/// protocol does it instead, without touching the objects or the `sync` path:
+///
+/// 1. the blocking pass publishes an offer on each branch (the ordinary `block` phase, which
+///    commits at once if it finds a partner: then the poll succeeds);
+/// 2. then the poll moves its own record to `Synched`. If it wins that (`SelfSynch::Won`),
+///    the instant of that move is one at which no branch was enabled: each branch `i` found no
+///    partner when its offer was queued at `t_i`, and from `t_i` on any partner that came to
+///    its object met our live offer and would have completed our record first. It answers
+///    `None`, and every offer is withdrawn (they are dead: nobody can complete them). If a
+///    partner completed the record first, the poll succeeds with that partner's value.
+///
+/// The price is paid only by a poll of a choice that finds nothing: a record, an offer per
+/// branch and a lock of each object, as a blocking sync would pay; `sync` and a successful
+/// poll are unchanged. Time is the exception: a timeout's deadline may pass between its offer
+/// and step 2 without a partner coming, so a poll may answer `None` up to that window after
+/// the deadline.
+fn poll_confirm<T>(p: Prepared<T>, start: usize) -> Option<T> {
+    if p.branches.len() <= 1 {
+        // One test, at one instant: already linearizable. Dropping `p` loses the branch.
+        return None;
+    }
+    let mut pending = Pending::new(p);
+    if let Some(i) = pending.block_all(start) {
+        return Some(pending.finish(i));
+    }
+    match pending.rec.synch_self() {
+        // Nothing was enabled at this instant: every branch loses.
+        SelfSynch::Won => {
+            pending.lose_all();
+            None
+        }
+        // A partner came while our offers were out: its value is on the way.
+        SelfSynch::AlreadySynched => {
+            let w = pending.rec.wait_winner();
+            Some(pending.finish(w))
+        }
+    }
 }
 
 thread_local! {

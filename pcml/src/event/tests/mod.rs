@@ -9,6 +9,7 @@ mod loom_claimed_pairing;
 mod loom_direct;
 mod loom_nack;
 mod loom_opposite_choices;
+mod loom_poll;
 
 /// Runs `f` under loom with the preemption bound from `LOOM_MAX_PREEMPTIONS` and room for the
 /// spin-lock and `Claimed` spin loops (each iteration yields, which loom counts as a branch).
