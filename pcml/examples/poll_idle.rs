@@ -6,7 +6,10 @@ use pcml::event::choose;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let k: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(2);
     let rt = pcml::Runtime::builder().procs(1).build().unwrap();
     rt.block_on(move || {

@@ -421,3 +421,166 @@ fn poll_of_a_choice_finds_nothing_only_when_nothing_was_enabled() {
     mover.join().unwrap();
     assert_eq!(misses, 0, "poll found neither mailbox enabled");
 }
+
+// `select!` and `select_biased!`: arms whose bodies run in the caller's scope.
+
+#[test]
+fn select_macro_arms_borrow_and_mutate_locals() {
+    pcml::run(|| {
+        let (nums, words, done) = (Chan::new(), Chan::new(), Chan::new());
+        for p in 0..3u32 {
+            let (n, w, d) = (nums.clone(), words.clone(), done.clone());
+            pcml::spawn(move || {
+                for i in 0..10 {
+                    n.send(p * 100 + i);
+                }
+                w.send(format!("p{p}"));
+                d.send(());
+            });
+        }
+        let (mut total, mut names, mut finished) = (0u32, Vec::new(), 0);
+        while finished < 3 {
+            pcml::select! {
+                recv(nums) -> x => total += x,
+                recv(words) -> s => { names.push(s); }
+                recv(done) -> () => finished += 1,
+            }
+        }
+        names.sort();
+        assert_eq!(total, 3 * 45 + 10 * (100 + 200));
+        assert_eq!(names, ["p0", "p1", "p2"]);
+    });
+}
+
+#[test]
+fn select_macro_send_arms_and_event_arms() {
+    pcml::run(|| {
+        let (out, back) = (Chan::new(), Chan::new());
+        let (o, b) = (out.clone(), back.clone());
+        let echo = pcml::spawn(move || {
+            for _ in 0..2 {
+                let v: u32 = o.recv();
+                b.send(v * 2);
+            }
+        });
+        let mut sent = 0;
+        let mut got = Vec::new();
+        for i in 1..=2 {
+            pcml::select! {
+                send(out, i) -> () => sent += 1,
+            }
+            // Any event, with a destructuring pattern.
+            pcml::select! {
+                (tag, v) = back.recv_evt().wrap(|v| ("echo", v)) => got.push((tag, v)),
+            }
+        }
+        echo.join().unwrap();
+        assert_eq!(sent, 2);
+        assert_eq!(got, [("echo", 2), ("echo", 4)]);
+    });
+}
+
+#[test]
+fn select_macro_loop_with_a_default_arm_drains_then_stops() {
+    let jobs = Mailbox::new();
+    (0..100).for_each(|i| jobs.send(i));
+    let idle = Chan::<u32>::new();
+    let (mut sum, mut idle_seen) = (0, 0);
+    loop {
+        pcml::select! {
+            recv(jobs) -> j => sum += j,
+            recv(idle) -> _ => unreachable!(),
+            default => { idle_seen += 1; break }
+        }
+    }
+    assert_eq!((sum, idle_seen), (4950, 1));
+    // Only a default arm: it runs at once.
+    assert_eq!(pcml::select! { default => 7 }, 7);
+}
+
+#[test]
+fn select_macro_loop_with_a_timeout_arm_ends_when_producers_go_quiet() {
+    pcml::run(|| {
+        let ch = Chan::new();
+        let tx = ch.clone();
+        pcml::spawn(move || (0..5u32).for_each(|i| tx.send(i)));
+        let mut got = Vec::new();
+        let mut timeouts = 0;
+        loop {
+            pcml::select! {
+                recv(ch) -> v => got.push(v),
+                default(std::time::Duration::from_millis(20)) => { timeouts += 1; break }
+            }
+        }
+        assert_eq!(got, [0, 1, 2, 3, 4]);
+        assert_eq!(timeouts, 1);
+        // Only a timeout: a sleep.
+        pcml::select! { default(std::time::Duration::from_millis(1)) => () }
+    });
+}
+
+#[test]
+fn select_macro_bodies_can_return_continue_and_nest() {
+    fn first_even(ch: &Mailbox<u32>) -> Option<u32> {
+        loop {
+            pcml::select! {
+                recv(ch) -> v => {
+                    if v % 2 == 1 {
+                        continue;
+                    }
+                    return Some(v);
+                }
+                default => return None,
+            }
+        }
+    }
+    let ch = Mailbox::new();
+    [1, 3, 4, 5].into_iter().for_each(|v| ch.send(v));
+    assert_eq!(first_even(&ch), Some(4));
+    assert_eq!(first_even(&ch), None);
+
+    let (a, b) = (Mailbox::new(), Mailbox::new());
+    a.send(1);
+    b.send(2);
+    let got = pcml::select! {
+        recv(a) -> x => pcml::select! {
+            recv(b) -> y => x + y,
+            default => x,
+        },
+    };
+    assert_eq!(got, 3);
+}
+
+#[test]
+fn select_macro_is_fair_and_select_biased_is_ordered() {
+    let idle = Chan::<u8>::new();
+    let (a, b) = (Mailbox::new(), Mailbox::new());
+    for _ in 0..3000 {
+        a.send(0u8);
+        b.send(1u8);
+    }
+    let mut counts = [0usize; 2];
+    for _ in 0..3000 {
+        pcml::select! {
+            recv(idle) -> _ => unreachable!(),
+            recv(a) -> v => counts[usize::from(v)] += 1,
+            recv(b) -> v => counts[usize::from(v)] += 1,
+        }
+    }
+    assert!(
+        counts.iter().all(|c| (1200..=1800).contains(c)),
+        "unfair select!: {counts:?}"
+    );
+    // Biased: `a` (1000 left after `b` gives up its share) wins while it has messages.
+    let left_in_a = 3000 - counts[0];
+    let mut order = Vec::new();
+    for _ in 0..left_in_a + 3 {
+        pcml::select_biased! {
+            recv(idle) -> _ => unreachable!(),
+            recv(a) -> v => order.push(v),
+            recv(b) -> v => order.push(v),
+        }
+    }
+    assert!(order[..left_in_a].iter().all(|&v| v == 0));
+    assert_eq!(order[left_in_a..], [1, 1, 1]);
+}

@@ -107,6 +107,7 @@ pub(crate) mod branch;
 pub mod guide;
 pub(crate) mod nack;
 pub(crate) mod rep;
+mod select_macro;
 mod shared;
 pub(crate) mod sync;
 
