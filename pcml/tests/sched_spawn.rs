@@ -198,3 +198,344 @@ fn many_runtimes_one_after_another_and_side_by_side() {
     let got: Vec<_> = ts.into_iter().map(|t| t.join().unwrap()).collect();
     assert_eq!(got, vec![0, 2, 4, 6]);
 }
+
+// ---- JoinHandle::abort ----
+
+/// Counts its drops: shows that a cancelled thread's stack (or closure) was dropped.
+struct DropCount(Arc<AtomicUsize>);
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A fiber is started and blocked in `block`'s sync once `started.get()` returns (it puts
+/// the IVar from a guard of the event, which runs at the start of the sync).
+fn started_then<T: Send + 'static>(
+    started: &pcml::IVar<()>,
+    ev: pcml::event::Event<T>,
+) -> pcml::event::Event<T> {
+    let s = started.clone();
+    let mut ev = Some(ev);
+    pcml::event::guard(move || {
+        s.put(()).unwrap();
+        ev.take().unwrap()
+    })
+}
+
+#[test]
+fn abort_before_start_drops_the_closure_unrun() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+                let (r, d) = (ran.clone(), DropCount(dropped.clone()));
+                let h = pcml::spawn(move || {
+                    let _d = d;
+                    r.fetch_add(1, Ordering::SeqCst);
+                });
+                h.abort();
+                h.abort(); // twice is harmless
+                let err = h.join().unwrap_err();
+                assert!(err.is_cancelled() && !err.is_panic(), "{err}");
+                assert!(err.to_string().contains("abort"), "{err}");
+                assert_eq!(ran.load(Ordering::SeqCst), 0);
+                assert_eq!(dropped.load(Ordering::SeqCst), 1);
+                // A task too.
+                let t = pcml::spawn_task(async { 1 });
+                t.abort();
+                // It may have run already (a task is stealable at once): either outcome is
+                // allowed, a value or a cancellation.
+                match t.join() {
+                    Ok(v) => assert_eq!(v, 1),
+                    Err(e) => assert!(e.is_cancelled()),
+                }
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn abort_of_a_finished_thread_keeps_its_outcome() {
+    rt(2)
+        .block_on(|| {
+            let h = pcml::spawn(|| 7);
+            while !h.is_finished() {
+                pcml::yield_now();
+            }
+            h.abort();
+            assert_eq!(h.join().unwrap(), 7);
+            let b = pcml::spawn_blocking(|| 8);
+            b.abort(); // blocking jobs run to their end
+            assert_eq!(b.join().unwrap(), 8);
+        })
+        .unwrap();
+}
+
+#[test]
+fn abort_of_a_fiber_blocked_in_recv_withdraws_its_offer_and_runs_its_destructors() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(|| {
+                let ch = pcml::Chan::<u32>::new();
+                let started = pcml::IVar::new();
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let (rx, d) = (ch.clone(), DropCount(dropped.clone()));
+                let ev = started_then(&started, rx.recv_evt());
+                let h = pcml::spawn(move || {
+                    let _d = d;
+                    ev.sync()
+                });
+                started.get();
+                h.abort();
+                assert!(h.join().unwrap_err().is_cancelled());
+                assert_eq!(dropped.load(Ordering::SeqCst), 1);
+                // Nobody receives any more: the offer is gone.
+                assert!(ch.send_evt(1).poll().is_none());
+                // The plain (direct) receive too.
+                let (rx, started) = (ch.clone(), pcml::IVar::new());
+                let s = started.clone();
+                let h = pcml::spawn(move || {
+                    s.put(()).unwrap();
+                    rx.recv()
+                });
+                started.get();
+                h.abort();
+                assert!(h.join().unwrap_err().is_cancelled());
+                assert!(ch.send_evt(2).poll().is_none());
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn abort_fires_the_nacks_of_a_blocked_choice() {
+    use pcml::event::{choose, with_nack};
+    rt(2)
+        .block_on(|| {
+            let (a, b) = (pcml::Chan::<u8>::new(), pcml::Chan::<u8>::new());
+            let nacked = pcml::IVar::new();
+            let started = pcml::IVar::new();
+            let (ra, rb, n) = (a.clone(), b.clone(), nacked.clone());
+            let ev = started_then(
+                &started,
+                choose([
+                    with_nack(move |nack| {
+                        pcml::spawn(move || {
+                            nack.sync();
+                            n.put(()).unwrap()
+                        });
+                        ra.recv_evt()
+                    }),
+                    rb.recv_evt(),
+                    pcml::time::timeout_evt(std::time::Duration::from_secs(3600)).wrap(|()| 0),
+                ]),
+            );
+            let h = pcml::spawn(move || ev.sync());
+            started.get();
+            h.abort();
+            assert!(h.join().unwrap_err().is_cancelled());
+            nacked.get();
+            assert!(a.send_evt(1).poll().is_none());
+            assert!(b.send_evt(1).poll().is_none());
+        })
+        .unwrap();
+}
+
+#[test]
+fn abort_reaches_fibers_blocked_in_mvar_join_sleep_and_yield_loops() {
+    use std::time::Duration;
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(|| {
+                let mv = pcml::MVar::<u32>::new();
+                let forever = pcml::Chan::<()>::new();
+                let f2 = forever.clone();
+                let child = pcml::spawn(move || f2.recv());
+                let m = mv.clone();
+                let hs = vec![
+                    pcml::spawn(move || {
+                        m.take();
+                    }),
+                    pcml::spawn(move || {
+                        child.join().ok();
+                    }),
+                    pcml::spawn(|| pcml::time::sleep(Duration::from_secs(3600))),
+                    pcml::spawn(|| {
+                        loop {
+                            pcml::yield_now();
+                        }
+                    }),
+                    pcml::spawn(|| {
+                        // Always-ready syncs: yields by the budget.
+                        let mb = pcml::Mailbox::new();
+                        loop {
+                            mb.send(1u8);
+                            mb.recv();
+                        }
+                    }),
+                ];
+                pcml::time::sleep(Duration::from_millis(20));
+                for h in &hs {
+                    h.abort();
+                }
+                for h in hs {
+                    assert!(h.join().unwrap_err().is_cancelled());
+                }
+                // Nothing was taken from the MVar.
+                mv.put(5);
+                assert_eq!(mv.take(), 5);
+                // The child whose joiner was cancelled runs on, detached.
+                forever.send(());
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_cancelled_fibers_destructors_may_block() {
+    struct SendOnDrop(pcml::Chan<&'static str>);
+    impl Drop for SendOnDrop {
+        fn drop(&mut self) {
+            self.0.send("bye");
+        }
+    }
+    rt(2)
+        .block_on(|| {
+            let ch = pcml::Chan::new();
+            let block = pcml::Chan::<()>::new();
+            let (g, b) = (SendOnDrop(ch.clone()), block.clone());
+            let started = pcml::IVar::new();
+            let ev = started_then(&started, b.recv_evt());
+            let h = pcml::spawn(move || {
+                let _g = g;
+                ev.sync()
+            });
+            started.get();
+            h.abort();
+            assert_eq!(ch.recv(), "bye");
+            assert!(h.join().unwrap_err().is_cancelled());
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_fiber_may_abort_itself_and_unwinds_at_its_next_yield() {
+    rt(1)
+        .block_on(|| {
+            let me = pcml::IVar::<Arc<pcml::JoinHandle<()>>>::new();
+            let m = me.clone();
+            let reached = Arc::new(AtomicUsize::new(0));
+            let r = reached.clone();
+            let h = Arc::new(pcml::spawn(move || {
+                m.get().abort();
+                r.fetch_add(1, Ordering::SeqCst); // still running here
+                pcml::yield_now();
+                r.fetch_add(1, Ordering::SeqCst); // never reached
+            }));
+            me.put(h.clone()).unwrap();
+            while !h.is_finished() {
+                pcml::yield_now();
+            }
+            drop(me);
+            let h = Arc::into_inner(h).expect("the fiber dropped its clone");
+            assert!(h.join().unwrap_err().is_cancelled());
+            assert_eq!(reached.load(Ordering::SeqCst), 1);
+        })
+        .unwrap();
+}
+
+#[test]
+fn aborting_a_fiber_cancels_the_thread_it_runs_inline() {
+    // On one proc, the fiber's join runs its unstarted child on its own stack; the child
+    // blocks there, and the cancellation of the fiber unwinds through it.
+    rt(1)
+        .block_on(|| {
+            let ch = pcml::Chan::<u8>::new();
+            let started = pcml::IVar::new();
+            let (rx, s) = (ch.clone(), started.clone());
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let d = DropCount(dropped.clone());
+            let h = pcml::spawn(move || {
+                let child = pcml::spawn(move || {
+                    let _d = d;
+                    s.put(()).unwrap();
+                    rx.recv()
+                });
+                child.join()
+            });
+            started.get();
+            h.abort();
+            assert!(h.join().unwrap_err().is_cancelled());
+            assert_eq!(dropped.load(Ordering::SeqCst), 1);
+            assert!(ch.send_evt(1).poll().is_none());
+            // The proc is sound: a thread runs after.
+            assert!(pcml::spawn(pcml::current).join().is_ok());
+        })
+        .unwrap();
+}
+
+#[test]
+fn abort_of_a_task_drops_its_future_and_withdraws_its_offer() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(|| {
+                let ch = pcml::Chan::<u32>::new();
+                let started = pcml::IVar::new();
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let (rx, s, d) = (ch.clone(), started.clone(), DropCount(dropped.clone()));
+                let t = pcml::spawn_task(async move {
+                    let _d = d;
+                    s.put(()).unwrap();
+                    rx.recv_evt().await
+                });
+                started.get();
+                t.abort();
+                assert!(t.join().unwrap_err().is_cancelled());
+                assert_eq!(dropped.load(Ordering::SeqCst), 1);
+                assert!(ch.send_evt(1).poll().is_none());
+            })
+            .unwrap();
+    }
+}
+
+/// Expected: a receiver cancelled while a sender races to deliver either got the message
+/// (its join returns it) or left it in the mailbox: nothing is lost.
+#[test]
+fn abort_racing_a_delivery_loses_nothing_from_a_buffered_mailbox() {
+    rt(2)
+        .block_on(|| {
+            let (mut got, mut back) = (0, 0);
+            for i in 0..300u32 {
+                let mb = pcml::Mailbox::new();
+                let started = pcml::IVar::new();
+                let ev = started_then(&started, mb.recv_evt());
+                let h = pcml::spawn(move || ev.sync());
+                started.get();
+                if i % 2 == 0 {
+                    // Delivered first: the receiver is woken, then cancelled before it runs.
+                    mb.send(i);
+                    h.abort();
+                } else {
+                    let m = mb.clone();
+                    let sender = pcml::spawn(move || m.send(i));
+                    h.abort();
+                    sender.join().unwrap();
+                }
+                match h.join() {
+                    Ok(v) => {
+                        assert_eq!(v, i);
+                        got += 1;
+                    }
+                    Err(e) => {
+                        assert!(e.is_cancelled());
+                        assert_eq!(mb.try_recv(), Some(i), "round {i}: the message was lost");
+                        back += 1;
+                    }
+                }
+            }
+            assert_eq!(got + back, 300);
+            eprintln!("abort raced a delivery: received {got}, left in the mailbox {back}");
+        })
+        .unwrap();
+}

@@ -63,10 +63,14 @@ pub(crate) enum Suspend {
     Block,
 }
 
+/// What a suspended fiber is told when its proc resumes it: `true` if it was cancelled
+/// (`JoinHandle::abort`) and must unwind (see `sched::panic::AbortSignal`).
+pub(crate) type Resume = bool;
+
 /// The coroutine type of a fiber.
-pub(crate) type Coroutine = corosensei::Coroutine<(), Suspend, ()>;
+pub(crate) type Coroutine = corosensei::Coroutine<Resume, Suspend, ()>;
 /// What a running fiber suspends through.
-pub(crate) type Yielder = corosensei::Yielder<(), Suspend>;
+pub(crate) type Yielder = corosensei::Yielder<Resume, Suspend>;
 
 /// The body of a spawned, unstarted fiber: a `Send` closure, type-erased.
 ///
@@ -80,6 +84,13 @@ pub(crate) type Yielder = corosensei::Yielder<(), Suspend>;
 pub(crate) unsafe trait FiberBody: Send + Sync {
     /// Takes the right to run the body; `false` if someone already has.
     fn claim(&self) -> bool;
+    /// [`claim`](Self::claim) by a proc that starts the body as a fiber of its own, in slot
+    /// `slot` of proc `proc`: a body that can be cancelled records where, so that its
+    /// cancellation can reach it there.
+    fn claim_at(&self, proc: usize, slot: usize) -> bool {
+        let _ = (proc, slot);
+        self.claim()
+    }
     /// Whether the body has been claimed (a hint: `claim` decides).
     fn is_claimed(&self) -> bool;
     /// Runs the claimed body to its end on the current stack, catching panics.

@@ -13,8 +13,10 @@
 //! # Invariants
 //! - `unblock` consumes the blocker, and a fiber's token is consumed by the first wake-up that
 //!   carries it; stale or repeated wake-ups are ignored by the home proc.
-//! - A fiber that called `block_current` is resumed only by its token's wake-up (or dropped at
-//!   shutdown), never spuriously.
+//! - A fiber that called `block_current` is resumed only by its token's wake-up, never
+//!   spuriously; or it does not return at all: dropped at shutdown, or cancelled
+//!   (`JoinHandle::abort`), it unwinds from there, and the destructors of its caller's frames
+//!   withdraw whatever `prepare` published.
 
 use std::fmt;
 use std::task::Waker;
@@ -121,6 +123,10 @@ impl fmt::Debug for Blocker {
 /// blocker is in place before any partner can see the offer). If the caller cannot block,
 /// `prepare` is dropped without being called (releasing whatever it holds) before the panic.
 /// `what` names the operation for the panic message in contexts that cannot block.
+///
+/// A cancelled fiber (`JoinHandle::abort`) unwinds out of this call instead of returning,
+/// before or after `prepare` ran: callers keep what `prepare` publishes in values whose drop
+/// withdraws it.
 ///
 /// # Panics
 /// Inside a pcml async task, which cannot block.

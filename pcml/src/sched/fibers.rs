@@ -34,6 +34,10 @@ pub(crate) struct FiberSlot {
     pub(crate) token: Cell<u64>,
     /// A wake-up for `token` arrived while the fiber was still running.
     pub(crate) wake_pending: Cell<bool>,
+    /// The fiber is cancelled (`JoinHandle::abort`): it unwinds at its next blocking point or
+    /// yield, or at once if it is blocked (the cancellation wakes it). Cleared when it starts
+    /// unwinding, so that its destructors may block.
+    pub(crate) abort: Cell<bool>,
     pub(crate) id: ThreadId,
     pub(crate) main: bool,
     pub(crate) guard: (usize, usize),
@@ -87,11 +91,18 @@ impl FiberTable {
                 state: Cell::new(FiberState::Ready),
                 token: Cell::new(0),
                 wake_pending: Cell::new(false),
+                abort: Cell::new(false),
                 id,
                 main,
                 guard,
             })
         }
+    }
+
+    /// The key the next `insert` will give.
+    pub(crate) fn vacant_key(&self) -> usize {
+        // SAFETY: a shared look at the table; see `get`.
+        unsafe { (*self.slots.get()).vacant_key() }
     }
 
     /// Removes fiber `key`, returning its coroutine.

@@ -113,7 +113,10 @@ enum Repr {
         report: String,
     },
     Exited,
+    /// Dropped unfinished at shutdown (or when a deadlock stopped the runtime).
     Cancelled,
+    /// Cancelled by [`JoinHandle::abort`].
+    Aborted,
 }
 
 impl JoinError {
@@ -128,6 +131,9 @@ impl JoinError {
     }
     pub(crate) fn cancelled(id: ThreadId) -> Self {
         Self::new(id, Repr::Cancelled)
+    }
+    pub(crate) fn aborted(id: ThreadId) -> Self {
+        Self::new(id, Repr::Aborted)
     }
 
     /// The thread that failed.
@@ -152,9 +158,20 @@ impl JoinError {
         matches!(self.0.repr, Repr::Exited)
     }
 
-    /// Whether the runtime shut down (or a deadlock stopped it) before the thread finished.
+    /// Whether the thread was cancelled before it finished: by [`JoinHandle::abort`], or
+    /// because the runtime shut down (or a deadlock stopped it).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let ch = pcml::Chan::<u8>::new();
+    ///     let rx = ch.clone();
+    ///     let h = pcml::spawn(move || rx.recv());
+    ///     h.abort();
+    ///     assert!(h.join().unwrap_err().is_cancelled());
+    /// });
+    /// ```
     pub fn is_cancelled(&self) -> bool {
-        matches!(self.0.repr, Repr::Cancelled)
+        matches!(self.0.repr, Repr::Cancelled | Repr::Aborted)
     }
 
     /// The panic payload, to re-raise with `std::panic::resume_unwind`.
@@ -202,6 +219,7 @@ impl fmt::Display for JoinError {
                 f,
                 "pcml thread {id} was dropped unfinished: its runtime shut down"
             ),
+            Repr::Aborted => write!(f, "pcml thread {id} was cancelled by JoinHandle::abort"),
         }
     }
 }
@@ -375,6 +393,10 @@ pub(crate) trait JoinTarget<T>: Send + Sync {
     fn join_held(&self) -> Option<Result<T, JoinError>> {
         None
     }
+
+    /// Asks the thread to stop (see [`JoinHandle::abort`]); the default, for threads that
+    /// cannot be cancelled (`spawn_blocking` jobs), does nothing.
+    fn abort(&self) {}
 
     /// Drops one counted reference, for targets shared through counted references
     /// ([`JoinHandle::from_counted`]).
@@ -563,6 +585,61 @@ impl<T> JoinHandle<T> {
     /// The id of the thread.
     pub fn id(&self) -> ThreadId {
         self.state().id
+    }
+
+    /// Cancels the thread, as tokio's `JoinHandle::abort` does; its join then returns a
+    /// [`JoinError`] for which [`is_cancelled`](JoinError::is_cancelled) holds, unless the
+    /// thread finished first (then the join returns its outcome as usual).
+    ///
+    /// - A fiber that has not started never runs: its closure is dropped.
+    /// - A fiber blocked anywhere in pcml (a channel, a choice, an `MVar`, a join, a sleep, a
+    ///   socket, a mailbox) stops waiting as if its sync had lost every branch: its offers are
+    ///   withdrawn, its negative acknowledgements fire, and nothing is taken from anybody.
+    ///   Then it unwinds from there, running the destructors on its stack. If a partner had
+    ///   already completed the sync when the cancellation arrived, what it delivered is
+    ///   dropped (a buffered object, such as a mailbox or an `MVar`, gets it back), as when a
+    ///   pending `.await` is dropped.
+    /// - A running fiber is cancelled at its next blocking point or yield (including the
+    ///   yields that a loop of syncs that never block makes every 128 syncs). A fiber that
+    ///   computes without ever synchronizing cannot be stopped: Rust code cannot be safely
+    ///   interrupted at an arbitrary instruction.
+    /// - An async task's future is dropped instead of being polled again (at once if it is
+    ///   waiting: the cancellation wakes it).
+    /// - A `spawn_blocking` job cannot be cancelled: it runs to its end.
+    ///
+    /// Aborting twice, or a finished thread, does nothing. The cancelled fiber's unwinding
+    /// must not be caught and ignored (`catch_unwind` that swallows it): the fiber would run
+    /// on. A destructor that runs during the unwinding may block and sync as usual.
+    ///
+    /// ```
+    /// use pcml::event::with_nack;
+    ///
+    /// pcml::run(|| {
+    ///     let ch = pcml::Chan::<u32>::new();
+    ///     let (started, nacked) = (pcml::IVar::new(), pcml::IVar::new());
+    ///     let (rx, s, n) = (ch.clone(), started.clone(), nacked.clone());
+    ///     let h = pcml::spawn(move || {
+    ///         with_nack(move |nack| {
+    ///             pcml::spawn(move || {
+    ///                 nack.sync();
+    ///                 n.put(()).unwrap()
+    ///             });
+    ///             s.put(()).unwrap();
+    ///             rx.recv_evt()
+    ///         })
+    ///         .sync()
+    ///     });
+    ///     started.get(); // the fiber is in its sync
+    ///     h.abort();
+    ///     assert!(h.join().unwrap_err().is_cancelled());
+    ///     nacked.get(); // its sync's nack fired
+    ///     assert!(ch.send_evt(1).poll().is_none()); // and its offer is gone
+    /// });
+    /// ```
+    pub fn abort(&self) {
+        if let Some(t) = &self.state {
+            t.abort();
+        }
     }
 }
 

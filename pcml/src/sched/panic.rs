@@ -19,6 +19,28 @@ use crate::{JoinError, ThreadId};
 /// The payload with which `pcml::exit` unwinds a thread.
 pub(crate) struct ExitSignal;
 
+/// The payload with which a cancelled fiber unwinds from the blocking point or yield where
+/// its cancellation ([`JoinHandle::abort`](crate::JoinHandle::abort)) found it. Only a fiber
+/// that a proc started can be cancelled there, so a thread that another runs inline on its
+/// stack and that catches this signal is not the cancelled one but goes with it: its catch
+/// records it as cancelled and passes the signal on ([`is_host_abort`]).
+pub(crate) struct AbortSignal;
+
+/// Unwinds the calling fiber, cancelled, with an [`AbortSignal`]: no panic message (it
+/// bypasses the hook), destructors run on the way.
+#[cold]
+#[inline(never)]
+pub(crate) fn raise_abort() -> ! {
+    std::panic::resume_unwind(Box::new(AbortSignal))
+}
+
+/// Whether `payload`, caught by a thread that runs inline on a fiber's stack, is the signal
+/// of that fiber's cancellation, which the catch must pass on.
+pub(crate) fn is_host_abort(payload: &(dyn Any + Send)) -> bool {
+    payload.is::<AbortSignal>()
+        && matches!(worker::current(), Some(Current::Fiber { inlined: 1.., .. }))
+}
+
 thread_local! {
     /// The last captured panic report on this thread.
     static REPORT: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -70,6 +92,9 @@ pub(crate) fn install_hook() {
 pub(crate) fn join_error(id: ThreadId, payload: Box<dyn Any + Send>) -> JoinError {
     if payload.is::<ExitSignal>() {
         return JoinError::exited(id);
+    }
+    if payload.is::<AbortSignal>() {
+        return JoinError::aborted(id);
     }
     let report = REPORT.with(|r| r.borrow_mut().take()).unwrap_or_else(|| {
         match crate::sched::join::payload_message(payload.as_ref()) {

@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use crate::fiber::stack::{self, NoStack};
@@ -97,8 +97,12 @@ impl std::error::Error for SpawnError {
 /// the handle.
 ///
 /// # Invariants
-/// - `claimed` goes `false -> true` once; the thread that flips it owns `f` (runs it or, at
-///   shutdown, cancels it).
+/// - `state`'s `CLAIMED` bit is set once; the thread that sets it owns `f` (runs it or, at
+///   shutdown, cancels it). A proc that starts the fiber sets `STARTED` and the fiber's slot
+///   in the same write (`claim_at`); `ABORT` is set once, by `abort`. Both sides write with a
+///   read-modify-write of the one word, so an abort either comes first (the starter sees
+///   `ABORT` and the body never runs its closure) or finds where the fiber runs (and sends
+///   its cancellation there).
 /// - The cell is heap-allocated (or written into a proc's [`SpareCell`]) and freed by the
 ///   `release` that drops its last counted reference: the runnable's [`BodyPtr`] and the
 ///   handle's counted [`TargetRef`], so `refs` starts at two, written before either reference
@@ -114,8 +118,9 @@ struct FiberCell<F, T> {
     runtime: u64,
     /// The proc the fiber must run on (`spawn_on`), or `ANY_PROC`.
     proc: usize,
-    /// Swapped (AcqRel) by `claim`.
-    claimed: AtomicBool,
+    /// `CLAIMED`, `ABORT`, and `STARTED` with the fiber's slot and proc (`home`); see the
+    /// invariants.
+    state: AtomicUsize,
     /// Taken once, by the claimer.
     f: PlainCell<Option<F>>,
 }
@@ -124,7 +129,30 @@ struct FiberCell<F, T> {
 // for T: Send.
 unsafe impl<F: Send, T: Send> Sync for FiberCell<F, T> {}
 
+/// `FiberCell::state`: the body is claimed.
+const CLAIMED: usize = 1;
+/// `FiberCell::state`: the fiber is cancelled (`JoinHandle::abort`).
+const ABORT: usize = 2;
+/// `FiberCell::state`: a proc started the fiber; `home` gives where.
+const STARTED: usize = 4;
+/// `FiberCell::state`: the bits below the started fiber's home.
+const HOME_SHIFT: u32 = 3;
+
+/// The `state` bits that say where a started fiber lives: its slot and its proc.
+fn home(proc: usize, slot: usize) -> usize {
+    debug_assert!(proc < 1 << 16 && slot < 1 << (usize::BITS - 16 - HOME_SHIFT));
+    (slot << 16 | proc) << HOME_SHIFT
+}
+
 impl<F, T> FiberCell<F, T> {
+    /// Whether the fiber was cancelled before its body began (checked by the body itself).
+    #[inline]
+    fn is_aborted(&self) -> bool {
+        // Relaxed: the claimer read-modified-wrote the word after any abort that it must see
+        // (invariants); a later abort reaches the running fiber through its proc.
+        self.state.load(Ordering::Relaxed) & ABORT != 0
+    }
+
     /// Drops one counted reference, freeing the cell with the last.
     ///
     /// # Safety
@@ -261,11 +289,32 @@ where
         // AcqRel: the Acquire half orders our later read of `f` after the cell's
         // construction (published by the deque push or the Arc clone); the Release half is
         // not needed by anyone but costs nothing on this RMW.
-        !self.claimed.swap(true, Ordering::AcqRel)
+        self.state.fetch_or(CLAIMED, Ordering::AcqRel) & CLAIMED == 0
+    }
+
+    fn claim_at(&self, proc: usize, slot: usize) -> bool {
+        let mut s = 0;
+        loop {
+            if s & CLAIMED != 0 {
+                return false;
+            }
+            // AcqRel: as `claim`; and the Release half publishes `home` to `abort`'s Acquire
+            // read-modify-write.
+            match self.state.compare_exchange_weak(
+                s,
+                s | CLAIMED | STARTED | home(proc, slot),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                // Claimed by a joiner, aborted, or a spurious failure: look again.
+                Err(actual) => s = actual,
+            }
+        }
     }
 
     fn is_claimed(&self) -> bool {
-        self.claimed.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) & CLAIMED != 0
     }
 
     fn run(&self) {
@@ -275,12 +324,23 @@ where
             .with_mut(|f| unsafe { (*f).take() })
             .expect("pcml: a fiber body ran twice");
         let join = &self.join;
+        if self.is_aborted() {
+            // Cancelled before it began: it never runs.
+            drop(f);
+            join.complete(Err(JoinError::aborted(join.id)));
+            return;
+        }
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(v) => join.complete(Ok(v)),
             Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
                 // The fiber is being dropped at shutdown: record that, then let the unwind
                 // reach the coroutine's root.
                 join.complete(Err(JoinError::cancelled(join.id)));
+                resume_unwind(p);
+            }
+            Err(p) if crate::sched::panic::is_host_abort(p.as_ref()) => {
+                // Run inline on a fiber that was cancelled: it goes with its host.
+                join.complete(Err(JoinError::aborted(join.id)));
                 resume_unwind(p);
             }
             Err(p) => join.complete(Err(crate::sched::panic::join_error(join.id, p))),
@@ -307,13 +367,30 @@ where
         worker::run_inline(self, self.join.id, self.runtime, self.proc)
     }
 
+    fn abort(&self) {
+        // AcqRel: the Acquire half pairs with `claim_at`'s Release, so `home` is the
+        // starter's; the Release half publishes the flag to the starter's Acquire.
+        let prev = self.state.fetch_or(ABORT, Ordering::AcqRel);
+        if prev & ABORT != 0 || self.join.is_done() {
+            // Aborted already, or nothing left to cancel.
+            return;
+        }
+        if prev & STARTED != 0 {
+            let home = prev >> HOME_SHIFT;
+            worker::abort_fiber(self.runtime, home & 0xffff, home >> 16, self.join.id);
+        }
+        // Not started (or run inline by a joiner): the body sees the flag when it begins.
+    }
+
     unsafe fn release(&self) {
         // SAFETY: as the trait requires.
         unsafe { self.release_ref() }
     }
 
     fn join_held(&self) -> Option<Result<T, JoinError>> {
-        if self.proc != ANY_PROC {
+        if self.proc != ANY_PROC || self.is_aborted() {
+            // Placed on a proc; or cancelled, and then `run_inline` (or the proc) finds
+            // that out.
             return None;
         }
         let me = self as *const Self as *const ();
@@ -330,10 +407,14 @@ where
                 .expect("pcml: a fiber body ran twice");
             match catch_unwind(AssertUnwindSafe(f)) {
                 Ok(v) => Ok(v),
-                // Unwound by shutdown while inlined: let the unwind reach the joiner's root.
+                // Unwound by shutdown while inlined, or by the joiner's cancellation: let the
+                // unwind reach the joiner's root.
                 // The handle's reference is then the only one left (the held one is
                 // forgotten), and its drop on the way frees the cell.
-                Err(p) if worker::context().is_some_and(|c| c.is_shutting_down()) => {
+                Err(p)
+                    if worker::context().is_some_and(|c| c.is_shutting_down())
+                        || crate::sched::panic::is_host_abort(p.as_ref()) =>
+                {
                     self.refs.set(1);
                     resume_unwind(p)
                 }
@@ -498,7 +579,7 @@ where
         join: JoinState::new_inline(id),
         runtime,
         proc,
-        claimed: AtomicBool::new(false),
+        state: AtomicUsize::new(0),
         f: PlainCell::new(Some(f)),
     };
     let cell = place_cell(spare, value);

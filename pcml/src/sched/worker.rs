@@ -61,7 +61,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::ThreadId;
 use crate::fiber::stack::{self, NoStack, StackPool};
-use crate::fiber::{BodyPtr, Coroutine, FiberBody, NewFiber, Suspend, Yielder, overflow};
+use crate::fiber::{BodyPtr, Coroutine, FiberBody, NewFiber, Resume, Suspend, Yielder, overflow};
 use crate::mp::Parker;
 use crate::sched::blocker::Blocker;
 use crate::sched::blocking::BlockingPool;
@@ -103,6 +103,8 @@ pub(crate) enum InboxMsg {
     Wake { slot: usize, token: u64 },
     /// Start this fiber here (explicit placement).
     Start(NewFiber),
+    /// Cancel the fiber in `slot` if it is still thread `id` (`JoinHandle::abort`).
+    Abort { slot: usize, id: ThreadId },
 }
 
 /// What a proc shares with the others.
@@ -487,6 +489,13 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
                 .fibers
                 .get(slot)
                 .expect("pcml: the running fiber has a slot");
+            if e.abort.get() {
+                // Cancelled while it ran: unwind before anything is published (dropping
+                // `prepare` releases what it holds).
+                e.abort.set(false);
+                drop(prepare);
+                crate::sched::panic::raise_abort();
+            }
             e.token.set(token);
             e.wake_pending.set(false);
             ctx.budget.set(BUDGET);
@@ -497,14 +506,36 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
             if inlined != 0 {
                 ctx.count_live_here(inlined);
             }
-            ctx.suspend(Suspend::Block, inlined != 0);
+            let cancelled = ctx.suspend(Suspend::Block, inlined != 0);
             if inlined != 0 {
                 ctx.count_live_here(-inlined);
+            }
+            if cancelled {
+                // Woken by its cancellation (or cancelled once woken): the caller's
+                // destructors withdraw what `prepare` published.
+                crate::sched::panic::raise_abort();
             }
             Ok(())
         }
         Current::Task { .. } => Err(NotAFiber::Task),
         Current::Scheduler => Err(NotAFiber::OsThread(prepare)),
+    }
+}
+
+/// Cancels fiber `id`, started in `slot` of proc `proc` of runtime `runtime`
+/// (`JoinHandle::abort`): on its home proc, at once; from elsewhere through the home proc's
+/// inbox. Does nothing if the fiber is gone (its slot empty or another fiber's).
+pub(crate) fn abort_fiber(runtime: u64, proc: usize, slot: usize, id: ThreadId) {
+    match context() {
+        Some(ctx) if ctx.shared.id == runtime && ctx.index == proc => ctx.abort_local(slot, id),
+        Some(ctx) if ctx.shared.id == runtime => {
+            ctx.shared.send_to(proc, InboxMsg::Abort { slot, id })
+        }
+        _ => {
+            if let Some(shared) = crate::sched::registry::lookup(runtime) {
+                shared.send_to(proc, InboxMsg::Abort { slot, id });
+            }
+        }
     }
 }
 
@@ -571,9 +602,8 @@ fn fiber_room(ctx: &'static Context) -> Option<(&'static Context, usize, u32)> {
 /// inline already): `current()` names `id` while it runs. The thread is not counted live
 /// (`ProcShared::live`) unless the fiber blocks while it runs.
 ///
-/// `body` must not unwind except at shutdown (it catches the thread's panics): there is no
-/// guard to restore `current` on an unwind, and none is needed then, because the shutdown loop
-/// that unwinds the joiner sets `current` itself.
+/// `body` catches the thread's panics; it unwinds only at shutdown or when the host fiber is
+/// cancelled, and `current` names the host again on the way.
 #[inline(always)]
 fn run_as<R>(
     ctx: &Context,
@@ -582,15 +612,23 @@ fn run_as<R>(
     id: ThreadId,
     body: impl FnOnce() -> R,
 ) -> R {
+    /// Names the host thread again when the inline thread ends, or when the host unwinds
+    /// through it (a cancelled host, see `sched::panic::AbortSignal`).
+    struct Restore<'a>(&'a Cell<Current>, Current);
+    impl Drop for Restore<'_> {
+        #[inline(always)]
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
+    }
     let outer = ctx.current.replace(Current::Fiber {
         slot,
         id,
         main: false,
         inlined: inlined + 1,
     });
-    let r = body();
-    ctx.current.set(outer);
-    r
+    let _restore = Restore(&ctx.current, outer);
+    body()
 }
 
 /// Runs an unstarted fiber's body on the calling fiber's stack, if the caller may
@@ -655,7 +693,9 @@ pub(crate) fn yield_fiber() -> bool {
     match ctx.current.get() {
         Current::Fiber { inlined, .. } => {
             ctx.budget.set(BUDGET);
-            ctx.suspend(Suspend::Yield, inlined != 0);
+            if ctx.suspend(Suspend::Yield, inlined != 0) {
+                crate::sched::panic::raise_abort();
+            }
             true
         }
         _ => false,
@@ -686,7 +726,10 @@ pub(crate) fn consume_budget() {
 fn budget_spent(ctx: &Context) {
     ctx.budget.set(BUDGET);
     let inlined = matches!(ctx.current.get(), Current::Fiber { inlined: 1.., .. });
-    ctx.suspend(Suspend::Yield, inlined);
+    if ctx.suspend(Suspend::Yield, inlined) {
+        // Cancelled while it waited for its turn: what its last sync took goes with it.
+        crate::sched::panic::raise_abort();
+    }
 }
 
 /// Pushes stealable work (a task just spawned) from the current thread: to this proc's deque
@@ -796,13 +839,15 @@ impl Context {
     }
 
     /// Suspends the running fiber, telling the worker why; `inlined`: whether a thread runs
-    /// inline on its stack (`Current::Fiber`).
+    /// inline on its stack (`Current::Fiber`). Returns what the worker said when it resumed
+    /// the fiber: `true` if it was cancelled meanwhile and must unwind.
     #[inline(always)]
-    fn suspend(&self, why: Suspend, inlined: bool) {
+    #[must_use]
+    fn suspend(&self, why: Suspend, inlined: bool) -> Resume {
         if inlined {
             return self.suspend_inlined(why);
         }
-        self.switch_out(why);
+        self.switch_out(why)
     }
 
     /// [`suspend`](Self::suspend) while a thread runs inline on the fiber's stack: the worker
@@ -812,23 +857,54 @@ impl Context {
     /// mispredicted a return (a yield ping-pong with one side inline took 74 cycles a yield
     /// instead of 33).
     #[inline(always)]
-    fn suspend_inlined(&self, why: Suspend) {
+    fn suspend_inlined(&self, why: Suspend) -> Resume {
         let current = self.current.get();
-        self.switch_out(why);
+        let r = self.switch_out(why);
         self.current.set(current);
+        r
     }
 
     /// Hands control back to the worker until it resumes the fiber.
     #[inline(always)]
-    fn switch_out(&self, why: Suspend) {
+    fn switch_out(&self, why: Suspend) -> Resume {
         let y = self.yielder.get();
         debug_assert!(!y.is_null());
         // SAFETY: `y` is the running fiber's yielder, set when it first ran and restored after
         // each resumption; it lives on the fiber's stack, which is alive while the fiber runs.
-        unsafe { (*y).suspend(why) };
+        let r = unsafe { (*y).suspend(why) };
         // Resumed (always on this same proc: fibers never migrate). The worker has set
         // `current` for us; the yielder is ours to restore.
         self.yielder.set(y);
+        r
+    }
+
+    /// Cancels fiber `id` in `slot` of this proc, if it is still there: a blocked fiber is
+    /// made runnable at once (its token consumed, so its blocker's wake-up is stale), and it
+    /// unwinds when resumed; a runnable or running one unwinds at its next blocking point or
+    /// yield (`block_fiber`, `yield_fiber`).
+    fn abort_local(&self, slot: usize, id: ThreadId) {
+        let Some(e) = self.fibers.get(slot) else {
+            // Finished (or dropped at shutdown).
+            return;
+        };
+        if e.id != id {
+            // The slot was reused: the cancelled fiber finished.
+            return;
+        }
+        e.abort.set(true);
+        if e.token.replace(0) == 0 {
+            // Not blocked: it sees the flag when it next blocks or is resumed.
+            return;
+        }
+        match e.state.get() {
+            FiberState::Blocked => {
+                e.state.set(FiberState::Ready);
+                self.ready.borrow_mut().push_back(slot);
+            }
+            // Between publishing its blocker and suspending: requeued at once.
+            FiberState::Running => e.wake_pending.set(true),
+            FiberState::Ready => {}
+        }
     }
 
     fn wake_local(&self, slot: usize, token: u64) {
@@ -974,6 +1050,7 @@ impl Context {
             match msg {
                 InboxMsg::Wake { slot, token } => self.wake_local(slot, token),
                 InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
+                InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
             }
         }
         *self.inbox_buf.borrow_mut() = buf;
@@ -1278,7 +1355,9 @@ impl Context {
                 return;
             }
         };
-        if !f.body.claim() {
+        // The slot `insert` below gives: where a cancellation finds the fiber.
+        let slot = self.fibers.vacant_key();
+        if !f.body.claim_at(self.index, slot) {
             // Claimed by its joiner meanwhile.
             self.stacks.borrow_mut().give(stack);
             sh.release_fiber_slot();
@@ -1286,14 +1365,16 @@ impl Context {
         }
         let guard = stack::guard_range(&stack);
         let (id, main) = (f.id, f.main);
-        let co = Coroutine::with_stack(stack, move |y: &Yielder, ()| {
+        let co = Coroutine::with_stack(stack, move |y: &Yielder, _: Resume| {
             let ctx = context().expect("pcml: a fiber started off its proc");
             ctx.yielder.set(y);
+            // A cancellation that came before the start is the body's to see (`claim_at`).
             f.body.run();
             // `f` drops here, already claimed: nothing more happens.
         });
         // SAFETY: called from the worker loop, with no fiber running and no slot borrowed.
-        let slot = unsafe { self.fibers.insert(co, id, main, guard) };
+        let inserted = unsafe { self.fibers.insert(co, id, main, guard) };
+        debug_assert_eq!(inserted, slot);
         self.resume_fiber(slot);
     }
 
@@ -1319,10 +1400,15 @@ impl Context {
             inlined: 0,
         });
         self.guard.set(e.guard.0);
+        // Cancelled since it last ran: it unwinds as soon as it resumes.
+        let cancelled = e.abort.get();
+        if cancelled {
+            e.abort.set(false);
+        }
         // SAFETY: the slot exists and its fiber is not running (we just set its state from a
         // state other than Running); the table does not change while the fiber runs
         // (fibers.rs invariants).
-        let result = unsafe { (*e.coroutine()).resume(()) };
+        let result = unsafe { (*e.coroutine()).resume(cancelled) };
         self.guard.set(0);
         self.current.set(Current::Scheduler);
         match result {

@@ -36,7 +36,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crossbeam_utils::CachePadded;
@@ -98,6 +98,9 @@ pub(crate) struct Header {
     /// back to that length (`sched::worker::Context::wake_here`): after the work the task
     /// spawned in that poll. Relaxed: a stale value only changes the order of ready work.
     polled_at: AtomicU32,
+    /// Set once by `JoinHandle::abort`, before it wakes the task; read by the runner before
+    /// each poll: a cancelled task's future is dropped instead of polled.
+    aborted: AtomicBool,
 }
 
 impl Header {
@@ -286,6 +289,10 @@ where
         // NOTIFIED; our Release CAS below pairs with them. (Saves a locked instruction per
         // poll.)
         state.store(RUNNING, Ordering::Relaxed);
+        // Acquire: pairs with the Release swap in `abort` (which wakes us after it).
+        if self.header.aborted.load(Ordering::Acquire) {
+            return self.cancel_aborted();
+        }
         let waker = Self::borrowed_waker(self);
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold the task in RUNNING, so we are the only thread touching `future`;
@@ -319,7 +326,9 @@ where
             worker::register_task(this);
         }
         // Release: publishes this poll's writes to the next runner (Acquire swap above).
-        match state.compare_exchange(RUNNING, IDLE, Ordering::Release, Ordering::Relaxed) {
+        // Acquire on failure: pairs with the AcqRel CAS of a waker that noted the task
+        // (NOTIFIED), so a cancellation flagged before that wake-up is seen at the next run.
+        match state.compare_exchange(RUNNING, IDLE, Ordering::Release, Ordering::Acquire) {
             // Nobody woke it: it waits for its waker.
             Ok(_) => TaskRun::Idle,
             // Woken while running (NOTIFIED): we reschedule it.
@@ -344,6 +353,49 @@ where
     }
 }
 
+impl<F, J> TaskCell<F, J>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    J: Completion<F::Output>,
+{
+    /// The run of a cancelled task, in place of a poll (the caller holds it in `RUNNING`):
+    /// drops its future and completes it as aborted.
+    #[cold]
+    #[inline(never)]
+    fn cancel_aborted(&self) -> TaskRun {
+        // SAFETY: we hold the task in RUNNING, so we alone touch `future`. Dropped in place.
+        let fut = self.future.with_mut(|f| unsafe { (*f).take() });
+        // A panicking destructor is the future's last act: it is reported as the task's
+        // outcome instead of the cancellation.
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop(fut)));
+        // Release: nothing reads the future after DONE; orders the drop before it.
+        self.header.state.store(DONE, Ordering::Release);
+        let outcome = match dropped {
+            Ok(()) => crate::JoinError::aborted(self.header.id),
+            Err(p) => crate::sched::panic::join_error(self.header.id, p),
+        };
+        self.join.complete(Err(outcome));
+        TaskRun::Finished
+    }
+
+    /// Cancels the task (`JoinHandle::abort`): flags it, then wakes it, so that its next run
+    /// drops its future instead of polling it.
+    fn abort_task(&self) {
+        // AcqRel: the Release half pairs with the runner's Acquire load before each poll;
+        // swap, so only the first abort wakes.
+        if self.header.aborted.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if Self::transition_to_scheduled(&self.header) {
+            self.header.refs.count();
+            // SAFETY: the reference just counted goes to the run queue.
+            let task = unsafe { TaskRef::from_counted(NonNull::from(self)) };
+            worker::push_task(self.header.runtime, task);
+        }
+    }
+}
+
 impl<F> JoinTarget<F::Output> for TaskCell<F>
 where
     F: Future + Send + 'static,
@@ -351,6 +403,10 @@ where
 {
     fn state(&self) -> &JoinState<F::Output> {
         &self.join
+    }
+
+    fn abort(&self) {
+        self.abort_task();
     }
 
     unsafe fn release(&self) {
@@ -498,6 +554,7 @@ where
             runtime: shared.id,
             registry_key: AtomicUsize::new(NOT_REGISTERED),
             polled_at: AtomicU32::new(u32::MAX),
+            aborted: AtomicBool::new(false),
         },
         future: PlainCell::new(Some(fut)),
         join,

@@ -64,9 +64,22 @@ pub fn sleep(d: Duration) {
                 return;
             }
             let deadline = deadline_after(d);
+            /// Cancels the armed timer if the sleeper unwinds before it fires (a cancelled
+            /// fiber), so it stops counting as a source of wake-ups.
+            struct Armed(Option<Arc<TimerCell>>);
+            impl Drop for Armed {
+                fn drop(&mut self) {
+                    if let Some(t) = self.0.take() {
+                        t.cancel();
+                    }
+                }
+            }
+            let mut armed = Armed(None);
             blocker::block_current("sleep", |b| {
-                drop(worker::arm_timer(deadline, OnFire::Wake(b)));
+                armed.0 = Some(worker::arm_timer(deadline, OnFire::Wake(b)));
             });
+            // Fired: nothing to cancel.
+            drop(armed.0.take());
         }
         Some(Current::Task { .. }) => panic!(
             "pcml::time::sleep called in an async task, which cannot block its proc; use `pcml::time::sleep_async(d).await`"
