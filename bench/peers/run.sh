@@ -4,7 +4,7 @@
 # Usage: run.sh PEER PROGRAM N [PROCS] [BRANCH | REPS]
 #   PEER     go | cml | erlang
 #   PROGRAM  spawn | pingpong | parpingpong | primes | skynet, or (erlang only) seed 000's
-#            skynet-paper | bombing1 | bombing2 | bitonic
+#            skynet-paper | bombing1 | bombing2 | bitonic, or (go only) workerpool
 #   N        the count (skynet: the number of leaves; skynet-paper: the depth; bombing: the
 #            messages; bitonic: the numbers)
 #   PROCS    go: GOMAXPROCS; erlang: schedulers (+S PROCS); cml: must be 1 (it has one proc).
@@ -26,6 +26,7 @@ TARGET="$HERE/target"
 usage() {
     echo "usage: run.sh (go|cml|erlang) (spawn|pingpong|parpingpong|primes|skynet) N [PROCS] [BRANCH]" >&2
     echo "       run.sh erlang (skynet-paper|bombing1|bombing2|bitonic) N PROCS REPS" >&2
+    echo "       run.sh go workerpool N [PROCS]" >&2
     exit 2
 }
 
@@ -35,6 +36,7 @@ PEER="$1"; PROGRAM="$2"; N="$3"; PROCS="${4:-}"; BRANCH="${5:-}"
 case "$PROGRAM" in
     spawn|pingpong|parpingpong|primes) [ -z "$BRANCH" ] || usage ;;
     skynet-paper|bombing1|bombing2|bitonic) [ -n "$BRANCH" ] || usage ;;
+    workerpool) [ "$PEER" = go ] && [ -z "$BRANCH" ] || usage ;;
     skynet) ;;
     *) usage ;;
 esac

@@ -191,3 +191,12 @@ fn rust_peers_of_seed003_and_skynet_check_their_answers() {
     one_sample(parpingpong::crossbeam_threads(320, 1).unwrap(), 320);
     one_sample(primes::crossbeam_threads(50, 1).unwrap(), 50);
 }
+
+#[test]
+fn worker_pools_check_their_results() {
+    use pcml_bench::programs::workerpool;
+    for procs in [1, 2] {
+        one_sample(workerpool::fibers(procs, 1000, 1).unwrap(), 1000);
+    }
+    one_sample(workerpool::crossbeam_threads(1000, 1).unwrap(), 1000);
+}

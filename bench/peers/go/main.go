@@ -7,6 +7,9 @@
 //	primes N         first N primes by a chain of filter goroutines (the concurrent sieve)
 //	skynet L [B]     a tree of goroutines, B children per node (default 10), L leaves; the
 //	                 leaves' numbers are summed up the tree
+//	workerpool N     4 worker goroutines take N jobs from a buffered channel (capacity 64)
+//	                 with `for j := range jobs` and send results on another; the producer
+//	                 closes jobs, a WaitGroup closes results, main sums the results
 //
 // Each prints one line on stdout:
 //
@@ -23,6 +26,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -269,11 +273,55 @@ func skynetBench(leaves, branch int) bool {
 		"threads="+strconv.Itoa(skynetThreads(leaves, branch)))
 }
 
+// ---- worker pool ----
+
+// poolWorkers and poolBuffer are the worker pool's shape (the same in pcml's program).
+const (
+	poolWorkers = 4
+	poolBuffer  = 64
+)
+
+func workerpoolBench(n int) bool {
+	start := time.Now()
+	jobs := make(chan int, poolBuffer)
+	results := make(chan int, poolBuffer)
+	var wg sync.WaitGroup
+	for w := 0; w < poolWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				results <- 2 * j
+			}
+		}()
+	}
+	go func() {
+		for j := 0; j < n; j++ {
+			jobs <- j
+		}
+		close(jobs)
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+	sum, count := 0, 0
+	for r := range results {
+		sum += r
+		count++
+	}
+	elapsed := time.Since(start)
+	ok := count == n && sum == n*(n-1)
+	return report("workerpool", n, elapsed, ok,
+		"jobs="+strconv.Itoa(count), "workers="+strconv.Itoa(poolWorkers), rate(n, elapsed),
+		"unit=jobs/s")
+}
+
 // ---- command line ----
 
 func usage() {
 	fmt.Fprintln(os.Stderr,
-		"usage: peers (spawn|pingpong|parpingpong|primes) N | skynet LEAVES [BRANCH]")
+		"usage: peers (spawn|pingpong|parpingpong|primes|workerpool) N | skynet LEAVES [BRANCH]")
 	os.Exit(2)
 }
 
@@ -312,6 +360,8 @@ func main() {
 		ok = parPingpongBench(n)
 	case args[0] == "primes":
 		ok = primesBench(n)
+	case args[0] == "workerpool":
+		ok = workerpoolBench(n)
 	default:
 		usage()
 	}

@@ -38,6 +38,7 @@ pub mod skynet;
 pub mod sorter;
 pub mod spawn;
 pub mod weigh;
+pub mod workerpool;
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,6 +239,12 @@ pub const SEED000: SectionInfo = SectionInfo {
     title: "Actors (seed 000, chapter 4)",
     published_on: "2020, MLKit actors library against Erlang (Table 4.1)",
 };
+/// What users of other channel libraries compare: their idioms, against their libraries.
+pub const USERS: SectionInfo = SectionInfo {
+    id: "users",
+    title: "Channel idioms users compare (crossbeam-channel, Go)",
+    published_on: "no published figures: the peers are measured in the same run",
+};
 /// The multiprocessor interface, section 6.3.
 pub const SEED004: SectionInfo = SectionInfo {
     id: "seed004",
@@ -278,6 +285,7 @@ pub fn all() -> Vec<Program> {
         p("mst", SEED004, mst::run),
         p("abisort", SEED004, abisort::run),
         p("matrix", SEED004, matrix::run),
+        p("workerpool", USERS, workerpool::run),
     ]
 }
 
