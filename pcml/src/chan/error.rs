@@ -1,6 +1,6 @@
 //! The errors of channel operations on a closed, empty or full channel, shared by
-//! [`Chan`](super::Chan), [`BoundedChan`](crate::BoundedChan) and their
-//! [`Sender`](super::Sender) and [`Receiver`](super::Receiver) halves.
+//! [`Chan`](super::Chan), [`BoundedChan`](crate::BoundedChan), [`Mailbox`](crate::Mailbox) and
+//! their [`Sender`](super::Sender) and [`Receiver`](super::Receiver) halves.
 //!
 //! A send that fails gives its message back inside the error ([`SendError::into_inner`],
 //! [`TrySendError::into_inner`]), so nothing is lost. The errors are `Debug` whatever the

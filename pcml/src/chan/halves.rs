@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::bounded::{self, BoundedChan};
 use crate::event::{Event, SyncFuture, select};
 use crate::loom::sync::Arc;
+use crate::mailbox::{self, Mailbox};
 use crate::time::at_time_evt;
 
 use super::handles::Kind;
@@ -70,12 +71,30 @@ pub fn bounded<T: Send + 'static>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     BoundedChan::new(capacity).split()
 }
 
+/// Makes an unbounded channel (a [`Mailbox`]) and returns its two halves: a send never
+/// waits.
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::unbounded();
+/// for i in 0..1000 {
+///     tx.send(i).unwrap(); // never blocks
+/// }
+/// drop(tx);
+/// assert_eq!(rx.iter().count(), 1000);
+/// ```
+pub fn unbounded<T: Send + 'static>() -> (Sender<T>, Receiver<T>) {
+    Mailbox::new().split()
+}
+
 /// The channel behind a half.
 enum Flavor<T> {
     /// A rendezvous channel.
     Zero(Arc<ChanInner<T>>),
     /// A bounded buffered channel.
     Bounded(Arc<bounded::Inner<T>>),
+    /// An unbounded channel (a mailbox).
+    Unbounded(std::sync::Arc<mailbox::Inner<T>>),
 }
 
 /// The sending half of a channel: its operations return `Result`s, giving the message back
@@ -126,6 +145,13 @@ impl<T> Sender<T> {
             flavor: Flavor::Bounded(ch),
         }
     }
+
+    /// A sender of a mailbox whose sending count already includes it.
+    pub(crate) fn from_mailbox(mb: std::sync::Arc<mailbox::Inner<T>>) -> Self {
+        Sender {
+            flavor: Flavor::Unbounded(mb),
+        }
+    }
 }
 
 impl<T> Receiver<T> {
@@ -140,6 +166,13 @@ impl<T> Receiver<T> {
     pub(crate) fn from_bounded(ch: Arc<bounded::Inner<T>>) -> Self {
         Receiver {
             flavor: Flavor::Bounded(ch),
+        }
+    }
+
+    /// A receiver of a mailbox whose receiving count already includes it.
+    pub(crate) fn from_mailbox(mb: std::sync::Arc<mailbox::Inner<T>>) -> Self {
+        Receiver {
+            flavor: Flavor::Unbounded(mb),
         }
     }
 }
@@ -171,6 +204,7 @@ impl<T: Send + 'static> Sender<T> {
                 Checked::sent(left)
             }
             Flavor::Bounded(ch) => bounded::Inner::send::<Checked>(ch, msg),
+            Flavor::Unbounded(mb) => mb.push(msg).map_err(SendError),
         }
     }
 
@@ -188,6 +222,7 @@ impl<T: Send + 'static> Sender<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.try_send(msg),
             Flavor::Bounded(ch) => ch.try_send(msg),
+            Flavor::Unbounded(mb) => mb.push(msg).map_err(TrySendError::Disconnected),
         }
     }
 
@@ -206,6 +241,7 @@ impl<T: Send + 'static> Sender<T> {
         match &self.flavor {
             Flavor::Zero(ch) => Event::from_direct_base(SendEvt::<T, Checked>::new(ch, msg)),
             Flavor::Bounded(ch) => bounded::Inner::send_evt::<Checked>(ch, msg),
+            Flavor::Unbounded(mb) => mailbox::Inner::send_evt::<Checked>(mb, msg),
         }
     }
 
@@ -236,6 +272,9 @@ impl<T: Send + 'static> Sender<T> {
                     bounded::Inner::send_evt::<Checked>(ch, msg).into_future(),
                 ),
             },
+            Flavor::Unbounded(mb) => SendFut {
+                inner: SendFutInner::Ready(Some(mb.push(msg).map_err(SendError))),
+            },
         }
     }
 }
@@ -254,6 +293,7 @@ impl<T> Sender<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.close(),
             Flavor::Bounded(ch) => ch.close(),
+            Flavor::Unbounded(mb) => mb.close(),
         }
     }
 
@@ -270,6 +310,7 @@ impl<T> Sender<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.is_closed(),
             Flavor::Bounded(ch) => ch.is_closed(),
+            Flavor::Unbounded(mb) => mb.is_closed(),
         }
     }
 
@@ -284,6 +325,7 @@ impl<T> Sender<T> {
         match &self.flavor {
             Flavor::Zero(_) => 0,
             Flavor::Bounded(ch) => ch.len(),
+            Flavor::Unbounded(mb) => mb.len(),
         }
     }
 
@@ -310,6 +352,7 @@ impl<T> Sender<T> {
         match &self.flavor {
             Flavor::Zero(_) => true,
             Flavor::Bounded(ch) => ch.len() >= ch.cap(),
+            Flavor::Unbounded(_) => false,
         }
     }
 
@@ -325,6 +368,7 @@ impl<T> Sender<T> {
         match &self.flavor {
             Flavor::Zero(_) => Some(0),
             Flavor::Bounded(ch) => Some(ch.cap()),
+            Flavor::Unbounded(_) => None,
         }
     }
 
@@ -339,6 +383,7 @@ impl<T> Sender<T> {
         match (&self.flavor, &other.flavor) {
             (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
             (Flavor::Bounded(a), Flavor::Bounded(b)) => Arc::ptr_eq(a, b),
+            (Flavor::Unbounded(a), Flavor::Unbounded(b)) => std::sync::Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -364,6 +409,7 @@ impl<T: Send + 'static> Receiver<T> {
                 Checked::recv(ch.direct(super::Queues::sendq, super::Queues::recvq, None, "recv"))
             }
             Flavor::Bounded(ch) => bounded::Inner::recv::<Checked>(ch),
+            Flavor::Unbounded(mb) => mailbox::Inner::recv::<Checked>(mb),
         }
     }
 
@@ -381,6 +427,7 @@ impl<T: Send + 'static> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.try_recv(),
             Flavor::Bounded(ch) => ch.try_recv(),
+            Flavor::Unbounded(mb) => mb.try_pop(),
         }
     }
 
@@ -443,6 +490,7 @@ impl<T: Send + 'static> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(ch) => Event::from_direct_base(RecvEvt::<T, Checked>::new(ch)),
             Flavor::Bounded(ch) => bounded::Inner::recv_evt::<Checked>(ch),
+            Flavor::Unbounded(mb) => mailbox::Inner::recv_evt::<Checked>(mb),
         }
     }
 
@@ -469,6 +517,9 @@ impl<T: Send + 'static> Receiver<T> {
             },
             Flavor::Bounded(ch) => RecvFut {
                 inner: RecvFutInner::Event(bounded::Inner::recv_evt::<Checked>(ch).into_future()),
+            },
+            Flavor::Unbounded(mb) => RecvFut {
+                inner: RecvFutInner::Event(mailbox::Inner::recv_evt::<Checked>(mb).into_future()),
             },
         }
     }
@@ -552,6 +603,7 @@ impl<T> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.close(),
             Flavor::Bounded(ch) => ch.close(),
+            Flavor::Unbounded(mb) => mb.close(),
         }
     }
 
@@ -567,6 +619,7 @@ impl<T> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.is_closed(),
             Flavor::Bounded(ch) => ch.is_closed(),
+            Flavor::Unbounded(mb) => mb.is_closed(),
         }
     }
 
@@ -581,6 +634,7 @@ impl<T> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(_) => 0,
             Flavor::Bounded(ch) => ch.len(),
+            Flavor::Unbounded(mb) => mb.len(),
         }
     }
 
@@ -607,6 +661,7 @@ impl<T> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(_) => true,
             Flavor::Bounded(ch) => ch.len() >= ch.cap(),
+            Flavor::Unbounded(_) => false,
         }
     }
 
@@ -622,6 +677,7 @@ impl<T> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(_) => Some(0),
             Flavor::Bounded(ch) => Some(ch.cap()),
+            Flavor::Unbounded(_) => None,
         }
     }
 
@@ -636,6 +692,7 @@ impl<T> Receiver<T> {
         match (&self.flavor, &other.flavor) {
             (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
             (Flavor::Bounded(a), Flavor::Bounded(b)) => Arc::ptr_eq(a, b),
+            (Flavor::Unbounded(a), Flavor::Unbounded(b)) => std::sync::Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -652,6 +709,10 @@ impl<T> Clone for Sender<T> {
                 ch.add_handle(Kind::Sender);
                 Sender::from_bounded(ch.clone())
             }
+            Flavor::Unbounded(mb) => {
+                mb.add_handle(Kind::Sender);
+                Sender::from_mailbox(mb.clone())
+            }
         }
     }
 }
@@ -661,6 +722,7 @@ impl<T> Drop for Sender<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.drop_handle(Kind::Sender),
             Flavor::Bounded(ch) => ch.drop_handle(Kind::Sender),
+            Flavor::Unbounded(mb) => mb.drop_handle(Kind::Sender),
         }
     }
 }
@@ -676,6 +738,10 @@ impl<T> Clone for Receiver<T> {
                 ch.add_handle(Kind::Receiver);
                 Receiver::from_bounded(ch.clone())
             }
+            Flavor::Unbounded(mb) => {
+                mb.add_handle(Kind::Receiver);
+                Receiver::from_mailbox(mb.clone())
+            }
         }
     }
 }
@@ -685,6 +751,7 @@ impl<T> Drop for Receiver<T> {
         match &self.flavor {
             Flavor::Zero(ch) => ch.drop_handle(Kind::Receiver),
             Flavor::Bounded(ch) => ch.drop_handle(Kind::Receiver),
+            Flavor::Unbounded(mb) => mb.drop_handle(Kind::Receiver),
         }
     }
 }
@@ -713,8 +780,13 @@ pub struct SendFut<'a, T> {
 
 enum SendFutInner<'a, T> {
     Zero(SendFuture<'a, T>),
+    /// A mailbox's send, done when the future was made (it never waits).
+    Ready(Option<Result<(), SendError<T>>>),
     Event(SyncFuture<Result<(), SendError<T>>>),
 }
+
+// The message is never pinned: the future moves it into the channel or back out.
+impl<T> Unpin for SendFut<'_, T> {}
 
 impl<T: Send + 'static> Future for SendFut<'_, T> {
     type Output = Result<(), SendError<T>>;
@@ -722,6 +794,9 @@ impl<T: Send + 'static> Future for SendFut<'_, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.get_mut().inner {
             SendFutInner::Zero(f) => f.poll_raw(cx).map(Checked::sent),
+            SendFutInner::Ready(r) => {
+                Poll::Ready(r.take().expect("pcml: SendFut polled after completion"))
+            }
             SendFutInner::Event(f) => Pin::new(f).poll(cx),
         }
     }

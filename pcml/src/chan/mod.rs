@@ -34,8 +34,9 @@
 //! });
 //! ```
 //!
-//! The rules, the same for [`Chan`] and [`BoundedChan`](crate::BoundedChan) (a
-//! [`Mailbox`](crate::Mailbox) has no halves yet and closes only explicitly):
+//! The rules, the same for every kind of channel ([`Chan`], a
+//! [`BoundedChan`](crate::BoundedChan) or [`bounded`], a [`Mailbox`](crate::Mailbox) or
+//! [`unbounded`]):
 //! - A channel closes when `close` is called on any handle, or when a drop leaves it with
 //!   no way to send or no way to receive: no both-ends handle (a `Chan`) and no `Sender`, or
 //!   no `Chan` and no `Receiver`. A `Chan` can do both, so while one lives the channel stays
@@ -169,6 +170,7 @@ pub(crate) use error::{Checked, Mode, Plain, closed_panic};
 pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 pub use halves::{
     IntoIter, Iter, Receiver, RecvFut, RecvStream, SendFut, Sender, TryIter, bounded, channel,
+    unbounded,
 };
 
 /// The bit of `ChanInner::senders`/`receivers` that says the channel is closed: a closed

@@ -29,9 +29,12 @@ use std::sync::{Arc, Weak};
 
 use crate::loom::sync::Mutex;
 
-use crate::chan::closed_panic;
-use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
-use crate::sync_var::waiters::{Offers, Slot, complete_self, give_back, lock, now_or_sync};
+use std::marker::PhantomData;
+
+use crate::chan::handles::{Handles, Kind};
+use crate::chan::{Mode, Plain, Receiver, Sender, TryRecvError, closed_panic};
+use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
+use crate::sync_var::waiters::{Offers, Slot, complete_self, give_back, lock};
 
 /// An unbounded FIFO channel: `send` never blocks, `recv` blocks while it is empty.
 ///
@@ -50,8 +53,10 @@ pub struct Mailbox<T> {
     inner: Arc<Inner<T>>,
 }
 
-struct Inner<T> {
+pub(crate) struct Inner<T> {
     state: Mutex<State<T>>,
+    /// The counts of handles that decide when a drop closes the mailbox.
+    handles: Handles,
 }
 
 struct State<T> {
@@ -66,9 +71,16 @@ struct State<T> {
 
 impl<T> Clone for Mailbox<T> {
     fn clone(&self) -> Self {
+        self.inner.add_handle(Kind::Both);
         Self {
             inner: self.inner.clone(),
         }
+    }
+}
+
+impl<T> Drop for Mailbox<T> {
+    fn drop(&mut self) {
+        self.inner.drop_handle(Kind::Both);
     }
 }
 
@@ -100,6 +112,7 @@ impl<T> Mailbox<T> {
                     receivers: Offers::new(),
                     closed: false,
                 }),
+                handles: Handles::new(),
             }),
         }
     }
@@ -144,19 +157,7 @@ impl<T> Mailbox<T> {
     /// assert_eq!(mb.try_recv(), None);
     /// ```
     pub fn close(&self) -> bool {
-        let mut st = lock(&self.inner.state);
-        if st.closed {
-            return false;
-        }
-        st.closed = true;
-        for o in st.receivers.q.drain(..) {
-            // An empty slot says "closed" to its owner.
-            if let Some(commit) = o.w.synch_spinning() {
-                commit.publish();
-            }
-            // Else dead: its sync completed elsewhere.
-        }
-        true
+        self.inner.close()
     }
 
     /// How many receivers are queued, dead ones included: for tests.
@@ -193,13 +194,8 @@ impl<T: Send + 'static> Mailbox<T> {
     /// # Panics
     /// If the mailbox is closed.
     pub fn send(&self, v: T) {
-        let mut st = lock(&self.inner.state);
-        if st.closed {
-            drop(st);
+        if self.inner.push(v).is_err() {
             closed_panic("send");
-        }
-        if let Err(v) = st.receivers.deliver_first(v) {
-            st.buf.push_back(v);
         }
     }
 
@@ -217,7 +213,7 @@ impl<T: Send + 'static> Mailbox<T> {
     pub fn recv(&self) -> T {
         // Fast path: a buffered message now (one lock, no event). While messages are buffered
         // no receiver is queued, so this cannot pass a blocked receiver.
-        now_or_sync(self.try_recv(), || self.recv_evt())
+        Inner::recv::<Plain>(&self.inner)
     }
 
     /// An event enabled while a message is buffered; syncing on it receives the oldest one.
@@ -232,10 +228,7 @@ impl<T: Send + 'static> Mailbox<T> {
     ///
     /// A closed, drained mailbox's event is enabled, and its sync panics.
     pub fn recv_evt(&self) -> Event<T> {
-        Event::from_base(RecvEvt {
-            mb: self.inner.clone(),
-            slot: None,
-        })
+        Inner::recv_evt::<Plain>(&self.inner)
     }
 
     /// Receives the oldest message if there is one. Never blocks.
@@ -248,7 +241,50 @@ impl<T: Send + 'static> Mailbox<T> {
     /// assert_eq!(mb.try_recv(), Some(1));
     /// ```
     pub fn try_recv(&self) -> Option<T> {
-        lock(&self.inner.state).buf.pop_front()
+        self.inner.try_pop().ok()
+    }
+
+    /// A sending half of this mailbox: its operations return `Result`s.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// let tx = mb.sender();
+    /// tx.send(1).unwrap();
+    /// assert_eq!(mb.recv(), 1);
+    /// ```
+    pub fn sender(&self) -> Sender<T> {
+        self.inner.add_handle(Kind::Sender);
+        Sender::from_mailbox(self.inner.clone())
+    }
+
+    /// A receiving half of this mailbox: its operations return `Result`s.
+    ///
+    /// # Examples
+    /// ```
+    /// let mb = pcml::Mailbox::new();
+    /// let rx = mb.receiver();
+    /// mb.send(1);
+    /// drop(mb); // no both-ends handle and no Sender left: closed
+    /// assert_eq!(rx.iter().collect::<Vec<_>>(), [1]);
+    /// ```
+    pub fn receiver(&self) -> Receiver<T> {
+        self.inner.add_handle(Kind::Receiver);
+        Receiver::from_mailbox(self.inner.clone())
+    }
+
+    /// Splits this handle into a sending and a receiving half.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, rx) = pcml::Mailbox::new().split();
+    /// tx.send("hi").unwrap();
+    /// assert_eq!(rx.recv(), Ok("hi"));
+    /// ```
+    pub fn split(self) -> (Sender<T>, Receiver<T>) {
+        let (tx, rx) = (self.sender(), self.receiver());
+        drop(self);
+        (tx, rx)
     }
 }
 
@@ -259,7 +295,12 @@ pub(crate) struct WeakMailbox<T>(Weak<Inner<T>>);
 impl<T> WeakMailbox<T> {
     /// The mailbox, if some handle or event still holds it.
     pub(crate) fn upgrade(&self) -> Option<Mailbox<T>> {
-        self.0.upgrade().map(|inner| Mailbox { inner })
+        self.0.upgrade().map(|inner| {
+            // A handle again (the last one may have been dropped meanwhile: a mailbox that
+            // never had halves does not close by itself, so counting from zero is harmless).
+            inner.add_handle(Kind::Both);
+            Mailbox { inner }
+        })
     }
 }
 
@@ -281,57 +322,190 @@ impl<T: Clone> Mailbox<T> {
 }
 
 /// The base event of [`Mailbox::recv_evt`].
-struct RecvEvt<T> {
+struct RecvEvt<T, M> {
     mb: Arc<Inner<T>>,
     /// Our queued offer's slot while blocked.
     slot: Option<Slot<T>>,
+    mode: PhantomData<M>,
 }
 
-impl<T: Send + 'static> BaseEvent for RecvEvt<T> {
-    type Output = T;
+impl<T: Send + 'static, M: Mode> BaseEvent for RecvEvt<T, M> {
+    type Output = M::Recv<T>;
 
     fn poll(&mut self) -> bool {
         let st = lock(&self.mb.state);
         !st.buf.is_empty() || st.closed
     }
 
-    fn try_do(&mut self) -> Option<T> {
+    fn try_do(&mut self) -> Option<M::Recv<T>> {
         let mut st = lock(&self.mb.state);
-        let v = st.buf.pop_front();
-        if v.is_none() && st.closed {
-            drop(st);
-            closed_panic("receive");
+        match st.buf.pop_front() {
+            Some(v) => Some(M::recv(Some(v))),
+            None if st.closed => {
+                drop(st);
+                Some(M::recv(None))
+            }
+            None => None,
         }
-        v
     }
 
-    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<T> {
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M::Recv<T>> {
         let mut st = lock(&self.mb.state);
         if !st.buf.is_empty() {
-            return complete_self(me, || st.buf.pop_front().expect("pcml: mailbox emptied"));
+            return complete_self(me, || {
+                M::recv(Some(st.buf.pop_front().expect("pcml: mailbox emptied")))
+            });
         }
         if st.closed {
             drop(st);
-            closed_panic("receive");
+            return complete_self(me, || M::recv(None));
         }
         self.slot = Some(st.receivers.push_offer(me, None));
         Blocked::Waiting
     }
 
-    fn complete(&mut self) -> T {
+    fn complete(&mut self) -> M::Recv<T> {
         let slot = self
             .slot
             .as_ref()
             .expect("pcml: mailbox recv completed unblocked");
         // Empty: the mailbox closed while we waited.
         let got = lock(slot).take();
-        got.unwrap_or_else(|| closed_panic("receive"))
+        M::recv(got)
     }
 
-    fn discard(&mut self, v: T) {
+    fn discard(&mut self, v: M::Recv<T>) {
         // Our `.await` was dropped after a message was handed to us: it was the oldest, so it
         // goes back to the front (to a blocked receiver if the buffer is empty).
-        let st = &mut *lock(&self.mb.state);
-        give_back(&mut st.buf, &mut st.receivers, v);
+        if let Some(v) = M::recv_value(v) {
+            let st = &mut *lock(&self.mb.state);
+            give_back(&mut st.buf, &mut st.receivers, v);
+        }
+    }
+}
+
+/// The base event of an unbounded [`Sender`]'s send: always enabled (a mailbox never
+/// blocks a sender); it sends when chosen.
+struct SendEvt<T, M> {
+    mb: Arc<Inner<T>>,
+    /// The message, until sent.
+    value: Option<T>,
+    mode: PhantomData<M>,
+}
+
+impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
+    type Output = M::Sent<T>;
+
+    fn poll(&mut self) -> bool {
+        true
+    }
+
+    fn try_do(&mut self) -> Option<M::Sent<T>> {
+        let v = self.value.take().expect("pcml: mailbox send event reused");
+        Some(M::sent(self.mb.push(v).err()))
+    }
+
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<M::Sent<T>> {
+        let v = self.value.take().expect("pcml: mailbox send event reused");
+        let mb = &self.mb;
+        match me.synch_self() {
+            SelfSynch::Won => Blocked::Committed(M::sent(mb.push(v).err())),
+            SelfSynch::AlreadySynched => Blocked::Synched,
+        }
+    }
+
+    fn complete(&mut self) -> M::Sent<T> {
+        unreachable!("pcml: a mailbox send never blocks")
+    }
+}
+
+impl<T> Inner<T> {
+    /// Sends `v` unless the mailbox is closed (then gives it back).
+    pub(crate) fn push(&self, v: T) -> Result<(), T> {
+        let mut st = lock(&self.state);
+        if st.closed {
+            return Err(v);
+        }
+        if let Err(v) = st.receivers.deliver_first(v) {
+            st.buf.push_back(v);
+        }
+        Ok(())
+    }
+
+    /// Receives without waiting.
+    pub(crate) fn try_pop(&self) -> Result<T, TryRecvError> {
+        let mut st = lock(&self.state);
+        match st.buf.pop_front() {
+            Some(v) => Ok(v),
+            None if st.closed => Err(TryRecvError::Disconnected),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Closes the mailbox; whether this call closed it.
+    pub(crate) fn close(&self) -> bool {
+        let mut st = lock(&self.state);
+        if st.closed {
+            return false;
+        }
+        st.closed = true;
+        for o in st.receivers.q.drain(..) {
+            // An empty slot says "closed" to its owner.
+            if let Some(commit) = o.w.synch_spinning() {
+                commit.publish();
+            }
+            // Else dead: its sync completed elsewhere.
+        }
+        true
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.state).buf.len()
+    }
+
+    pub(crate) fn add_handle(&self, k: Kind) {
+        self.handles.add(k);
+    }
+
+    pub(crate) fn drop_handle(&self, k: Kind) {
+        if self.handles.drop(k) {
+            self.close();
+        }
+    }
+}
+
+impl<T: Send + 'static> Inner<T> {
+    /// A blocking receive in mode `M`.
+    pub(crate) fn recv<M: Mode>(this: &Arc<Self>) -> M::Recv<T> {
+        // Fast path: a buffered message now (one lock, no event). While messages are buffered
+        // no receiver is queued, so this cannot pass a blocked receiver.
+        match this.try_pop() {
+            Ok(v) => {
+                crate::sched::worker::consume_budget();
+                M::recv(Some(v))
+            }
+            Err(TryRecvError::Disconnected) => M::recv(None),
+            Err(TryRecvError::Empty) => Self::recv_evt::<M>(this).sync(),
+        }
+    }
+
+    pub(crate) fn recv_evt<M: Mode>(this: &Arc<Self>) -> Event<M::Recv<T>> {
+        Event::from_base(RecvEvt::<T, M> {
+            mb: this.clone(),
+            slot: None,
+            mode: PhantomData,
+        })
+    }
+
+    pub(crate) fn send_evt<M: Mode>(this: &Arc<Self>, v: T) -> Event<M::Sent<T>> {
+        Event::from_base(SendEvt::<T, M> {
+            mb: this.clone(),
+            value: Some(v),
+            mode: PhantomData,
+        })
     }
 }
