@@ -119,3 +119,133 @@ fn a_zero_timeout_takes_its_fair_share_of_a_choice() {
         "zero timeout won {by_sync} of 2000 syncs"
     );
 }
+
+// Time as channels: after, tick, interval, timeout.
+
+#[test]
+fn after_fires_once_its_deadline_passes_and_stays_enabled() {
+    assert_eq!(
+        pcml::time::after(Duration::from_secs(60)).recv_evt().poll(),
+        None
+    );
+    let a = pcml::time::after(Duration::from_millis(5));
+    let at = a.recv();
+    assert_eq!(at, a.deadline());
+    assert!(Instant::now() >= at);
+    // It does not empty: every later receive returns at once, with the same instant.
+    assert_eq!(a.recv_evt().poll(), Some(at));
+    assert_eq!(a.recv(), at);
+}
+
+#[test]
+fn a_select_loop_bounded_by_one_after() {
+    pcml::run(|| {
+        let ch = Chan::new();
+        let tx = ch.clone();
+        pcml::spawn(move || (0..10u32).for_each(|i| tx.send(i)));
+        let deadline = pcml::time::after(Duration::from_millis(30));
+        let (mut got, mut ended) = (Vec::new(), 0);
+        loop {
+            pcml::select! {
+                recv(ch) -> v => got.push(v),
+                recv(deadline) -> at => { assert!(Instant::now() >= at); ended += 1; break }
+            }
+        }
+        assert_eq!(got, (0..10).collect::<Vec<_>>());
+        assert_eq!(ended, 1);
+    });
+}
+
+#[test]
+fn ticks_stay_on_their_grid_and_skip_what_was_missed() {
+    let period = Duration::from_millis(3);
+    let on_grid = |t: Instant, start: Instant| (t - start).as_nanos() % period.as_nanos() == 0;
+    let start = Instant::now();
+    let t = pcml::time::Ticker::starting_at(start, period);
+    // The first tick is due at once; then each receive waits for a later point of the grid.
+    assert_eq!(t.recv(), start);
+    let mut last = start;
+    for _ in 0..3 {
+        let next = t.recv();
+        assert!(next > last && on_grid(next, start) && Instant::now() >= next);
+        last = next;
+    }
+    // Fall behind by several periods: one tick at once, the latest due (the missed ones are
+    // skipped, not queued), and the grid goes on from there.
+    std::thread::sleep(5 * period);
+    let late = t.recv_evt().poll().expect("a tick is due");
+    assert!(late >= last + 5 * period && late <= Instant::now() && on_grid(late, start));
+    let after = t.recv();
+    assert!(after > late && on_grid(after, start));
+}
+
+#[test]
+fn a_tick_driven_loop_in_a_fiber_and_a_shared_ticker() {
+    pcml::run(|| {
+        // A worker that does a unit of work per tick until told to stop.
+        let (stop, done) = (Chan::new(), Chan::new());
+        let (s, d) = (stop.clone(), done.clone());
+        let ticker = pcml::time::tick(Duration::from_millis(1));
+        let worker = pcml::spawn(move || {
+            let mut last = None;
+            let mut n = 0u32;
+            loop {
+                pcml::select! {
+                    recv(ticker) -> at => {
+                        // Strictly increasing: each tick once, in order.
+                        assert!(last.is_none_or(|l| at > l));
+                        last = Some(at);
+                        n += 1;
+                        if n == 5 {
+                            d.send(());
+                        }
+                    }
+                    recv(s) -> () => return n,
+                }
+            }
+        });
+        done.recv();
+        stop.send(());
+        assert!(worker.join().unwrap() >= 5);
+
+        // One ticker, two receivers: every tick goes to exactly one of them.
+        let ticker = pcml::time::tick(Duration::from_millis(1));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let t = ticker.clone();
+                pcml::spawn(move || (0..5).map(|_| t.recv()).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut all: Vec<Instant> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 10, "a tick was delivered twice");
+    });
+}
+
+#[test]
+fn interval_and_timeout_in_async_code() {
+    let run = || async {
+        let iv = pcml::time::interval(Duration::from_millis(2));
+        let first = iv.tick().await;
+        let second = iv.tick().await;
+        assert!(second > first && (second - first).as_nanos() % 2_000_000 == 0);
+        let ok = pcml::time::timeout(Duration::from_secs(60), async { 5 }).await;
+        let late = pcml::time::timeout(
+            Duration::from_millis(2),
+            pcml::time::sleep_async(Duration::from_secs(60)),
+        )
+        .await;
+        (ok, late)
+    };
+    let (ok, late) = pcml::run(move || pcml::spawn_task(run()).join().unwrap());
+    assert_eq!(ok, Ok(5));
+    assert_eq!(late, Err(pcml::time::Elapsed::default()));
+    // In another executor too.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (ok, late) = rt.block_on(run());
+    assert_eq!(ok, Ok(5));
+    assert!(late.is_err());
+}

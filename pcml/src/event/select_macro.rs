@@ -29,6 +29,8 @@
 ///   method), binding what the send event yields to `res`;
 /// - `pattern = event => body`: any [`Event`](crate::event::Event), e.g. a
 ///   [`timeout_evt`](crate::time::timeout_evt), a join, a nack or a `choose` of its own;
+///   (time as a channel works in `recv` arms: [`time::after`](crate::time::after),
+///   [`time::tick`](crate::time::tick));
 /// - `default => body`: at most one; makes the `select!` a poll: if no other arm is enabled
 ///   now, run `body` instead of waiting;
 /// - `default(d) => body`: at most one, instead of `default`: wait at most the

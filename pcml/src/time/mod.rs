@@ -6,9 +6,33 @@
 //! are kept by one process-wide timer thread.
 //!
 //! Timeouts are events: [`timeout_evt`] and [`at_time_evt`] compose in `choose` and `select`
-//! like any other event, and [`Event::sync_timeout`] syncs with a time limit. A timeout that
-//! loses its choice cancels its timer, which the proc then drops from its heap: a loop that
-//! always receives before its timeout keeps memory bounded.
+//! like any other event, and [`Event::sync_timeout`] syncs with a time limit.
+//!
+//! Time as channels, for those who know crossbeam-channel's and Go's: [`after`] is a deadline
+//! and [`tick`] a periodic ticker (one that neither drifts nor piles up missed ticks), both
+//! received from like a channel (`recv(ticker) -> t` in a [`select!`](macro@crate::select)).
+//! Async code has [`interval`] (`ticker.tick().await`) and [`timeout`], a time limit for any
+//! future.
+//!
+//! ```
+//! use std::time::Duration;
+//! use pcml::time::{after, tick};
+//!
+//! pcml::run(|| {
+//!     let (work, stop) = (tick(Duration::from_millis(1)), after(Duration::from_millis(10)));
+//!     let mut rounds = 0;
+//!     loop {
+//!         pcml::select_biased! {
+//!             recv(work) -> _ => rounds += 1,
+//!             recv(stop) -> _ => break,
+//!         }
+//!     }
+//!     assert!(rounds >= 1);
+//! });
+//! ```
+//!
+//! A timeout that loses its choice cancels its timer, which the proc then drops from its
+//! heap: a loop that always receives before its timeout keeps memory bounded.
 //!
 //! Timers fire no earlier than their deadline; how much later depends on what the proc is
 //! running (a thread is never preempted) and on the operating system's wake-up latency.
@@ -16,6 +40,12 @@
 //! # Invariants
 //! - A [`Sleep`] that is dropped before its deadline cancels its timer, which then no longer
 //!   counts as a wake source (see `sched::timer`).
+
+mod ticker;
+mod timeout;
+
+pub use self::ticker::{After, Ticker, after, interval, tick};
+pub use self::timeout::{Elapsed, Timeout, timeout};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -193,6 +223,7 @@ pub fn timeout_evt(d: Duration) -> Event<()> {
         after: Some(d),
         deadline: None,
         timer: None,
+        out: drop,
     })
 }
 
@@ -210,11 +241,14 @@ pub fn at_time_evt(at: Instant) -> Event<()> {
         after: None,
         deadline: Some(at),
         timer: None,
+        out: drop,
     })
 }
 
-/// The base event of [`timeout_evt`] and [`at_time_evt`].
-struct TimeoutEvt {
+/// The base event of [`timeout_evt`], [`at_time_evt`] and [`After`]: `out` makes its value
+/// of the deadline (no wrapper, so no allocation for it).
+struct TimeoutEvt<O> {
+    out: fn(Instant) -> O,
     /// For `timeout_evt`: the delay, turned into `deadline` when the sync starts.
     after: Option<Duration>,
     deadline: Option<Instant>,
@@ -222,7 +256,7 @@ struct TimeoutEvt {
     timer: Option<Arc<TimerCell>>,
 }
 
-impl TimeoutEvt {
+impl<O> TimeoutEvt<O> {
     /// Whether the deadline has passed, reading the clock once: a `timeout_evt`'s deadline is
     /// fixed from that same reading the first time, so a zero delay is due at once (reading
     /// the clock again for the comparison would find the deadline a few nanoseconds ahead).
@@ -244,22 +278,23 @@ impl TimeoutEvt {
     }
 }
 
-impl BaseEvent for TimeoutEvt {
-    type Output = ();
+impl<O: Send + 'static> BaseEvent for TimeoutEvt<O> {
+    type Output = O;
 
     fn poll(&mut self) -> bool {
         self.due().0
     }
 
-    fn try_do(&mut self) -> Option<()> {
-        self.poll().then_some(())
+    fn try_do(&mut self) -> Option<O> {
+        let (due, deadline) = self.due();
+        due.then(|| (self.out)(deadline))
     }
 
-    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<()> {
+    fn block(&mut self, me: &OwnWaiter<'_>) -> Blocked<O> {
         let (due, deadline) = self.due();
         if due {
             return match me.synch_self() {
-                SelfSynch::Won => Blocked::Committed(()),
+                SelfSynch::Won => Blocked::Committed((self.out)(deadline)),
                 SelfSynch::AlreadySynched => Blocked::Synched,
             };
         }
@@ -274,7 +309,10 @@ impl BaseEvent for TimeoutEvt {
         Blocked::Waiting
     }
 
-    fn complete(&mut self) {}
+    fn complete(&mut self) -> O {
+        let (_, deadline) = self.due();
+        (self.out)(deadline)
+    }
 
     fn cancel(&mut self) {
         if let Some(t) = self.timer.take() {
