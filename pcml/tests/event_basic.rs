@@ -584,3 +584,34 @@ fn select_macro_is_fair_and_select_biased_is_ordered() {
     assert!(order[..left_in_a].iter().all(|&v| v == 0));
     assert_eq!(order[left_in_a..], [1, 1, 1]);
 }
+
+#[test]
+fn select_macro_with_sender_and_receiver_halves_sees_disconnection() {
+    // A fan-in that ends when every producer is gone: a closed channel's receive is enabled
+    // and carries the error, so the `select!` loop sees it.
+    pcml::run(|| {
+        let (tx_a, rx_a) = pcml::chan::channel::<u32>();
+        let (tx_b, rx_b) = pcml::chan::channel::<u32>();
+        pcml::spawn(move || (0..5).for_each(|i| tx_a.send(i).unwrap()));
+        pcml::spawn(move || (10..15).for_each(|i| tx_b.send(i).unwrap()));
+        let (mut sum, mut open) = (0, [true, true]);
+        while open.iter().any(|&o| o) {
+            pcml::select! {
+                recv(rx_a) -> v => match v {
+                    Ok(v) => sum += v,
+                    Err(_) => open[0] = false,
+                },
+                recv(rx_b) -> v => match v {
+                    Ok(v) => sum += v,
+                    Err(_) => open[1] = false,
+                },
+            }
+        }
+        assert_eq!(sum, 10 + 60);
+        // A send arm on a half yields the send's result.
+        let (tx, rx) = pcml::chan::channel::<u8>();
+        drop(rx);
+        let res = pcml::select! { send(tx, 1) -> res => res };
+        assert_eq!(res.map_err(|e| e.into_inner()), Err(1));
+    });
+}
