@@ -256,3 +256,42 @@ fn a_receive_dropped_after_it_won_gives_its_message_back() {
         (Some(1), Some(2), None)
     );
 }
+
+#[test]
+fn dropping_the_last_multicast_ends_every_port_loop() {
+    let mc = pcml::Multicast::new();
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let p = mc.port();
+            std::thread::spawn(move || p.iter().collect::<Vec<u32>>())
+        })
+        .collect();
+    let mc2 = mc.clone();
+    for i in 0..10 {
+        mc2.send(i);
+    }
+    drop(mc2);
+    assert!(!mc.is_closed()); // another handle lives
+    let late = mc.port();
+    drop(mc);
+    for r in readers {
+        assert_eq!(r.join().unwrap(), (0..10).collect::<Vec<_>>());
+    }
+    assert!(late.is_closed());
+    assert_eq!(late.try_recv(), None);
+}
+
+#[test]
+fn a_closed_multicast_refuses_sends_and_closes_new_ports() {
+    let mc = pcml::Multicast::new();
+    let p = mc.port();
+    mc.send(1);
+    assert!(mc.close());
+    assert!(!mc.close());
+    let q = mc.port();
+    assert!(q.is_closed());
+    assert_eq!(q.iter().count(), 0);
+    assert_eq!(p.iter().collect::<Vec<_>>(), [1]);
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| mc.send(2))).unwrap_err();
+    assert!(err.downcast_ref::<String>().unwrap().contains("closed"));
+}

@@ -32,7 +32,7 @@ use crate::loom::sync::Mutex;
 use std::marker::PhantomData;
 
 use crate::chan::handles::{Handles, Kind};
-use crate::chan::{Mode, Plain, Receiver, Sender, TryRecvError, closed_panic};
+use crate::chan::{Checked, Mode, Plain, Receiver, RecvError, Sender, TryRecvError, closed_panic};
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::sync_var::waiters::{Offers, Slot, complete_self, give_back, lock};
 
@@ -242,6 +242,11 @@ impl<T: Send + 'static> Mailbox<T> {
     /// ```
     pub fn try_recv(&self) -> Option<T> {
         self.inner.try_pop().ok()
+    }
+
+    /// `recv`, with a closed, drained mailbox as an error.
+    pub(crate) fn recv_checked(&self) -> Result<T, RecvError> {
+        Inner::recv::<Checked>(&self.inner)
     }
 
     /// A sending half of this mailbox: its operations return `Result`s.

@@ -21,9 +21,18 @@
 //!   concurrent senders in one order. Under it only a port's mailbox lock is taken (and the
 //!   leaf slot lock under that): the lock order is multicast, then mailbox, then slot.
 //! - The port list holds only weak handles; dead ones are dropped by the next `send` or `port`.
+//! - `closed` is set under the port list's lock, which also closes every live port, and a
+//!   port added later is closed when added: once closed, no port receives anything new.
+//!
+//! # Closing
+//! [`Multicast::close`], or the drop of the last `Multicast` handle (ports do not count),
+//! closes every port: each still receives what was sent before, then `for msg in &port`
+//! ends and a plain `recv` panics.
 
 use std::fmt;
 use std::sync::Arc;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::loom::sync::Mutex;
 
@@ -51,11 +60,21 @@ struct Inner<T> {
     /// Weak handles on the ports' mailboxes, in creation order. Written by `port`, `copy` and
     /// `send` (which drops the dead ones), under this lock.
     ports: Mutex<Vec<WeakMailbox<T>>>,
+    /// Set once, by `Multicast::close` under the `ports` lock (Relaxed: read under that lock,
+    /// or as a hint by `is_closed`).
+    closed: AtomicBool,
+    /// Live [`Multicast`] handles (ports do not count); the drop of the last one closes.
+    /// Changed by clones and drops.
+    senders: AtomicUsize,
 }
 
 /// Registers `mb` as a new port of `mc`; `ports` is `mc`'s list, locked.
 fn add<T>(mc: &Arc<Inner<T>>, ports: &mut Vec<WeakMailbox<T>>, mb: Mailbox<T>) -> Port<T> {
     ports.retain(|p| p.upgrade().is_some());
+    if mc.closed.load(Ordering::Relaxed) {
+        // A port of a closed multicast: it keeps what it was given, and nothing more comes.
+        mb.close();
+    }
     ports.push(mb.downgrade());
     Port { mb, mc: mc.clone() }
 }
@@ -84,6 +103,8 @@ pub struct Port<T> {
 
 impl<T> Clone for Multicast<T> {
     fn clone(&self) -> Self {
+        // Relaxed: made from a live handle, which keeps the count above zero (as `Arc`).
+        self.inner.senders.fetch_add(1, Ordering::Relaxed);
         Self {
             inner: self.inner.clone(),
         }
@@ -122,6 +143,8 @@ impl<T> Multicast<T> {
         Self {
             inner: Arc::new(Inner {
                 ports: Mutex::new(Vec::new()),
+                closed: AtomicBool::new(false),
+                senders: AtomicUsize::new(1),
             }),
         }
     }
@@ -156,6 +179,60 @@ impl<T> Multicast<T> {
             .filter(|p| p.upgrade().is_some())
             .count()
     }
+
+    /// Closes the multicast: every port receives what was sent before, then finds it closed
+    /// (`for msg in &port` ends, a blocked receive wakes); a later `send` panics. Whether this
+    /// call closed it. Dropping the last `Multicast` handle closes it too.
+    ///
+    /// # Examples
+    /// ```
+    /// let mc = pcml::Multicast::new();
+    /// let p = mc.port();
+    /// mc.send(1);
+    /// mc.send(2);
+    /// assert!(mc.close());
+    /// assert_eq!(p.iter().collect::<Vec<_>>(), [1, 2]);
+    /// ```
+    pub fn close(&self) -> bool {
+        self.inner.close()
+    }
+
+    /// Whether the multicast is closed.
+    ///
+    /// # Examples
+    /// ```
+    /// let mc = pcml::Multicast::<u8>::new();
+    /// let p = mc.port();
+    /// drop(mc); // the last sending handle
+    /// assert!(p.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Relaxed)
+    }
+}
+
+impl<T> Drop for Multicast<T> {
+    fn drop(&mut self) {
+        // Relaxed: the count only decides who closes; `close` itself runs under the lock.
+        if self.inner.senders.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.inner.close();
+        }
+    }
+}
+
+impl<T> Inner<T> {
+    /// Closes every live port (under the `ports` lock, so no send is half done); whether
+    /// this call closed the multicast.
+    fn close(&self) -> bool {
+        let ports = lock(&self.ports);
+        if self.closed.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        for mb in ports.iter().filter_map(|p| p.upgrade()) {
+            mb.close();
+        }
+        true
+    }
 }
 
 impl<T: Clone + Send + 'static> Multicast<T> {
@@ -169,8 +246,15 @@ impl<T: Clone + Send + 'static> Multicast<T> {
     /// mc.send(7);
     /// assert!(ports.iter().all(|p| p.recv() == 7));
     /// ```
+    ///
+    /// # Panics
+    /// If the multicast is closed.
     pub fn send(&self, v: T) {
         let mut ports = lock(&self.inner.ports);
+        if self.inner.closed.load(Ordering::Relaxed) {
+            drop(ports);
+            crate::chan::closed_panic("send");
+        }
         let live: Vec<Mailbox<T>> = ports.iter().filter_map(|p| p.upgrade()).collect();
         if live.len() != ports.len() {
             ports.retain(|p| p.upgrade().is_some());
@@ -198,6 +282,10 @@ impl<T: Send + 'static> Port<T> {
     /// mc.send(1);
     /// assert_eq!(t.join().unwrap(), 1);
     /// ```
+    ///
+    /// # Panics
+    /// If the multicast is closed and this port drained (iterate with `for msg in &port`,
+    /// which ends there, or use `try_recv`).
     pub fn recv(&self) -> T {
         self.mb.recv()
     }
@@ -216,6 +304,8 @@ impl<T: Send + 'static> Port<T> {
     /// ]);
     /// assert_eq!(got, None);
     /// ```
+    ///
+    /// A closed multicast's drained port's event is enabled, and its sync panics.
     pub fn recv_evt(&self) -> Event<T> {
         self.mb.recv_evt()
     }
@@ -235,7 +325,67 @@ impl<T: Send + 'static> Port<T> {
     }
 }
 
+impl<T: Send + 'static> Port<T> {
+    /// A blocking iterator over this port's messages: it ends once the multicast is closed
+    /// (explicitly, or its last [`Multicast`] handle dropped) and the port drained.
+    ///
+    /// # Examples
+    /// ```
+    /// let mc = pcml::Multicast::new();
+    /// let p = mc.port();
+    /// let t = std::thread::spawn(move || p.iter().sum::<i32>());
+    /// mc.send(1);
+    /// mc.send(2);
+    /// drop(mc);
+    /// assert_eq!(t.join().unwrap(), 3);
+    /// ```
+    pub fn iter(&self) -> PortIter<'_, T> {
+        PortIter { port: self }
+    }
+}
+
+/// A blocking iterator over a [`Port`]'s messages ([`Port::iter`]): it ends at close.
+pub struct PortIter<'a, T> {
+    port: &'a Port<T>,
+}
+
+impl<T: Send + 'static> Iterator for PortIter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.port.mb.recv_checked().ok()
+    }
+}
+
+impl<T> fmt::Debug for PortIter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PortIter").finish_non_exhaustive()
+    }
+}
+
+impl<'a, T: Send + 'static> IntoIterator for &'a Port<T> {
+    type Item = T;
+    type IntoIter = PortIter<'a, T>;
+
+    fn into_iter(self) -> PortIter<'a, T> {
+        self.iter()
+    }
+}
+
 impl<T> Port<T> {
+    /// Whether the multicast is closed (messages may still be buffered for this port).
+    ///
+    /// # Examples
+    /// ```
+    /// let mc = pcml::Multicast::<u8>::new();
+    /// let p = mc.port();
+    /// mc.close();
+    /// assert!(p.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.mc.closed.load(Ordering::Relaxed)
+    }
+
     /// How many messages are buffered for this port.
     ///
     /// # Examples
