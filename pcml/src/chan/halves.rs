@@ -773,6 +773,14 @@ impl<T> fmt::Debug for Receiver<T> {
 }
 
 /// The future of [`Sender::send_async`].
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::bounded(1);
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(async { tx.send_async(1).await.unwrap() });
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct SendFut<'a, T> {
     inner: SendFutInner<'a, T>,
@@ -809,6 +817,18 @@ impl<T> fmt::Debug for SendFut<'_, T> {
 }
 
 /// The future of [`Receiver::recv_async`].
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::unbounded();
+/// tx.send(5).unwrap();
+/// drop(tx);
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(async {
+///     assert_eq!(rx.recv_async().await, Ok(5));
+///     assert_eq!(rx.recv_async().await, Err(pcml::chan::RecvError));
+/// });
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct RecvFut<'a, T> {
     inner: RecvFutInner<'a, T>,
@@ -836,7 +856,17 @@ impl<T> fmt::Debug for RecvFut<'_, T> {
     }
 }
 
-/// A blocking iterator over a [`Receiver`]'s messages ([`Receiver::iter`]).
+/// A blocking iterator over a [`Receiver`]'s messages ([`Receiver::iter`]); it ends when the
+/// channel is closed and drained.
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::bounded(4);
+/// (1..=3).for_each(|i| tx.send(i).unwrap());
+/// drop(tx);
+/// let mut it = rx.iter();
+/// assert_eq!((it.next(), it.next(), it.next(), it.next()), (Some(1), Some(2), Some(3), None));
+/// ```
 pub struct Iter<'a, T> {
     rx: &'a Receiver<T>,
 }
@@ -856,6 +886,14 @@ impl<T> fmt::Debug for Iter<'_, T> {
 }
 
 /// An iterator over the messages a [`Receiver`] has now ([`Receiver::try_iter`]).
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::unbounded();
+/// tx.send(1).unwrap();
+/// tx.send(2).unwrap();
+/// assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 2]); // the sender is still alive
+/// ```
 pub struct TryIter<'a, T> {
     rx: &'a Receiver<T>,
 }
@@ -875,6 +913,15 @@ impl<T> fmt::Debug for TryIter<'_, T> {
 }
 
 /// A blocking iterator that owns its [`Receiver`] (`for msg in rx`).
+///
+/// # Examples
+/// ```
+/// let (tx, rx) = pcml::chan::unbounded();
+/// tx.send("a").unwrap();
+/// drop(tx);
+/// let t = std::thread::spawn(move || rx.into_iter().collect::<Vec<_>>());
+/// assert_eq!(t.join().unwrap(), ["a"]);
+/// ```
 pub struct IntoIter<T> {
     rx: Receiver<T>,
 }
@@ -913,7 +960,24 @@ impl<T: Send + 'static> IntoIterator for Receiver<T> {
 
 /// A [`Receiver`] as a [`Stream`](futures_core::Stream) ([`Receiver::into_stream`]): each
 /// item is a receive event's `.await`. Dropping it while an item is pending withdraws the
-/// receive, as dropping that `.await` does.
+/// receive, as dropping that `.await` does. It ends when the channel is closed and drained.
+///
+/// # Examples
+/// ```
+/// use futures_core::Stream;
+/// use std::pin::Pin;
+///
+/// let (tx, rx) = pcml::chan::bounded(2);
+/// tx.send(1).unwrap();
+/// drop(tx);
+/// let mut s = rx.into_stream();
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let next = |s: &mut pcml::chan::RecvStream<i32>| {
+///     rt.block_on(std::future::poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)))
+/// };
+/// assert_eq!(next(&mut s), Some(1));
+/// assert_eq!(next(&mut s), None);
+/// ```
 #[must_use = "streams do nothing unless polled"]
 pub struct RecvStream<T> {
     rx: Receiver<T>,

@@ -345,6 +345,16 @@ impl<T: Send + 'static> Port<T> {
 }
 
 /// A blocking iterator over a [`Port`]'s messages ([`Port::iter`]): it ends at close.
+///
+/// # Examples
+/// ```
+/// let mc = pcml::Multicast::new();
+/// let p = mc.port();
+/// mc.send('x');
+/// mc.close();
+/// let mut it = (&p).into_iter();
+/// assert_eq!((it.next(), it.next()), (Some('x'), None));
+/// ```
 pub struct PortIter<'a, T> {
     port: &'a Port<T>,
 }
