@@ -42,8 +42,8 @@
 /// arms that lose are dropped, as a losing `send_evt` drops its message. A `select!` with no
 /// arm but `default(d)` sleeps for `d`; with no arm at all it blocks forever.
 ///
-/// `select!` synchronizes, so it blocks the calling fiber or OS thread: in async code,
-/// `.await` a [`choose`](crate::event::choose) instead. It takes at most 32 arms.
+/// `select!` synchronizes, so it blocks the calling fiber or OS thread: in async code, use
+/// [`select_async!`](macro@crate::select_async), which `.await`s. It takes at most 32 arms.
 ///
 /// # Examples
 /// A loop that counts what two producers send, stopping when both are done, with no `'static`
@@ -98,7 +98,7 @@
 #[macro_export]
 macro_rules! select {
     ($($arms:tt)*) => {
-        $crate::__select_parse!(($crate::event::choose) [] [] $($arms)*)
+        $crate::__select_parse!((sync $crate::event::choose) [] [] $($arms)*)
     };
 }
 
@@ -128,7 +128,63 @@ macro_rules! select {
 #[macro_export]
 macro_rules! select_biased {
     ($($arms:tt)*) => {
-        $crate::__select_parse!(($crate::event::choose_biased) [] [] $($arms)*)
+        $crate::__select_parse!((sync $crate::event::choose_biased) [] [] $($arms)*)
+    };
+}
+
+/// [`select!`](macro@crate::select) for async code: the same arms, but the choice is
+/// `.await`ed, so it suspends the task instead of blocking its thread. It works in pcml tasks
+/// and in any executor, and dropping the future it is part of cancels it (every arm loses). A
+/// `default` arm polls, as in `select!`; `default(d)` waits at most `d`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// pcml::run(|| {
+///     let (tx, rx) = pcml::chan::channel();
+///     pcml::spawn(move || (1..=3).for_each(|i| tx.send(i).unwrap()));
+///     let total = pcml::spawn_task(async move {
+///         let mut total = 0;
+///         loop {
+///             pcml::select_async! {
+///                 recv(rx) -> v => match v {
+///                     Ok(v) => total += v,
+///                     Err(_) => break total, // the sender is gone
+///                 },
+///                 default(Duration::from_secs(60)) => panic!("stuck"),
+///             }
+///         }
+///     });
+///     assert_eq!(total.join().unwrap(), 6);
+/// });
+/// ```
+#[macro_export]
+macro_rules! select_async {
+    ($($arms:tt)*) => {
+        $crate::__select_parse!((await $crate::event::choose) [] [] $($arms)*)
+    };
+}
+
+/// [`select_biased!`](macro@crate::select_biased) for async code, as
+/// [`select_async!`](macro@crate::select_async).
+///
+/// ```
+/// let v = pcml::run(|| {
+///     pcml::spawn_task(async {
+///         pcml::select_biased_async! {
+///             a = pcml::always(1) => a,
+///             b = pcml::always(2) => b,
+///         }
+///     })
+///     .join()
+///     .unwrap()
+/// });
+/// assert_eq!(v, 1);
+/// ```
+#[macro_export]
+macro_rules! select_biased_async {
+    ($($arms:tt)*) => {
+        $crate::__select_parse!((await $crate::event::choose_biased) [] [] $($arms)*)
     };
 }
 
@@ -231,13 +287,13 @@ macro_rules! __select_gen {
 
     // No arm but a default: nothing to choose from.
     ($choose:tt [] [] [] $names:tt) => {
-        match $crate::event::Event::sync($crate::event::never::<::core::convert::Infallible>()) {}
+        match $crate::__select_one!($choose $crate::event::never::<::core::convert::Infallible>()) {}
     };
     ($choose:tt [] [(poll) $dbody:block] [] $names:tt) => {
         $dbody
     };
     ($choose:tt [] [(timeout ($d:expr)) $dbody:block] [] $names:tt) => {{
-        $crate::event::Event::sync($crate::time::timeout_evt($d));
+        $crate::__select_one!($choose $crate::time::timeout_evt($d));
         $dbody
     }};
 
@@ -245,7 +301,7 @@ macro_rules! __select_gen {
     ($choose:tt [] [] [$(($name:ident (($ev:expr) ($p:pat) $body:block)))*] $names:tt) => {{
         #[allow(non_camel_case_types)]
         enum __PcmlSelectArm<$($name),*> { $($name($name)),* }
-        match $crate::event::Event::sync($choose([
+        match $crate::__select_one!($choose $crate::__select_choice!($choose [
             $($crate::event::Event::wrap($ev, __PcmlSelectArm::$name)),*
         ])) {
             $(__PcmlSelectArm::$name($p) => $body)*
@@ -256,7 +312,7 @@ macro_rules! __select_gen {
     ($choose:tt [] [(poll) $dbody:block] [$(($name:ident (($ev:expr) ($p:pat) $body:block)))*] $names:tt) => {{
         #[allow(non_camel_case_types)]
         enum __PcmlSelectArm<$($name),*> { $($name($name)),* }
-        match $crate::event::Event::poll($choose([
+        match $crate::event::Event::poll($crate::__select_choice!($choose [
             $($crate::event::Event::wrap($ev, __PcmlSelectArm::$name)),*
         ])) {
             ::core::option::Option::Some(__pcml_arm) => match __pcml_arm {
@@ -270,7 +326,7 @@ macro_rules! __select_gen {
     ($choose:tt [] [(timeout ($d:expr)) $dbody:block] [$(($name:ident (($ev:expr) ($p:pat) $body:block)))*] $names:tt) => {{
         #[allow(non_camel_case_types)]
         enum __PcmlSelectArm<$($name),*> { $($name($name),)* __PcmlTimedOut }
-        match $crate::event::Event::sync($choose([
+        match $crate::__select_one!($choose $crate::__select_choice!($choose [
             $($crate::event::Event::wrap($ev, __PcmlSelectArm::$name),)*
             $crate::event::Event::wrap($crate::time::timeout_evt($d), |()| __PcmlSelectArm::__PcmlTimedOut),
         ])) {
@@ -278,4 +334,27 @@ macro_rules! __select_gen {
             __PcmlSelectArm::__PcmlTimedOut => $dbody,
         }
     }};
+}
+
+/// Synchronizes one event, by `sync` or by `.await` as the `select!` variant says. Not public
+/// API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_one {
+    ((sync $($choose:tt)*) $ev:expr) => {
+        $crate::event::Event::sync($ev)
+    };
+    ((await $($choose:tt)*) $ev:expr) => {
+        ::core::future::IntoFuture::into_future($ev).await
+    };
+}
+
+/// The choice of a `select!`'s wrapped events, fair or biased as its variant says. Not public
+/// API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_choice {
+    (($mode:ident $($choose:tt)*) [$($evs:tt)*]) => {
+        $($choose)*([$($evs)*])
+    };
 }

@@ -41,20 +41,21 @@ pub struct After {
 ///
 /// ```
 /// use std::time::Duration;
-/// use pcml::Chan;
 /// use pcml::time::after;
 ///
 /// pcml::run(|| {
-///     let ch = Chan::new();
-///     let tx = ch.clone();
-///     pcml::spawn(move || (0..3).for_each(|i| tx.send(i)));
+///     let (tx, rx) = pcml::chan::channel();
+///     pcml::spawn(move || (0..3).for_each(|i| tx.send(i).unwrap()));
 ///     // One deadline for the whole loop.
-///     let deadline = after(Duration::from_millis(20));
+///     let deadline = after(Duration::from_secs(60));
 ///     let mut got = Vec::new();
 ///     loop {
 ///         pcml::select! {
-///             recv(ch) -> v => got.push(v),
-///             recv(deadline) -> at => { assert!(std::time::Instant::now() >= at); break }
+///             recv(rx) -> v => match v {
+///                 Ok(v) => got.push(v),
+///                 Err(_) => break, // the sender is gone
+///             },
+///             recv(deadline) -> at => panic!("nothing for a minute, until {at:?}"),
 ///         }
 ///     }
 ///     assert_eq!(got, [0, 1, 2]);
