@@ -15,7 +15,7 @@
 //! - `item` is `Some` exactly when `state` is `FULL` (outside a put or a take).
 
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{AtomicU8, Ordering};
+use crate::loom::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 const EMPTY: u8 = 0;
 const FULL: u8 = 1;
@@ -24,6 +24,10 @@ const BUSY: u8 = 2;
 /// A one-item slot that its owner fills and anyone may empty.
 pub(crate) struct HeldSlot<T> {
     state: AtomicU8,
+    /// How many items the owner has put, wrapping: written only by the owner's `try_put`
+    /// (a plain load and store), read by idle procs to tell one held item from the next
+    /// (`ticket`).
+    puts: AtomicU32,
     item: UnsafeCell<Option<T>>,
 }
 
@@ -37,6 +41,7 @@ impl<T> HeldSlot<T> {
     pub(crate) fn new() -> Self {
         Self {
             state: AtomicU8::new(EMPTY),
+            puts: AtomicU32::new(0),
             item: UnsafeCell::new(None),
         }
     }
@@ -64,12 +69,26 @@ impl<T> HeldSlot<T> {
         // SAFETY: the state is EMPTY and only the owner (us) leaves EMPTY, so nobody else
         // touches `item` (module invariants).
         self.item.with_mut(|p| unsafe { *p = Some(item) });
+        // Relaxed: only the owner writes `puts`; readers use it as a hint (see `ticket`).
+        self.puts.store(
+            self.puts.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
         // Release: publishes `item` to the Acquire half of a taker's CAS.
         self.state.store(FULL, Ordering::Release);
         Ok(())
     }
 
     /// Takes the held item, if any.
+    /// A number that changes with every item put: an idle proc that sees the slot full with
+    /// the same ticket twice, some time apart, knows the item waited all that time (barring
+    /// 2^32 puts in between).
+    #[inline]
+    pub(crate) fn ticket(&self) -> u32 {
+        // Relaxed: a hint; taking the item is what synchronizes.
+        self.puts.load(Ordering::Relaxed)
+    }
+
     #[inline]
     pub(crate) fn take(&self) -> Option<T> {
         self.take_if(|_| true)

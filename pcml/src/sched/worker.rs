@@ -35,7 +35,8 @@
 //! runnable runs first), moves due `deferred` tasks onto `local` before it takes new work,
 //! runs `woken` when both are empty, and every 61st turn looks at an overdue deferred task,
 //! `woken` and the injector first (as Go does for its global queue) so they are not starved
-//! by local work. Due timers (`timer`) fire between threads. With nothing to do the proc steals,
+//! by local work. Due timers (`timer`) fire between threads. With nothing to do the proc steals
+//! (only work that has waited `STEAL_GRACE` in its victim's queues: see the `sched` docs),
 //! spins briefly (a futex wake-up costs about 45 us on this machine against 200 ns for a
 //! cache-line round trip), then parks until its next timer, or until woken.
 //!
@@ -84,6 +85,18 @@ const SPIN: Duration = Duration::from_micros(100);
 /// idle machine here (ping-pong across 2 procs: 0.76 M against 3.4 M msgs/s), so the hot phase
 /// covers ordinary hand-off latencies.
 const SPIN_HOT: Duration = Duration::from_micros(50);
+/// How long work must wait in another proc's queues before an idle proc takes it (see
+/// `Context::left_there`). A proc that spawns a thread and then blocks runs it within a
+/// microsecond or two; an idle proc that took it at once would pin it far from the threads it
+/// talks to, and every message between them would then cross procs.
+const STEAL_GRACE: Duration = Duration::from_micros(20);
+/// How long another proc's held fiber (the one its spawner is likeliest to join or talk to
+/// next) must stay held before an idle proc takes it: long enough that an OS that takes the
+/// spawner's core away for a while (a busy machine) does not make it move, short enough that
+/// a thread computing without a sync point does not hold it back for long. One stolen filter
+/// of the primes sieve made every later number cross procs twice: 2-proc runs of
+/// `examples/primes.rs spawn` took 1.5x the 1-proc time on a busy machine.
+const HELD_GRACE: Duration = Duration::from_millis(2);
 /// Every this many turns a proc with armed timers fires the due ones.
 const TIMER_EVERY: u32 = 32;
 /// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
@@ -182,6 +195,15 @@ pub(crate) struct Shared {
     /// Procs whose worker loop has ended (after shutdown); read by other runtimes' deadlock
     /// detection (`is_quiescent`).
     pub(crate) exited: AtomicUsize,
+}
+
+impl ProcShared {
+    /// Whether this proc's deques hold work that others may take (cheap loads only); its held
+    /// fiber is not counted (see `Context::held_waited`).
+    #[inline]
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.stealer.is_empty() || !self.woken_stealer.is_empty()
+    }
 }
 
 impl Drop for Shared {
@@ -405,6 +427,9 @@ pub(crate) struct Context {
     own_held: OneLine<RefCell<Option<NewFiber>>>,
     /// Whether this is the runtime's only proc.
     alone: bool,
+    /// Another proc's held fiber as this proc last saw it: the victim's entry, its slot's
+    /// ticket, and when (see `held_waited`).
+    held_seen: Cell<Option<(usize, u32, Instant)>>,
     fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
@@ -1270,10 +1295,12 @@ impl Context {
             let victim = &self.shared.procs[(self.index + k) % n];
             // Its new work first (the oldest: near the root of a tree of spawns, the most
             // work), then its woken tasks, each into the queue of the same kind here.
-            for (from, to) in [
+            let queued = [
                 (&victim.stealer, &self.local),
                 (&victim.woken_stealer, &self.woken),
-            ] {
+            ];
+            let waited = victim.has_queued() && self.left_there(victim);
+            for (from, to) in queued.into_iter().filter(|_| waited) {
                 loop {
                     match from.steal_batch_and_pop(to) {
                         Steal::Success(r) => return Some(r),
@@ -1282,14 +1309,62 @@ impl Context {
                     }
                 }
             }
-            // Its held fiber last: the victim's joiner is the likeliest to want it.
-            if let Some(f) = victim.held.take() {
+            // Its held fiber only once it has waited `HELD_GRACE`: the victim's joiner is
+            // the likeliest to want it, and its spawner the likeliest to talk to it.
+            if victim.held.is_full()
+                && self.held_waited(victim)
+                && let Some(f) = victim.held.take()
+            {
                 // Counted live from now on, here (see `hold_new`).
                 self.count_live_here(1);
                 return Some(Runnable::Fiber(f));
             }
         }
         None
+    }
+
+    /// Whether `victim`'s held fiber is the one this proc saw held there [`HELD_GRACE`] ago or
+    /// more. If it is another (or the first seen), remembers it and says no: the caller looks
+    /// again on a later turn, or after a park of at most `HELD_GRACE` (`idle`).
+    fn held_waited(&self, victim: &ProcShared) -> bool {
+        let (v, ticket) = (victim as *const ProcShared as usize, victim.held.ticket());
+        match self.held_seen.get() {
+            Some((sv, st, since)) if sv == v && st == ticket => since.elapsed() >= HELD_GRACE,
+            _ => {
+                self.held_seen.set(Some((v, ticket, Instant::now())));
+                false
+            }
+        }
+    }
+
+    /// Whether `victim`'s queued work stays there for [`STEAL_GRACE`]: the proc watches it
+    /// that long (giving up at once if work of its own arrives, or if the victim runs or
+    /// hands out what it had) before it takes any. See the module docs: work that its own
+    /// proc is about to run is not moved away from the threads it talks to.
+    #[inline(never)]
+    fn left_there(&self, victim: &ProcShared) -> bool {
+        let start = Instant::now();
+        loop {
+            for _ in 0..16 {
+                if !victim.has_queued() || self.has_own_work() {
+                    return false;
+                }
+                crate::loom::spin_loop();
+            }
+            if start.elapsed() >= STEAL_GRACE {
+                return victim.has_queued();
+            }
+        }
+    }
+
+    /// Whether work for this proc alone arrived: its inbox, ready fibers, or anything in its
+    /// own queues (cheap loads only).
+    fn has_own_work(&self) -> bool {
+        !self.me().inbox.is_empty()
+            || !self.ready.borrow().is_empty()
+            || !self.woken.is_empty()
+            || self.has_new_work()
+            || self.shared.is_shutdown()
     }
 
     /// Whether there is work this proc could take (cheap loads only).
@@ -1303,10 +1378,7 @@ impl Context {
             || !self.placed.borrow().is_empty()
             || !self.new_is_empty()
             || !sh.injector.is_empty()
-            || sh
-                .procs
-                .iter()
-                .any(|p| !p.stealer.is_empty() || !p.woken_stealer.is_empty() || p.held.is_full())
+            || sh.procs.iter().any(|p| p.has_queued())
             || sh.is_shutdown()
     }
 
@@ -1496,12 +1568,18 @@ impl Context {
             if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
                 recheck = self.check_deadlock().map(|d| Instant::now() + d);
             }
-            // Sleep exactly until the next timer, if any, or the next deadlock re-check.
+            // Sleep exactly until the next timer, if any, or the next deadlock re-check, and
+            // no longer than `HELD_GRACE` if another proc holds a fiber: it may be left
+            // waiting there.
             let next = self.timers.borrow().next_deadline();
-            let next = match (next, recheck) {
+            let mut next = match (next, recheck) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            if sh.procs.iter().any(|p| p.held.is_full()) {
+                let grace = Instant::now() + HELD_GRACE;
+                next = Some(next.map_or(grace, |d| d.min(grace)));
+            }
             match next {
                 Some(deadline) => {
                     let now = Instant::now();
@@ -1614,6 +1692,7 @@ pub(crate) fn run_worker(
         placed: RefCell::new(VecDeque::new()),
         own_held: OneLine::new(RefCell::new(None)),
         alone: shared_procs == 1,
+        held_seen: Cell::new(None),
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
         tick: Cell::new(0),

@@ -1,0 +1,144 @@
+//! Profiling aid: seed 003's primes sieve (a generator and a chain of filter threads over
+//! synchronous channels), as the bench crate runs it.
+//!
+//! `cargo run --release -p pcml --example primes -- KIND N PROCS RUNS` with KIND `placed`
+//! (fibers, filter k `spawn_on` proc k mod P, as the paper), `spawn` (fibers placed by the
+//! scheduler; it also prints how many filters ran on proc 1) or `tasks` (async tasks).
+//! Prints the milliseconds of each run. Allocates with mimalloc through `mi_malloc`, as the
+//! bench binary does.
+use pcml::chan::Chan;
+
+static ON_1: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn sieve(n: usize, kind: &str) -> Vec<u64> {
+    let procs = pcml::procs();
+    let first: Chan<u64> = Chan::new();
+    let gen_out = first.clone();
+    let gen_body = move || {
+        let mut i = 2u64;
+        loop {
+            gen_out.send(i);
+            i += 1;
+        }
+    };
+    match kind {
+        "placed" => drop(pcml::spawn_on(0, gen_body)),
+        "spawn" => drop(pcml::spawn(gen_body)),
+        _ => {
+            let gen_out = first.clone();
+            drop(gen_body);
+            drop(pcml::spawn_task(async move {
+                let mut i = 2u64;
+                loop {
+                    gen_out.send_evt(i).await;
+                    i += 1;
+                }
+            }));
+        }
+    }
+    let mut ch = first;
+    let mut primes = Vec::with_capacity(n);
+    for k in 0..n {
+        let prime = ch.recv();
+        primes.push(prime);
+        if k + 1 == n {
+            break;
+        }
+        let (input, out) = (ch, Chan::new());
+        let output = out.clone();
+        match kind {
+            "placed" | "spawn" => {
+                let body = move || {
+                    if pcml::current_proc() == Some(1) {
+                        ON_1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    loop {
+                        let x = input.recv();
+                        if x % prime != 0 {
+                            output.send(x);
+                        }
+                    }
+                };
+                if kind == "placed" {
+                    drop(pcml::spawn_on((k + 1) % procs, body));
+                } else {
+                    drop(pcml::spawn(body));
+                }
+            }
+            _ => drop(pcml::spawn_task(async move {
+                loop {
+                    let x = input.recv_evt().await;
+                    if x % prime != 0 {
+                        output.send_evt(x).await;
+                    }
+                }
+            })),
+        }
+        ch = out;
+    }
+    primes
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let kind = args
+        .first()
+        .map(String::as_str)
+        .unwrap_or("spawn")
+        .to_string();
+    let num = |i: usize, d: usize| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d);
+    let (n, procs, runs) = (num(1, 1000), num(2, 2), num(3, 5));
+    for _ in 0..runs {
+        let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
+        let k = kind.clone();
+        let (ms, last) = rt
+            .block_on(move || {
+                let t = std::time::Instant::now();
+                let p = sieve(n, &k);
+                (t.elapsed().as_secs_f64() * 1e3, *p.last().unwrap())
+            })
+            .unwrap();
+        println!(
+            "{kind} n={n} procs={procs}: {ms:.1} ms (last prime {last}, filters on proc 1: {})",
+            ON_1.swap(0, std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+}
+
+/// mimalloc through `mi_malloc` for word-aligned requests, as the bench binary allocates.
+struct Natural;
+
+// SAFETY: `mi_malloc` returns word-aligned blocks of at least the size asked, which is all a
+// layout with alignment up to 8 needs; larger alignments go to `mi_malloc_aligned`; `mi_free`
+// frees blocks of either kind.
+unsafe impl std::alloc::GlobalAlloc for Natural {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: plain C allocation calls with the caller's non-zero size.
+        unsafe {
+            if l.align() <= 8 {
+                libmimalloc_sys::mi_malloc(l.size()).cast()
+            } else {
+                libmimalloc_sys::mi_malloc_aligned(l.size(), l.align()).cast()
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, _: std::alloc::Layout) {
+        // SAFETY: every block came from mimalloc.
+        unsafe { libmimalloc_sys::mi_free(p.cast()) }
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, size: usize) -> *mut u8 {
+        // SAFETY: a mimalloc block, a valid new size.
+        unsafe {
+            if l.align() <= 8 {
+                libmimalloc_sys::mi_realloc(p.cast(), size).cast()
+            } else {
+                libmimalloc_sys::mi_realloc_aligned(p.cast(), size, l.align()).cast()
+            }
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Natural = Natural;
