@@ -1,5 +1,5 @@
 //! The command line: `pcml-bench [--full] [--only NAME[,NAME]] [--procs 1,2] [--no-peers]
-//! [--runs N] [--out DIR]`.
+//! [--runs N] [--co-runner K] [--out DIR]`.
 //!
 //! Runs the selected programs in report order, prints the report's markdown to stdout, writes
 //! `report.md` and the SVG charts to `target/pcml-report/` (under `CARGO_TARGET_DIR` when
@@ -15,13 +15,15 @@ use crate::report::{self, Report};
 use crate::runner::Progress;
 use crate::table::Section;
 
-const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--out DIR]
+const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--co-runner K] [--out DIR]
 
   --full        the papers' sizes (default: quick sizes, one to two minutes on 2 cores)
   --only NAME   run only these programs or sections (repeatable, or comma-separated)
   --procs LIST  proc counts for pcml, Go and Erlang (default 1,2)
   --no-peers    do not run the CML, Go and Erlang peers
   --runs N      samples per figure (default 5); figures are medians with min - max
+  --co-runner K also measure seed 003's programs on 1 and 2 procs (pcml and Go) while K
+                busy-looping processes run (rows named \"PROGRAM, K busy\")
   --out DIR     where report.md and the charts go (default target/pcml-report)
   --list        list the programs and sections";
 
@@ -56,6 +58,8 @@ fn parse_list(flag: &str, v: &str) -> Result<Vec<usize>, String> {
 /// assert_eq!(a.cfg.procs, vec![1]);
 /// assert_eq!(a.cfg.only, vec!["spawn", "micro"]);
 /// assert_eq!(a.cfg.runs, 3);
+/// assert_eq!(a.cfg.co_runners, 0);
+/// assert_eq!(parse(["--co-runner", "1"].map(String::from)).unwrap().cfg.co_runners, 1);
 /// assert!(parse(["--runs", "0"].map(String::from)).is_err());
 /// ```
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
@@ -95,6 +99,12 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     .first()
                     .copied()
                     .ok_or("--runs needs a number")?;
+            }
+            "--co-runner" => {
+                let v = value(&mut it)?;
+                cfg.co_runners = v.trim().parse::<usize>().map_err(|_| {
+                    format!("--co-runner: '{v}' is not a number of processes (0 or more)")
+                })?;
             }
             "--out" => out = Some(PathBuf::from(value(&mut it)?)),
             "-h" | "--help" => return Err(String::new()),
@@ -177,6 +187,9 @@ fn probe(args: &[String]) -> i32 {
 /// The binary's main; returns the exit status.
 pub fn main() -> i32 {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().is_some_and(|a| a == crate::coload::BUSY_FLAG) {
+        crate::coload::busy_loop();
+    }
     if argv.first().is_some_and(|a| a == "--probe") {
         return probe(&argv[1..]);
     }

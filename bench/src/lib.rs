@@ -26,6 +26,7 @@
 
 pub mod alloc;
 pub mod cli;
+pub mod coload;
 pub mod machine;
 pub mod peers;
 pub mod programs;

@@ -208,7 +208,7 @@ pub fn header_markdown(r: &Report) -> String {
     format!(
         "# pcml benchmark report\n\n\
          Run {date} UTC, pcml {commit}, {mode} sizes, {runs} runs per figure (median and \
-         min - max), procs {procs:?}, peers {peers}; took {secs:.0} s.\n\n\
+         min - max), procs {procs:?}, peers {peers}, co-runners {co}; took {secs:.0} s.\n\n\
          | machine | |\n| --- | --- |\n\
          | cores | {cores} |\n| CPU | {cpu} |\n| kernel | {kernel} |\n| rustc | {rustc} |\n\
          | Rust allocator | mimalloc 3, called through `mi_malloc` for word-aligned requests (`pcml_bench::alloc::MiMallocNatural`, the bench binary's global allocator; pcml does not choose one) |\n\
@@ -226,6 +226,14 @@ pub fn header_markdown(r: &Report) -> String {
         runs = c.runs,
         procs = c.procs,
         peers = if c.peers { "on" } else { "off (--no-peers)" },
+        co = if c.co_runners == 0 {
+            "none".to_string()
+        } else {
+            format!(
+                "{} busy-looping processes beside the rows named \"..., {} busy\"",
+                c.co_runners, c.co_runners
+            )
+        },
         secs = r.elapsed,
         cores = m.cores,
         cpu = m.cpu,

@@ -17,7 +17,7 @@ use pcml::Runtime;
 
 use crate::peers::{Peer, PeerArgs, Peers};
 use crate::runner::{Error, Metric, Progress, Result, Sample, reset_peak_rss, rss};
-use crate::table::{Row, Section};
+use crate::table::{Goal, Key, Ratio, Row, Section};
 
 pub mod abisort;
 pub mod actor_skynet;
@@ -56,6 +56,9 @@ pub struct Config {
     /// Tiny sizes (a thousandth of the quick ones), for the tests: checks answers, measures
     /// nothing worth reading.
     pub tiny: bool,
+    /// Busy-looping processes to run beside the second measurement of seed 003's programs
+    /// (`--co-runner K`; see [`crate::coload`]); 0 for none.
+    pub co_runners: usize,
 }
 
 impl Default for Config {
@@ -67,6 +70,7 @@ impl Default for Config {
             peers: true,
             only: Vec::new(),
             tiny: false,
+            co_runners: 0,
         }
     }
 }
@@ -139,6 +143,151 @@ impl Ctx<'_> {
                 Row::measured(program, "tokio", Some(p), metric, &s)
                     .with_note(&format!("{kind}, {what}")),
             );
+        }
+        Ok(())
+    }
+
+    /// The rows of a seed 003 program beyond the paper's: the same program with every thread
+    /// placed by the scheduler (`pcml::spawn`; system "pcml fibers (spawn)") at every
+    /// configured proc count, and with `--co-runner K` the scheduler-placed rows on 1 and 2
+    /// procs, the paper-placed row (`placed`, system "pcml fibers") and Go on 2 again while
+    /// the co-runners run (program "`program`, K busy"); then the goals of multicore
+    /// behaviour (see the README): 2 procs against 1, 4 and 8 against 2, busy against quiet,
+    /// and pcml's busy-over-quiet ratio against Go's.
+    ///
+    /// `spawned(procs, runs)` and `placed(procs, runs)` measure pcml (fitting their own
+    /// operation counts); `peer_program`, `n` and `ops_key` are as for [`Ctx::peer_rows`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn multicore_rows(
+        &self,
+        sec: &mut Section,
+        program: &str,
+        peer_program: &str,
+        n: u64,
+        ops_key: Option<&str>,
+        metric: Metric,
+        spawned: &dyn Fn(usize, usize) -> Result<Vec<Sample>>,
+        placed: &dyn Fn(usize, usize) -> Result<Vec<Sample>>,
+    ) -> Result<()> {
+        const SPAWNED: &str = "pcml fibers (spawn)";
+        let runs = self.cfg.runs;
+        for &p in &self.cfg.procs {
+            self.step(&format!(
+                "{program}: pcml fibers placed by the scheduler, {p} procs"
+            ));
+            let s = spawned(p, runs)?;
+            sec.rows.push(
+                Row::measured(program, SPAWNED, Some(p), metric, &s)
+                    .with_note("every thread `pcml::spawn`ed: the scheduler places them"),
+            );
+        }
+        // "a / b" as a speed: for times, b's time over a's.
+        let speed = |sec: &mut Section, label: &str, a: Key<'_>, b: Key<'_>, goal| {
+            if metric.higher_is_better() {
+                sec.add_ratio(label, a, b, goal);
+            } else {
+                sec.add_ratio(label, b, a, goal);
+            }
+        };
+        if self.has_procs(1) && self.has_procs(2) {
+            let goal = if metric.higher_is_better() { 0.7 } else { 1.0 };
+            speed(
+                sec,
+                &format!("{program}: {SPAWNED} 2P / 1P speed"),
+                (program, SPAWNED, Some(2)),
+                (program, SPAWNED, Some(1)),
+                Some(Goal::AtLeast(goal)),
+            );
+        }
+        if self.has_procs(2) {
+            for &p in self.cfg.procs.iter().filter(|&&p| p > 2) {
+                for system in [SPAWNED, "pcml fibers"] {
+                    speed(
+                        sec,
+                        &format!("{program}: {system} {p}P / 2P speed (more procs than cores)"),
+                        (program, system, Some(p)),
+                        (program, system, Some(2)),
+                        Some(Goal::AtLeast(1.0 / 1.5)),
+                    );
+                }
+            }
+        }
+        let k = self.cfg.co_runners;
+        if k == 0 {
+            return Ok(());
+        }
+        let busy = format!("{program}, {k} busy");
+        let guard = crate::coload::CoRunners::start(k)
+            .map_err(|e| Error::Failed(format!("cannot start {k} co-runners: {e}")))?;
+        let mut rows = Vec::new();
+        for p in [1, 2] {
+            self.step(&format!(
+                "{busy}: pcml fibers placed by the scheduler, {p} procs"
+            ));
+            let s = spawned(p, runs)?;
+            rows.push(
+                Row::measured(&busy, SPAWNED, Some(p), metric, &s).with_note(&format!(
+                    "as the quiet row, beside {k} busy-looping processes"
+                )),
+            );
+        }
+        self.step(&format!(
+            "{busy}: pcml fibers placed as in the paper, 2 procs"
+        ));
+        let s = placed(2, runs)?;
+        rows.push(
+            Row::measured(&busy, "pcml fibers", Some(2), metric, &s).with_note(&format!(
+                "as the quiet row, beside {k} busy-looping processes"
+            )),
+        );
+        let args = PeerArgs {
+            n,
+            procs: Some(2),
+            branch: None,
+            reps: None,
+        };
+        rows.push(self.peers.row(
+            self.progress,
+            &busy,
+            Peer::Go,
+            peer_program,
+            &args,
+            ops_key,
+            metric,
+            runs,
+        )?);
+        drop(guard);
+        sec.rows.extend(rows);
+        speed(
+            sec,
+            &format!("{busy}: {SPAWNED} 2P / 1P speed, both busy"),
+            (&busy, SPAWNED, Some(2)),
+            (&busy, SPAWNED, Some(1)),
+            Some(Goal::AtLeast(if metric.higher_is_better() {
+                0.5
+            } else {
+                0.8
+            })),
+        );
+        for system in [SPAWNED, "pcml fibers", "Go"] {
+            speed(
+                sec,
+                &format!("{busy}: {system} 2P busy / quiet speed"),
+                (&busy, system, Some(2)),
+                (program, system, Some(2)),
+                (system != "Go").then_some(Goal::AtLeast(0.5)),
+            );
+        }
+        let last = sec.ratios.len();
+        for (i, system) in [SPAWNED, "pcml fibers"].into_iter().enumerate() {
+            let ours = sec.ratios[last - 3 + i].value.clone();
+            let go = sec.ratios[last - 1].value.clone();
+            sec.ratios.push(Ratio {
+                label: format!("{busy}: {system} 2P busy/quiet speed over Go's own"),
+                value: ours.and_then(|o| go.map(|g| o / g)),
+                goal: Some(Goal::AtLeast(1.0)),
+                absolute: None,
+            });
         }
         Ok(())
     }

@@ -9,7 +9,7 @@
 //! 16 OS threads, one per pinger and ponger, over `bounded(0)` rendezvous channels (the kernel
 //! places the threads).
 
-use super::pingpong::{fiber_pair, tokio_pair};
+use super::pingpong::{fiber_pair, fiber_pair_at, tokio_pair};
 use super::{Ctx, in_pcml, in_tokio, triangle};
 use crate::runner::{Error, Metric, Result, Sample, check_eq, repeat, timed, warm_samples_async};
 use crate::table::{Goal, Row, Section};
@@ -29,6 +29,29 @@ fn eight_pairs(rounds: u64) -> Result<()> {
         check_eq("sum of a pair's replies", triangle(rounds) + rounds, sum)?;
     }
     Ok(())
+}
+
+fn eight_spawned_pairs(rounds: u64) -> Result<()> {
+    let hs: Vec<_> = (0..PAIRS)
+        .map(|_| fiber_pair_at(rounds, None, None))
+        .collect();
+    for h in hs {
+        let sum = h.join().map_err(|e| Error::Failed(e.to_string()))?;
+        check_eq("sum of a pair's replies", triangle(rounds) + rounds, sum)?;
+    }
+    Ok(())
+}
+
+/// Fibers placed by the scheduler (`pcml::spawn`): `msgs` messages per run in all, on a
+/// runtime of `procs` procs.
+pub fn fibers_spawned(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / (2 * PAIRS)).max(1);
+    in_pcml(procs, move || {
+        eight_spawned_pairs(rounds / 10 + 1)?;
+        repeat(runs, || {
+            timed(2 * PAIRS * rounds, || eight_spawned_pairs(rounds))
+        })
+    })
 }
 
 /// Fibers: `msgs` messages per run in all, on a runtime of `procs` procs.
@@ -147,6 +170,22 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         RATE,
         true,
         runs,
+    )?;
+    ctx.multicore_rows(
+        sec,
+        prog,
+        "parpingpong",
+        n,
+        Some("msgs"),
+        RATE,
+        &|p, runs| {
+            let n = ctx.fit(n, |k| fibers_spawned(p, k, 1))?;
+            fibers_spawned(p, n, runs)
+        },
+        &|p, runs| {
+            let n = ctx.fit(n, |k| fibers(p, k, 1))?;
+            fibers(p, n, runs)
+        },
     )?;
     sec.add_ratio(
         "parallel ping-pong: pcml fibers 1P / CML",

@@ -26,17 +26,37 @@ fn placement() -> (usize, usize) {
     (0, pcml::procs() - 1)
 }
 
+/// Spawns `f` on proc `on`, or where the scheduler places it (`None`).
+pub fn spawn_at<T: Send + 'static>(
+    on: Option<usize>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> pcml::JoinHandle<T> {
+    match on {
+        Some(proc) => pcml::spawn_on(proc, f),
+        None => pcml::spawn(f),
+    }
+}
+
 /// One ping-pong of `rounds` round trips between two fibers; returns the pinger's sum.
 pub fn fiber_pair(rounds: u64, ping_on: usize, pong_on: usize) -> pcml::JoinHandle<u64> {
+    fiber_pair_at(rounds, Some(ping_on), Some(pong_on))
+}
+
+/// [`fiber_pair`] with each fiber on the proc given, or placed by the scheduler (`None`).
+pub fn fiber_pair_at(
+    rounds: u64,
+    ping_on: Option<usize>,
+    pong_on: Option<usize>,
+) -> pcml::JoinHandle<u64> {
     let (ping, pong) = (Chan::new(), Chan::new());
     let (ping2, pong2) = (ping.clone(), pong.clone());
-    pcml::spawn_on(pong_on, move || {
+    spawn_at(pong_on, move || {
         for _ in 0..rounds {
             let v: u64 = ping2.recv();
             pong2.send(v + 1);
         }
     });
-    pcml::spawn_on(ping_on, move || {
+    spawn_at(ping_on, move || {
         let mut sum = 0u64;
         for i in 0..rounds {
             ping.send(i);
@@ -101,6 +121,17 @@ pub fn fibers(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
         repeat(runs, || {
             timed(2 * rounds, || check_pair(fiber_pair(rounds, a, b), rounds))
         })
+    })
+}
+
+/// Fibers placed by the scheduler (`pcml::spawn`): `msgs` messages per run on a runtime of
+/// `procs` procs.
+pub fn fibers_spawned(procs: usize, msgs: u64, runs: usize) -> Result<Vec<Sample>> {
+    let rounds = (msgs / 2).max(1);
+    in_pcml(procs, move || {
+        let pair = |r| check_pair(fiber_pair_at(r, None, None), r);
+        pair(rounds / 10 + 1)?;
+        repeat(runs, || timed(2 * rounds, || pair(rounds)))
     })
 }
 
@@ -250,6 +281,22 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         RATE,
         true,
         runs,
+    )?;
+    ctx.multicore_rows(
+        sec,
+        prog,
+        "pingpong",
+        n,
+        Some("msgs"),
+        RATE,
+        &|p, runs| {
+            let n = ctx.fit(n, |k| fibers_spawned(p, k, 1))?;
+            fibers_spawned(p, n, runs)
+        },
+        &|p, runs| {
+            let n = ctx.fit(n, |k| fibers(p, k, 1))?;
+            fibers(p, n, runs)
+        },
     )?;
     let ours = (prog, "pcml fibers", Some(1));
     sec.add_ratio(

@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use pcml::chan::Chan;
 
+use super::pingpong::spawn_at;
 use super::{Ctx, in_pcml, in_tokio};
 use crate::runner::{Error, Metric, Result, Sample, check_eq};
 use crate::table::{Goal, Row, Section};
@@ -58,6 +59,8 @@ pub const OS_PRIMES_QUICK: u64 = 500;
 pub enum Kind {
     /// Fibers with blocking `send`/`recv`, filters placed round-robin.
     Fibers,
+    /// Fibers with blocking `send`/`recv`, every thread placed by the scheduler.
+    Spawned,
     /// Async tasks with `send_evt(..).await`; the scheduler places them.
     Tasks,
 }
@@ -67,8 +70,9 @@ fn sieve(n: usize, kind: Kind) -> Vec<u64> {
     let first: Chan<u64> = Chan::new();
     let gen_out = first.clone();
     match kind {
-        Kind::Fibers => {
-            pcml::spawn_on(0, move || {
+        Kind::Fibers | Kind::Spawned => {
+            let on = (kind == Kind::Fibers).then_some(0);
+            spawn_at(on, move || {
                 let mut i = 2u64;
                 loop {
                     gen_out.send(i);
@@ -97,8 +101,9 @@ fn sieve(n: usize, kind: Kind) -> Vec<u64> {
         let (input, out) = (ch, Chan::new());
         let output = out.clone();
         match kind {
-            Kind::Fibers => {
-                pcml::spawn_on((k + 1) % procs, move || {
+            Kind::Fibers | Kind::Spawned => {
+                let on = (kind == Kind::Fibers).then_some((k + 1) % procs);
+                spawn_at(on, move || {
                     loop {
                         let x = input.recv();
                         if !x.is_multiple_of(prime) {
@@ -336,6 +341,16 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         true,
         runs,
     )?;
+    ctx.multicore_rows(
+        sec,
+        &prog,
+        "primes",
+        n,
+        None,
+        Metric::Seconds,
+        &|p, runs| measure(p, n as usize, Kind::Spawned, runs),
+        &|p, runs| measure(p, n as usize, Kind::Fibers, runs),
+    )?;
     // Times: the peer's time over ours is our speed-up.
     if ctx.has_procs(1) {
         sec.add_ratio(
@@ -370,6 +385,14 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             (&prog, "pcml fibers", Some(2)),
             None,
         );
+        for (peer, label) in [("Go", "Go 2P"), ("tokio", "tokio 2 workers")] {
+            sec.add_ratio(
+                &format!("{prog}: {label} time / pcml fibers (spawn) 2P time (speed-up)"),
+                (&prog, peer, Some(2)),
+                (&prog, "pcml fibers (spawn)", Some(2)),
+                Some(Goal::AtLeast(1.0)),
+            );
+        }
         if prog_os == prog {
             sec.add_ratio(
                 &format!("{prog}: crossbeam-channel time / pcml fibers 2P time (speed-up)"),

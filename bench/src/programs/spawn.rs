@@ -117,6 +117,22 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         true,
         runs,
     )?;
+    ctx.multicore_rows(
+        sec,
+        "spawn",
+        "spawn",
+        ctx.size(1_000_000, 2_000_000),
+        Some("threads"),
+        RATE,
+        &|p, runs| {
+            let n = ctx.fit(n1, |k| fiber_spawn_join(p, Placement::Any, k, 1))?;
+            fiber_spawn_join(p, Placement::Any, n, runs)
+        },
+        &|p, runs| {
+            let n = ctx.fit(n2, |k| fiber_spawn_join(p, Placement::OtherProc, k, 1))?;
+            fiber_spawn_join(p, Placement::OtherProc, n, runs)
+        },
+    )?;
     ctx.step("spawn: OS threads");
     let s = os_threads(ctx.size(5_000, 20_000), runs)?;
     sec.rows.push(
