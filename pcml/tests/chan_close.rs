@@ -534,3 +534,62 @@ fn handles_count_across_clones_and_threads() {
     threads.into_iter().for_each(|t| t.join().unwrap());
     assert_eq!(count.load(Ordering::Relaxed), (1..=8).sum());
 }
+
+#[test]
+fn send_timeout_gives_the_message_back() {
+    use pcml::chan::SendTimeoutError;
+    for (kind, make) in kinds::<u32>() {
+        let (tx, rx) = make();
+        let Some(cap) = tx.capacity() else {
+            // Unbounded: never full.
+            assert_eq!(
+                tx.send_timeout(1, Duration::from_millis(1)),
+                Ok(()),
+                "{kind}"
+            );
+            continue;
+        };
+        for i in 0..cap {
+            tx.send(i as u32).unwrap();
+        }
+        assert_eq!(
+            tx.send_timeout(99, Duration::from_millis(5)),
+            Err(SendTimeoutError::Timeout(99)),
+            "{kind}"
+        );
+        // The message that timed out never entered the channel.
+        let got: Vec<u32> = rx.try_iter().collect();
+        assert_eq!(got, (0..cap as u32).collect::<Vec<_>>(), "{kind}");
+        // A receiver that comes in time takes it.
+        for i in 0..cap {
+            tx.send(i as u32).unwrap();
+        }
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(10));
+            rx.iter().collect::<Vec<u32>>()
+        });
+        assert_eq!(
+            tx.send_timeout(7, Duration::from_secs(60)),
+            Ok(()),
+            "{kind}"
+        );
+        drop(tx);
+        assert_eq!(t.join().unwrap().last(), Some(&7), "{kind}");
+        // Closed: the message comes back too.
+        let (tx, rx) = make();
+        drop(rx);
+        assert_eq!(
+            tx.send_timeout(5, Duration::from_secs(60)),
+            Err(SendTimeoutError::Disconnected(5)),
+            "{kind}"
+        );
+    }
+    // From fibers.
+    rt(1)
+        .block_on(|| {
+            let (tx, _rx) = channel::<String>();
+            let h = pcml::spawn(move || tx.send_timeout("x".into(), Duration::from_millis(2)));
+            assert_eq!(h.join().unwrap().unwrap_err().into_inner(), "x");
+        })
+        .unwrap();
+}

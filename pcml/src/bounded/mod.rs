@@ -39,10 +39,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::chan::handles::{Handles, Kind};
-use crate::chan::{Mode, Plain, Receiver, Sender, TryRecvError};
+use crate::chan::{Back, Mode, Plain, Receiver, Sender, TryRecvError};
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::sched::worker;
-use crate::sync_var::waiters::{Matched, Offers, Slot, complete_self, drop_offer, give_back, lock};
+use crate::sync_var::waiters::{Matched, Offers, Slot, complete_self, give_back, lock};
 
 #[cfg(all(test, pcml_loom))]
 mod tests;
@@ -227,6 +227,22 @@ impl<T: Send + 'static> Inner<T> {
             ch: this.clone(),
             value: Some(v),
             slot: None,
+            back: None,
+            mode: PhantomData,
+        })
+    }
+
+    /// A send event that leaves its message in `back` if it is dropped unsent.
+    pub(crate) fn send_evt_with_back<M: Mode>(
+        this: &Arc<Self>,
+        v: T,
+        back: Back<T>,
+    ) -> Event<M::Sent<T>> {
+        Event::from_base(SendEvt::<T, M> {
+            ch: this.clone(),
+            value: Some(v),
+            slot: None,
+            back: Some(back),
             mode: PhantomData,
         })
     }
@@ -524,7 +540,17 @@ struct SendEvt<T, M> {
     value: Option<T>,
     /// Our queued offer's slot (holding the message) while blocked.
     slot: Option<Slot<T>>,
+    /// Where the message goes if the event is dropped unsent (`Sender::send_timeout`).
+    back: Option<Back<T>>,
     mode: PhantomData<M>,
+}
+
+impl<T, M> Drop for SendEvt<T, M> {
+    fn drop(&mut self) {
+        if let (Some(back), Some(m)) = (&self.back, self.value.take()) {
+            *back.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
+        }
+    }
 }
 
 impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
@@ -599,7 +625,11 @@ impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
     }
 
     fn cancel(&mut self) {
-        drop_offer(&mut self.slot);
+        // Our sync is settled and this offer lost: nobody else touches the slot now. The
+        // message stays with the event (dropped with it, or given back by `Drop`).
+        if let Some(slot) = self.slot.take() {
+            self.value = lock(&slot).take();
+        }
     }
 }
 

@@ -263,6 +263,88 @@ impl From<RecvError> for RecvTimeoutError {
     }
 }
 
+/// The error of a send with a time limit (`send_timeout`, `send_deadline`): the message comes
+/// back in it.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use pcml::chan::SendTimeoutError;
+/// let (tx, rx) = pcml::chan::bounded(1);
+/// tx.send(1).unwrap();
+/// let err = tx.send_timeout(2, Duration::from_millis(1)).unwrap_err();
+/// assert_eq!(err, SendTimeoutError::Timeout(2));
+/// drop(rx);
+/// assert_eq!(tx.send_timeout(3, Duration::from_secs(60)), Err(SendTimeoutError::Disconnected(3)));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SendTimeoutError<T> {
+    /// No room (or no receiver) came in time.
+    Timeout(T),
+    /// The channel is closed: no send will ever succeed.
+    Disconnected(T),
+}
+
+impl<T> SendTimeoutError<T> {
+    /// The message that was not sent.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(pcml::chan::SendTimeoutError::Timeout(4).into_inner(), 4);
+    /// ```
+    pub fn into_inner(self) -> T {
+        match self {
+            SendTimeoutError::Timeout(v) | SendTimeoutError::Disconnected(v) => v,
+        }
+    }
+
+    /// Whether the time ran out.
+    ///
+    /// # Examples
+    /// ```
+    /// assert!(pcml::chan::SendTimeoutError::Timeout(()).is_timeout());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, SendTimeoutError::Timeout(_))
+    }
+
+    /// Whether the channel is closed.
+    ///
+    /// # Examples
+    /// ```
+    /// assert!(pcml::chan::SendTimeoutError::Disconnected(()).is_disconnected());
+    /// ```
+    pub fn is_disconnected(&self) -> bool {
+        matches!(self, SendTimeoutError::Disconnected(_))
+    }
+}
+
+impl<T> fmt::Debug for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => f.write_str("Timeout(..)"),
+            SendTimeoutError::Disconnected(_) => f.write_str("Disconnected(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for SendTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendTimeoutError::Timeout(_) => f.write_str("timed out waiting to send"),
+            SendTimeoutError::Disconnected(_) => f.write_str("sending on a closed channel"),
+        }
+    }
+}
+
+impl<T> Error for SendTimeoutError<T> {}
+
+impl<T> From<SendError<T>> for SendTimeoutError<T> {
+    fn from(e: SendError<T>) -> Self {
+        SendTimeoutError::Disconnected(e.0)
+    }
+}
+
 /// What a channel operation's result looks like to its caller: the both-ends handles' plain
 /// `T` and `()` (a closed channel is a panic that says what to use instead), or the halves'
 /// `Result`s. The base events and futures are generic over it, so each kind of handle gets the

@@ -16,7 +16,7 @@ use crate::time::at_time_evt;
 use super::handles::Kind;
 use super::{
     ChanInner, Checked, Mode, RecvError, RecvEvt, RecvFuture, RecvTimeoutError, SendError, SendEvt,
-    SendFuture, TryRecvError, TrySendError,
+    SendFuture, SendTimeoutError, TryRecvError, TrySendError,
 };
 
 /// Makes a rendezvous channel and returns its two halves: a send and a receive meet, and the
@@ -206,6 +206,72 @@ impl<T: Send + 'static> Sender<T> {
             Flavor::Bounded(ch) => bounded::Inner::send::<Checked>(ch, msg),
             Flavor::Unbounded(mb) => mb.push(msg).map_err(SendError),
         }
+    }
+
+    /// Sends `msg`, waiting at most `timeout` for a receiver (or room); on timeout or on a
+    /// closed channel the message comes back in the error.
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use pcml::chan::SendTimeoutError;
+    /// let (tx, _rx) = pcml::chan::channel();
+    /// // Nobody receives: the message comes back.
+    /// assert_eq!(tx.send_timeout(1, Duration::from_millis(5)), Err(SendTimeoutError::Timeout(1)));
+    /// ```
+    pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        match Instant::now().checked_add(timeout) {
+            Some(at) => self.send_deadline(msg, at),
+            // Too far to be represented: no deadline.
+            None => self.send(msg).map_err(SendTimeoutError::from),
+        }
+    }
+
+    /// Sends `msg`, waiting until `deadline` at most (see [`send_timeout`](Self::send_timeout)).
+    ///
+    /// # Panics
+    /// If it would block inside a pcml async task.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let (tx, rx) = pcml::chan::bounded(1);
+    /// let t = std::thread::spawn(move || rx.recv());
+    /// assert_eq!(tx.send_deadline(7, Instant::now() + Duration::from_secs(60)), Ok(()));
+    /// assert_eq!(t.join().unwrap(), Ok(7));
+    /// ```
+    pub fn send_deadline(&self, msg: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
+        let msg = match self.try_send(msg) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Disconnected(m)) => return Err(SendTimeoutError::Disconnected(m)),
+            Err(TrySendError::Full(m)) => m,
+        };
+        let back: super::Back<T> = Default::default();
+        let send = match &self.flavor {
+            Flavor::Zero(ch) => {
+                Event::from_direct_base(SendEvt::<T, Checked>::with_back(ch, msg, back.clone()))
+            }
+            Flavor::Bounded(ch) => {
+                bounded::Inner::send_evt_with_back::<Checked>(ch, msg, back.clone())
+            }
+            // Never full: `try_send` sent it or found the channel closed.
+            Flavor::Unbounded(mb) => mailbox::Inner::send_evt::<Checked>(mb, msg),
+        };
+        let timed_out = select([
+            send.wrap(|r| r.map_err(SendTimeoutError::from).map(|()| false)),
+            at_time_evt(deadline).wrap(|()| Ok(true)),
+        ])?;
+        if !timed_out {
+            return Ok(());
+        }
+        // The send lost: its event, dropped with the choice, left the message in `back`.
+        let m = back.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Err(SendTimeoutError::Timeout(
+            m.expect("pcml: a send that timed out lost its message"),
+        ))
     }
 
     /// Sends `msg` only if that needs no wait now.

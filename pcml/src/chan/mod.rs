@@ -167,7 +167,9 @@ mod halves;
 pub(crate) mod handles;
 
 pub(crate) use error::{Checked, Mode, Plain, closed_panic};
-pub use error::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+pub use error::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
 pub use halves::{
     IntoIter, Iter, Receiver, RecvFut, RecvStream, SendFut, Sender, TryIter, bounded, channel,
     unbounded,
@@ -1136,8 +1138,13 @@ pub(crate) struct SendEvt<T, M> {
     msg: Option<T>,
     /// Our published offer, if `block` published one.
     offer: Option<Arc<Offer<T>>>,
+    /// Where the message goes if the event is dropped unsent (`Sender::send_timeout`).
+    back: Option<Back<T>>,
     mode: PhantomData<M>,
 }
+
+/// Where a send event that did not send leaves its message when dropped.
+pub(crate) type Back<T> = std::sync::Arc<std::sync::Mutex<Option<T>>>;
 
 impl<T: Send + 'static, M: Mode> SendEvt<T, M> {
     pub(crate) fn new(ch: &Arc<ChanInner<T>>, msg: T) -> Self {
@@ -1146,7 +1153,23 @@ impl<T: Send + 'static, M: Mode> SendEvt<T, M> {
             msg: Some(msg),
             offer: None,
             direct: None,
+            back: None,
             mode: PhantomData,
+        }
+    }
+
+    /// A send event that leaves its message in `back` if it is dropped unsent.
+    pub(crate) fn with_back(ch: &Arc<ChanInner<T>>, msg: T, back: Back<T>) -> Self {
+        let mut e = Self::new(ch, msg);
+        e.back = Some(back);
+        e
+    }
+}
+
+impl<T, M> Drop for SendEvt<T, M> {
+    fn drop(&mut self) {
+        if let (Some(back), Some(m)) = (&self.back, self.msg.take()) {
+            *back.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
         }
     }
 }
@@ -1226,7 +1249,8 @@ impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
     fn cancel(&mut self) {
         if let Some(o) = self.offer.take() {
             // SAFETY: our sync is settled and this offer lost: no partner touches its slot.
-            drop(unsafe { o.slot.take() });
+            // The message stays with the event (dropped with it, or given back by `Drop`).
+            self.msg = unsafe { o.slot.take() };
         }
     }
 }
