@@ -446,3 +446,143 @@ fn a_predicate_panicking_on_a_senders_thread_fails_the_receive_not_the_send() {
     }
     assert_eq!(kept, sent.load(Ordering::Acquire));
 }
+
+/// Expected: a kill reaches a fiber actor blocked anywhere in pcml, not only in its own
+/// receives: a channel, a choice with a nack, an MVar, a join, a sleep, a yield loop. Its sync
+/// loses (offers withdrawn, nacks fire, nothing taken), its destructors run, and its monitors
+/// and links learn the kill's reason.
+#[test]
+fn kills_reach_fiber_actors_blocked_outside_their_mailbox() {
+    use pcml::event::{choose, with_nack};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    struct Count(Arc<AtomicUsize>);
+    impl Drop for Count {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    for procs in [1, 2] {
+        pcml::Runtime::builder()
+            .procs(procs)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                let mut me = Ctx::<()>::new();
+                me.trap_exits(true);
+                let mut ready = Ctx::<()>::new();
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let ch = pcml::Chan::<u8>::new();
+                let mv = pcml::MVar::<u8>::new();
+                let nacked = pcml::IVar::new();
+                let forever = pcml::Chan::<()>::new();
+                let mut pids = Vec::new();
+                let spawn = |me: &Ctx<()>, body: Box<dyn FnOnce() + Send>| {
+                    let (r, d) = (ready.pid(), Count(dropped.clone()));
+                    me.spawn_link(move |_: Ctx<u8>| {
+                        let _d = d;
+                        r.send(()).unwrap();
+                        body();
+                    })
+                };
+                let c = ch.clone();
+                pids.push(spawn(
+                    &me,
+                    Box::new(move || {
+                        c.recv();
+                    }),
+                ));
+                let (c, n) = (ch.clone(), nacked.clone());
+                pids.push(spawn(
+                    &me,
+                    Box::new(move || {
+                        choose([
+                            with_nack(move |nack| {
+                                pcml::spawn(move || {
+                                    nack.sync();
+                                    n.put(()).unwrap()
+                                });
+                                c.recv_evt()
+                            }),
+                            pcml::time::timeout_evt(Duration::from_secs(3600)).wrap(|()| 0),
+                        ])
+                        .sync();
+                    }),
+                ));
+                let m = mv.clone();
+                pids.push(spawn(
+                    &me,
+                    Box::new(move || {
+                        m.take();
+                    }),
+                ));
+                let f = forever.clone();
+                pids.push(spawn(
+                    &me,
+                    Box::new(move || drop(pcml::spawn(move || f.recv()).join())),
+                ));
+                pids.push(spawn(
+                    &me,
+                    Box::new(|| pcml::time::sleep(Duration::from_secs(3600))),
+                ));
+                pids.push(spawn(
+                    &me,
+                    Box::new(|| {
+                        loop {
+                            pcml::yield_now();
+                        }
+                    }),
+                ));
+                for _ in 0..pids.len() {
+                    ready.receive();
+                }
+                // Let them reach their blocking points (a kill before that is seen there).
+                pcml::time::sleep(Duration::from_millis(10));
+                for p in &pids {
+                    p.kill("stop");
+                }
+                for _ in 0..pids.len() {
+                    match me.receive_signal() {
+                        Signal::Exit { reason, .. } => {
+                            assert_eq!(reason, ExitReason::Killed("stop".into()))
+                        }
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+                assert_eq!(dropped.load(Ordering::SeqCst), pids.len());
+                nacked.get();
+                assert!(ch.send_evt(1).poll().is_none(), "no receive offer is left");
+                mv.put(3);
+                assert_eq!(mv.take(), 3, "nothing was taken from the MVar");
+                // The joined child runs on, unless its joiner ran it inline (then it went with
+                // the joiner).
+                let _ = forever.send_evt(()).poll();
+            })
+            .unwrap();
+    }
+}
+
+/// Expected: an actor killed before its fiber starts never blocks: it dies of the kill at its
+/// first blocking point.
+#[test]
+fn a_fiber_actor_killed_before_it_starts_dies_at_its_first_blocking_point() {
+    pcml::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let mut me = Ctx::<()>::new();
+            let ch = pcml::Chan::<u8>::new();
+            let c = ch.clone();
+            let (pid, _) = me.spawn_monitor(move |_: Ctx<u8>| {
+                c.recv();
+            });
+            pid.kill("early");
+            let Signal::Down { reason, .. } = me.receive_signal() else {
+                unreachable!()
+            };
+            assert_eq!(reason, ExitReason::Killed("early".into()));
+            assert!(ch.send_evt(1).poll().is_none());
+        })
+        .unwrap();
+}

@@ -15,9 +15,11 @@
 //! its signals as ordinary messages: a `Box<Signal>` in the mailbox, matched by type.
 //!
 //! # Differences from Erlang
-//! - Actors are scheduled cooperatively, so a kill takes effect at the actor's next receive
-//!   (direct, async, or a receive event it syncs on, which the kill completes): an actor
-//!   computing without receiving is not interrupted.
+//! - Actors are scheduled cooperatively: an actor computing without synchronizing is not
+//!   interrupted. A kill completes the actor's blocked receives (direct, async, or a receive
+//!   event it syncs on) and, for a fiber actor, also cancels the fiber wherever else it is
+//!   blocked or at its next blocking point or yield (`Record::abort_fiber`, the cancellation
+//!   of `JoinHandle::abort`).
 //! - A killed actor unwinds its stack (destructors run) with a private payload that its root
 //!   catches; do not `catch_unwind` around receives and carry on, or the next receive unwinds
 //!   again.
@@ -240,6 +242,8 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn signal(&self, s: Signal);
     /// Kills the actor with `reason`, trapping or not.
     fn kill(&self, reason: ExitReason);
+    /// The reason the actor was killed with, if it was.
+    fn kill_reason(&self) -> Option<ExitReason>;
     /// Ends the actor (its body is done): see `actor::finish`.
     fn finish(&self, reason: ExitReason, report: Option<String>);
     /// Closes the mailbox of an actor dropped unfinished at shutdown, telling nobody.
@@ -281,6 +285,10 @@ impl<M: Send + 'static> Peer for Record<M> {
 
     fn finish(&self, reason: ExitReason, report: Option<String>) {
         super::finish(self, reason, report);
+    }
+
+    fn kill_reason(&self) -> Option<ExitReason> {
+        self.lock().kill().cloned()
     }
 
     fn close(&self) {
@@ -409,6 +417,10 @@ impl<M: Send + 'static> Peer for Record<M> {
         let b = st.take_parked();
         drop(st);
         wake(b);
+        // A fiber actor blocked anywhere else (a channel, a choice, a join, a sleep...) is
+        // cancelled there: its sync loses every branch and it unwinds to its root, which
+        // ends it with this kill's reason.
+        self.abort_fiber();
     }
 }
 

@@ -85,9 +85,14 @@
 //! - Mailboxes are typed: a `Pid<M>` accepts only `M`s, so there is no serialisation. For
 //!   Erlang-like code that matches on types, use `M = Box<dyn Any + Send>` (see [`AnyMsg`]).
 //! - Actors share memory (messages are moved, not copied) and are scheduled cooperatively: an
-//!   actor that computes without receiving is not interrupted, and a kill takes effect at its
-//!   next receive (a blocked receive, including a receive event in a `select`, is woken by
-//!   it). A killed actor unwinds its stack (destructors run) with a private payload that its
+//!   actor that computes without synchronizing is not interrupted. A kill reaches a fiber
+//!   actor wherever it blocks in pcml, as in Erlang: its own receives (a receive event in a
+//!   `select` too), and also a channel, a choice, an `MVar`, a join, a sleep, a socket. Its
+//!   sync there is abandoned as a loss (offers withdrawn, negative acknowledgements fired,
+//!   nothing taken), and a running fiber actor dies at its next blocking point or yield. An
+//!   async actor dies of a kill only at its receives (awaiting something else, it is not
+//!   woken by the kill).
+//!   A killed actor unwinds its stack (destructors run) with a private payload that its
 //!   root catches: do not catch it and carry on, or the next receive unwinds again.
 //! - Erlang's `self()` is [`Ctx::pid`], or the free function [`self_pid`] where no context is
 //!   at hand (it costs a lookup: fiber actors are found by pcml thread id in a table of the
@@ -496,6 +501,11 @@ impl Life {
         let rec = self.rec.take().expect("pcml: actor ended twice");
         let (reason, report) = match outcome {
             Ok(()) => (ExitReason::Normal, None),
+            // Cancelled by a kill where it blocked: it dies of that kill.
+            Err(p) if p.is::<crate::sched::panic::AbortSignal>() => match rec.kill_reason() {
+                Some(reason) => (reason, None),
+                None => record::reason_of(p),
+            },
             Err(p) => record::reason_of(p),
         };
         rec.finish(reason, report);
@@ -573,6 +583,8 @@ where
     let body = move || {
         // Holds the life from here on, in the table `self_pid` reads.
         let me = current::FiberActor::enter(life);
+        // From here a kill reaches the fiber wherever it blocks.
+        ctx.rec.enter_fiber();
         match catch_unwind(AssertUnwindSafe(move || f(ctx))) {
             // The fiber is being dropped at shutdown: `me` ends it silently as the unwind
             // goes on to the fiber's root.

@@ -123,6 +123,16 @@ pub(crate) struct Record<M> {
     /// Set (under the lock, never cleared) when a kill is recorded in the extension, so the
     /// owner's lock-free receive path notices it at its next receive.
     pub(crate) killed: AtomicBool,
+    /// Where the actor's fiber runs, so that a kill reaches it wherever it blocks
+    /// (`Record::enter_fiber`, `Record::abort_fiber`): `FIBER_KILLED` (set once by a kill),
+    /// `FIBER_HOME` with the runtime, proc and slot (set once by the fiber when it starts).
+    /// Both sides read-modify-write it, so either the kill comes first and the starting fiber
+    /// cancels itself, or the kill finds where the fiber is. A std atomic even under loom:
+    /// loom models have no fibers.
+    fiber_home: AtomicU64,
+    /// The actor's fiber's thread id, written (Relaxed) before `fiber_home`'s `FIBER_HOME`,
+    /// read after it (the read-modify-writes order the two).
+    fiber_id: AtomicU64,
     /// The mailbox's state. A spin lock: every section under it is short (a push, a swap of
     /// queues, a scan by the owner's predicate), so a send costs one atomic read-modify-write
     /// (the release of a spin lock is a plain store; a `std` mutex's is a swap).
@@ -213,6 +223,8 @@ impl<M: 'static> Record<M> {
             untyped: std::any::TypeId::of::<M>() == std::any::TypeId::of::<super::AnyMsg>(),
             events: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
+            fiber_home: AtomicU64::new(0),
+            fiber_id: AtomicU64::new(0),
             state: SpinLock::new(State {
                 queue: Msgs::new(),
                 taken: 0,
@@ -1039,6 +1051,74 @@ impl<M: Send + 'static> BaseEvent for RecvEvt<M> {
     }
 }
 
+/// `Record::fiber_home`: the actor was killed.
+const FIBER_KILLED: u64 = 1;
+/// `Record::fiber_home`: the actor's fiber started; the other bits say where.
+const FIBER_HOME: u64 = 2;
+
+#[cold]
+#[inline(never)]
+fn killed_before_start(runtime: u64, proc: usize, slot: usize, id: crate::ThreadId) {
+    crate::sched::worker::abort_fiber(runtime, proc, slot, id);
+}
+
+/// `fiber_home`'s bits for `(runtime, proc, slot)`: 22, 10 and 30 bits above the two flags,
+/// or `None` if one does not fit (the kill then reaches the actor only at its receives).
+fn pack_home(runtime: u64, proc: usize, slot: usize) -> Option<u64> {
+    (runtime < 1 << 22 && proc < 1 << 10 && slot < 1 << 30)
+        .then_some(runtime << 42 | (proc as u64) << 32 | (slot as u64) << 2)
+}
+
+fn unpack_home(h: u64) -> (u64, usize, usize) {
+    (
+        h >> 42,
+        (h >> 32) as usize & 0x3ff,
+        (h >> 2) as usize & 0x3fff_ffff,
+    )
+}
+
+impl<M> Record<M> {
+    /// Called by the actor's fiber when it starts: records where it runs, so that a kill
+    /// reaches it blocked anywhere; cancels it at once if a kill came first.
+    #[inline]
+    pub(crate) fn enter_fiber(&self) {
+        let Some((runtime, proc, slot, id)) = crate::sched::worker::fiber_home() else {
+            return;
+        };
+        let Some(home) = pack_home(runtime, proc, slot) else {
+            return;
+        };
+        self.fiber_id.store(id.as_u64(), Ordering::Relaxed);
+        // AcqRel: Release publishes `fiber_id` and `home` to a kill's Acquire half; Acquire
+        // pairs with a kill that came first.
+        let prev = self
+            .fiber_home
+            .fetch_or(FIBER_HOME | home, std::sync::atomic::Ordering::AcqRel);
+        if prev & FIBER_KILLED != 0 {
+            // Killed before it started: it unwinds at its first blocking point or yield.
+            killed_before_start(runtime, proc, slot, id);
+        }
+    }
+
+    /// Called once by a kill: cancels the actor's fiber where it runs (`JoinHandle::abort`'s
+    /// cancellation), so it stops waiting wherever it blocks; if it has not started, it
+    /// cancels itself when it does (`enter_fiber`). Nothing for an async actor.
+    pub(crate) fn abort_fiber(&self) {
+        // AcqRel: pairs with `enter_fiber`'s.
+        let prev = self
+            .fiber_home
+            .fetch_or(FIBER_KILLED, std::sync::atomic::Ordering::AcqRel);
+        if prev & (FIBER_HOME | FIBER_KILLED) != FIBER_HOME {
+            // Not started yet, or killed already.
+            return;
+        }
+        let (runtime, proc, slot) = unpack_home(prev);
+        if let Some(id) = crate::ThreadId::from_u64(self.fiber_id.load(Ordering::Relaxed)) {
+            crate::sched::worker::abort_fiber(runtime, proc, slot, id);
+        }
+    }
+}
+
 /// Ends the calling actor's body because it was killed: unwinds to the actor's root, or, for
 /// a context made with `Ctx::new`, panics saying why.
 pub(crate) fn raise(id: ActorId, detached: bool, reason: ExitReason) -> ! {
@@ -1053,6 +1133,10 @@ pub(crate) fn raise(id: ActorId, detached: bool, reason: ExitReason) -> ! {
 /// Why an actor's body ended, from its caught unwind payload, with the full panic report
 /// (message, location, backtrace if captured) when it panicked.
 pub(crate) fn reason_of(payload: Box<dyn std::any::Any + Send>) -> (ExitReason, Option<String>) {
+    if payload.is::<crate::sched::panic::AbortSignal>() {
+        // Only a kill cancels an actor's fiber; the caller reads the kill's reason.
+        return (ExitReason::Killed(Arc::from("cancelled")), None);
+    }
     match payload.downcast::<super::link::KillSignal>() {
         Ok(k) => (k.0, None),
         Err(payload) => {

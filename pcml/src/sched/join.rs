@@ -65,6 +65,11 @@ impl ThreadId {
         ThreadId(NonZeroU64::new(n).expect("thread ids exhausted"))
     }
 
+    /// The id whose number is `n` (from [`as_u64`](Self::as_u64)).
+    pub(crate) fn from_u64(n: u64) -> Option<Self> {
+        NonZeroU64::new(n).map(ThreadId)
+    }
+
     /// The id as a number.
     ///
     /// ```

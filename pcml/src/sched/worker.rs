@@ -547,6 +547,22 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
     }
 }
 
+/// Where the calling fiber lives, if it is one that a proc started and no thread runs inline
+/// on it: `(runtime, proc, slot, id)`, what [`abort_fiber`] takes.
+#[inline]
+pub(crate) fn fiber_home() -> Option<(u64, usize, usize, ThreadId)> {
+    let ctx = context()?;
+    match ctx.current.get() {
+        Current::Fiber {
+            slot,
+            id,
+            main: false,
+            inlined: 0,
+        } => Some((ctx.shared.id, ctx.index, slot, id)),
+        _ => None,
+    }
+}
+
 /// Cancels fiber `id`, started in `slot` of proc `proc` of runtime `runtime`
 /// (`JoinHandle::abort`): on its home proc, at once; from elsewhere through the home proc's
 /// inbox. Does nothing if the fiber is gone (its slot empty or another fiber's).
