@@ -8,9 +8,10 @@
 //! - Choice is fair by a random draw among the enabled branches: the polling pass polls every
 //!   branch and the commit phase tries the enabled ones in a uniformly random order, so each
 //!   enabled branch wins with the same probability whatever its position and whatever the
-//!   readiness of the others (a random start and a walk round, as Go's `select` and Guile's
-//!   fibers do, favours a ready branch that follows not-ready ones: with one idle and two
-//!   ready branches the first ready one won two times in three). The blocking pass begins at
+//!   readiness of the others, as Go's `select`, which polls its cases in a random
+//!   permutation. (A random start and a walk round, which pcml did before, favours a ready
+//!   branch that follows not-ready ones: with one idle and two ready branches the first ready
+//!   one won two times in three.) The blocking pass begins at
 //!   a random branch: it runs only when the commit phase found nothing, so what it meets
 //!   arrived since. A biased choice (`choose_biased`) polls and blocks in order. Under loom
 //!   the draws are always 0 (models must be deterministic).
