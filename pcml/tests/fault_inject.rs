@@ -215,3 +215,118 @@ fn deadlock_report_counts_the_fibers_that_never_started() {
         );
     }
 }
+
+fn os_threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// Panics when dropped: a misbehaving destructor.
+struct PanicOnDrop(&'static str);
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("{}", self.0);
+        }
+    }
+}
+
+/// Prints main's value and the OS threads alive before and after a runtime whose shutdown
+/// drops a blocked task, an unstarted fiber and a detached task whose destructors panic, with
+/// a socket registered and a blocking job in flight.
+#[test]
+fn child_shutdown_with_panicking_destructors() {
+    if !child_case("child_shutdown_with_panicking_destructors") {
+        return;
+    }
+    let before = os_threads();
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let value = rt
+        .block_on(|| {
+            let ch = pcml::Chan::<()>::new();
+            let c = ch.clone();
+            let g = PanicOnDrop("task destructor");
+            let t = pcml::spawn_task(async move {
+                let _g = g;
+                c.recv_evt().await
+            });
+            let c = ch.clone();
+            let g = PanicOnDrop("detached task destructor");
+            drop(pcml::spawn_task(async move {
+                let _g = g;
+                c.recv_evt().await
+            }));
+            let g = PanicOnDrop("unstarted fiber closure");
+            let unstarted = pcml::spawn(move || drop(g));
+            let socket = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let _blocking =
+                pcml::spawn_blocking(|| std::thread::sleep(std::time::Duration::from_millis(20)));
+            // Let the tasks block; the fiber stays unstarted (this fiber never yields again).
+            pcml::time::sleep(std::time::Duration::from_millis(10));
+            std::mem::forget((t, unstarted, socket));
+            42
+        })
+        .unwrap();
+    println!("VALUE {value} THREADS {before} {}", os_threads());
+}
+
+/// Expected: destructors that panic while the runtime drops unfinished threads do not stop
+/// the shutdown: `block_on` returns main's value, and the procs, the blocking pool and the
+/// I/O driver are all joined (the process has as many OS threads as before the runtime).
+#[test]
+fn shutdown_survives_panicking_destructors_and_joins_its_threads() {
+    let o = run_child("child_shutdown_with_panicking_destructors", &[]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.find("VALUE").map(|i| &l[i..]))
+        .unwrap_or_else(|| panic!("{out}"));
+    let nums: Vec<usize> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(nums[0], 42, "{out}");
+    assert_eq!(nums[1], nums[2], "threads before and after: {out}");
+}
+
+/// Joins a panicking fiber that runs on the smallest stack, and prints what the join says.
+#[test]
+fn child_panic_on_the_smallest_stack() {
+    if !child_case("child_panic_on_the_smallest_stack") {
+        return;
+    }
+    let rt = pcml::Runtime::builder()
+        .procs(1)
+        .stack_size(pcml::fiber::MIN_STACK_SIZE)
+        .build()
+        .unwrap();
+    let err = rt
+        .block_on(|| {
+            pcml::spawn(|| -> u8 { panic!("small boom") })
+                .join()
+                .unwrap_err()
+        })
+        .unwrap();
+    println!("JOINED panic={} {}", err.is_panic(), err);
+}
+
+/// Expected: with backtraces on (`RUST_BACKTRACE=1` or `full`), a plain panic in a fiber
+/// with the smallest stack is caught and reported (its report says why it has no
+/// backtrace) instead of overflowing the stack and aborting the process.
+#[test]
+fn a_panic_on_the_smallest_stack_with_backtraces_on_is_reported() {
+    for bt in ["1", "full", "0"] {
+        let o = run_child(
+            "child_panic_on_the_smallest_stack",
+            &[("RUST_BACKTRACE", bt)],
+        );
+        let out = text(&o);
+        assert!(o.status.success(), "RUST_BACKTRACE={bt}: {out}");
+        assert!(out.contains("JOINED panic=true"), "{out}");
+        assert!(out.contains("small boom"), "{out}");
+        if bt != "0" {
+            assert!(out.contains("backtrace: not captured"), "{out}");
+        }
+    }
+}

@@ -19,7 +19,13 @@ use corosensei::stack::{DefaultStack, Stack};
 const RESERVED_MAPPINGS: usize = 4096;
 /// Stacks a proc keeps for reuse; beyond that a finished fiber's stack is unmapped.
 const POOL_MAX: usize = 256;
-/// The smallest stack size accepted by the builder.
+/// The smallest stack size accepted by the builder. A panic in a fiber whose stack has less
+/// than 40 KiB left is reported without a backtrace, even with `RUST_BACKTRACE` set: printing
+/// one would overflow the stack (it did on a 16 KiB stack).
+///
+/// ```
+/// assert_eq!(pcml::fiber::MIN_STACK_SIZE, 16 * 1024);
+/// ```
 pub const MIN_STACK_SIZE: usize = 16 * 1024;
 /// The largest stack size accepted by the builder.
 pub const MAX_STACK_SIZE: usize = 1 << 30;

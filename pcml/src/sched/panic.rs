@@ -65,12 +65,51 @@ fn capturing() -> bool {
     }
 }
 
+/// The fiber stack left that a backtrace needs. Capturing and printing one (symbols
+/// resolved) overflowed a 16 KiB fiber stack and worked on a 32 KiB one, for a panic at the
+/// top of the fiber's body (`RUST_BACKTRACE=1`, tests/fault_inject.rs's child at stack sizes
+/// of 16, 32, 48, 64, 96 and 128 KiB); 40 KiB left keeps a margin.
+const BACKTRACE_STACK: usize = 40 * 1024;
+
+/// `Some(bytes left)` if a backtrace is wanted (`RUST_BACKTRACE` set, not `0`) but the
+/// calling fiber's stack has less than [`BACKTRACE_STACK`] left: printing it would overflow
+/// the stack and abort the process, where the panic alone is harmless.
+fn cramped_fiber_stack() -> Option<usize> {
+    let left = worker::fiber_stack_left()?;
+    if left >= BACKTRACE_STACK {
+        return None;
+    }
+    let wanted = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
+    wanted.then_some(left)
+}
+
+fn no_backtrace_note(left: usize) -> String {
+    format!(
+        "stack backtrace: not captured: the fiber had {} KiB of stack left, and a backtrace \
+         needs about {} KiB (raise Builder::stack_size or PCML_STACK_SIZE to see one)",
+        left / 1024,
+        BACKTRACE_STACK / 1024
+    )
+}
+
 /// Installs the hook (once per process).
 pub(crate) fn install_hook() {
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            let cramped = cramped_fiber_stack();
             if !capturing() {
+                if let Some(left) = cramped {
+                    // The previous hook would print a backtrace on a stack too small for it.
+                    let msg = crate::sched::join::payload_message(info.payload())
+                        .unwrap_or("Box<dyn Any>");
+                    match info.location() {
+                        Some(loc) => eprintln!("pcml fiber panicked at {loc}:\n{msg}"),
+                        None => eprintln!("pcml fiber panicked:\n{msg}"),
+                    }
+                    eprintln!("{}", no_backtrace_note(left));
+                    return;
+                }
                 previous(info);
                 return;
             }
@@ -79,9 +118,14 @@ pub(crate) fn install_hook() {
                 Some(loc) => format!("panicked at {loc}:\n{msg}"),
                 None => format!("panicked:\n{msg}"),
             };
-            let bt = std::backtrace::Backtrace::capture();
-            if bt.status() == std::backtrace::BacktraceStatus::Captured {
-                report.push_str(&format!("\nstack backtrace:\n{bt}"));
+            if let Some(left) = cramped {
+                report.push('\n');
+                report.push_str(&no_backtrace_note(left));
+            } else {
+                let bt = std::backtrace::Backtrace::capture();
+                if bt.status() == std::backtrace::BacktraceStatus::Captured {
+                    report.push_str(&format!("\nstack backtrace:\n{bt}"));
+                }
             }
             REPORT.with(|r| *r.borrow_mut() = Some(report));
         }));

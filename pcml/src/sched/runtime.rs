@@ -495,6 +495,13 @@ impl Runtime {
     /// Returns `Err` if the runtime deadlocked (main blocked, every proc idle, nothing that could
     /// wake anything) or main ended itself with `exit`. A panic in main is resumed here.
     ///
+    /// Shutdown drops the threads that are left and joins the procs, the blocking pool and
+    /// the I/O driver before this returns. A destructor that panics while an async task's
+    /// future or an unstarted fiber's closure is dropped does not stop it: the panic becomes
+    /// that thread's join error (printed if nobody joins it). A started fiber's stack is
+    /// unwound, and a destructor that panics during an unwind aborts the process, as
+    /// anywhere in Rust.
+    ///
     /// # Panics
     /// If called from inside a pcml runtime (it would block a proc), or with main's panic.
     pub fn block_on<F, T>(self, main: F) -> Result<T, RuntimeError>

@@ -349,8 +349,14 @@ where
 
     fn cancel(&self) {
         // SAFETY: the caller claimed the cell.
-        drop(self.f.with_mut(|f| unsafe { (*f).take() }));
-        self.join.complete(Err(JoinError::cancelled(self.join.id)));
+        let f = self.f.with_mut(|f| unsafe { (*f).take() });
+        // A destructor of the closure's captures that panics is the thread's outcome; it
+        // must not stop the shutdown that cancels the fiber.
+        let outcome = match catch_unwind(AssertUnwindSafe(|| drop(f))) {
+            Ok(()) => JoinError::cancelled(self.join.id),
+            Err(p) => crate::sched::panic::join_error(self.join.id, p),
+        };
+        self.join.complete(Err(outcome));
     }
 }
 
@@ -490,7 +496,11 @@ where
     }
 
     fn cancel(&self) {
-        drop(self.take());
+        let f = self.take();
+        // As `FiberCell::cancel`: a panicking destructor must not stop the shutdown.
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| drop(f))) {
+            crate::sched::join::report_unobserved(&crate::sched::panic::join_error(self.id, p));
+        }
     }
 
     unsafe fn release(&self) {

@@ -547,6 +547,20 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
     }
 }
 
+/// The bytes of stack left to the running fiber (down to its guard page), or `None` if the
+/// caller is not a fiber.
+pub(crate) fn fiber_stack_left() -> Option<usize> {
+    let ctx = context()?;
+    let guard = ctx.guard.get();
+    if guard == 0 {
+        return None;
+    }
+    // A local's address approximates the stack pointer (as in `fiber_room`).
+    let marker = 0u8;
+    let sp = std::hint::black_box(&marker) as *const u8 as usize;
+    Some(sp.saturating_sub(guard + stack::page_size()))
+}
+
 /// Where the calling fiber lives, if it is one that a proc started and no thread runs inline
 /// on it: `(runtime, proc, slot, id)`, what [`abort_fiber`] takes.
 #[inline]

@@ -344,11 +344,17 @@ where
         // SAFETY: the procs have stopped, so no thread holds the task in RUNNING.
         let fut = self.future.with_mut(|f| unsafe { (*f).take() });
         let unfinished = fut.is_some();
-        drop(fut);
+        // A future whose destructor panics must not stop the shutdown (the other tasks, the
+        // blocking pool and the I/O driver are still to be dropped): the panic becomes the
+        // task's outcome.
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop(fut)));
         self.header.state.store(DONE, Ordering::Release);
         if unfinished {
-            self.join
-                .complete(Err(crate::JoinError::cancelled(self.header.id)));
+            let outcome = match dropped {
+                Ok(()) => crate::JoinError::cancelled(self.header.id),
+                Err(p) => crate::sched::panic::join_error(self.header.id, p),
+            };
+            self.join.complete(Err(outcome));
         }
     }
 }
