@@ -330,3 +330,85 @@ fn a_panic_on_the_smallest_stack_with_backtraces_on_is_reported() {
         }
     }
 }
+
+/// Binds listeners under a low limit of open files until one fails, then frees some and
+/// binds again; prints what happened.
+#[test]
+fn child_fd_exhaustion() {
+    if !child_case("child_fd_exhaustion") {
+        return;
+    }
+    pcml::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let mut held = Vec::new();
+            let err = loop {
+                match pcml::net::TcpListener::bind("127.0.0.1:0") {
+                    Ok(l) => held.push(l),
+                    Err(e) => break e,
+                }
+                assert!(
+                    held.len() < 10_000,
+                    "the limit of open files was not applied"
+                );
+            };
+            println!("FD_ERR after {} listeners: {err}", held.len());
+            held.truncate(held.len() / 2);
+            let l = pcml::net::TcpListener::bind("127.0.0.1:0").expect("binds again");
+            // The freed descriptors are usable by the runtime's poller too: accept with a
+            // timeout event completes.
+            let addr = l.local_addr().unwrap();
+            let c = pcml::spawn(move || pcml::net::TcpStream::connect(addr).is_ok());
+            let _conn = l.accept().unwrap();
+            assert!(c.join().unwrap());
+            println!("RECOVERED");
+        })
+        .unwrap();
+}
+
+/// Expected: when the process runs out of file descriptors, binding a socket is an
+/// `io::Error` (no panic, no abort), and the runtime works again once some are closed.
+#[test]
+fn fd_exhaustion_is_an_error_and_the_runtime_recovers() {
+    let exe = std::env::current_exe().unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" child_fd_exhaustion --exact --nocapture --test-threads=1")
+        .arg(exe)
+        .env("PCML_FAULT_CHILD", "child_fd_exhaustion")
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("FD_ERR") && out.contains("RECOVERED"), "{out}");
+}
+
+/// Expected: OS threads that still hold a fiber's join handle and a channel after the
+/// runtime is gone are not left hanging: the join returns a cancellation, and the channel
+/// has no receiver any more (the dropped fiber's offer was withdrawn).
+#[test]
+fn handles_held_by_os_threads_outlive_the_runtime() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let outside = std::thread::spawn(move || {
+        let (h, ch): (pcml::JoinHandle<u8>, pcml::Chan<u8>) = rx.recv().unwrap();
+        // Until the runtime is gone (it cancels the fiber when it shuts down).
+        while !h.is_finished() {
+            std::thread::yield_now();
+        }
+        (h.join(), ch.send_evt(1).poll().is_none())
+    });
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    rt.block_on(move || {
+        let ch = pcml::Chan::<u8>::new();
+        let rx = ch.clone();
+        let h = pcml::spawn(move || rx.recv());
+        pcml::yield_now();
+        tx.send((h, ch)).unwrap();
+    })
+    .unwrap();
+    let (joined, no_receiver) = outside.join().unwrap();
+    assert!(joined.unwrap_err().is_cancelled());
+    assert!(no_receiver);
+}
