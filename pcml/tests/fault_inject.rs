@@ -412,3 +412,40 @@ fn handles_held_by_os_threads_outlive_the_runtime() {
     assert!(joined.unwrap_err().is_cancelled());
     assert!(no_receiver);
 }
+
+/// Builds a runtime of 1024 procs under a small address-space limit, then one of one proc.
+#[test]
+fn child_proc_threads_cannot_start() {
+    if !child_case("child_proc_threads_cannot_start") {
+        return;
+    }
+    match pcml::Runtime::builder().procs(1024).build() {
+        Ok(_) => println!("BUILT 1024"),
+        Err(e) => println!("BUILD_ERR {e}"),
+    }
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    assert_eq!(rt.block_on(|| 7).unwrap(), 7);
+    println!("SMALL_OK");
+}
+
+/// Expected: when a proc's OS thread cannot be started (here the address space is too small
+/// for 1024 thread stacks), `build` returns `BuildError::Thread` saying so, after stopping
+/// the procs it had started, and a smaller runtime still works.
+#[test]
+fn a_proc_thread_that_cannot_start_is_a_build_error() {
+    let exe = std::env::current_exe().unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 600000 && exec \"$0\" child_proc_threads_cannot_start --exact --nocapture --test-threads=1")
+        .arg(exe)
+        .env("PCML_FAULT_CHILD", "child_proc_threads_cannot_start")
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("BUILD_ERR pcml: could not start a worker thread"),
+        "{out}"
+    );
+    assert!(out.contains("SMALL_OK"), "{out}");
+}

@@ -243,7 +243,11 @@ impl fmt::Display for BuildError {
                  {MIN_STACK_SIZE}..={MAX_STACK_SIZE} bytes"
             ),
             BuildError::MaxFibers => f.write_str("pcml: max_fibers must be at least 1"),
-            BuildError::Thread(e) => write!(f, "pcml: could not start a worker thread: {e}"),
+            BuildError::Thread(e) => write!(
+                f,
+                "pcml: could not start a worker thread: {e}; ask for fewer procs, or raise \
+                 the limits on threads and memory (ulimit -u, ulimit -v)"
+            ),
             BuildError::Env {
                 var,
                 value,
