@@ -64,9 +64,10 @@ pub use mailbox::Mailbox;
 pub use mp::{ProcLocal, SpinLock, current_proc, procs};
 pub use multicast::Multicast;
 pub use sched::{
-    BuildError, Builder, JoinError, JoinHandle, Runtime, RuntimeError, SpawnError, ThreadId,
-    YieldAsync, current, exit, run, spawn, spawn_blocking, spawn_on, spawn_task, try_current,
-    try_spawn, try_spawn_on, yield_async, yield_now,
+    BuildError, Builder, Dump, JoinError, JoinHandle, Runtime, RuntimeError, SpawnBuilder,
+    SpawnError, ThreadDump, ThreadId, ThreadKind, ThreadState, YieldAsync, current, current_name,
+    dump, exit, run, spawn, spawn_blocking, spawn_on, spawn_task, try_current, try_spawn,
+    try_spawn_on, yield_async, yield_now,
 };
 pub use sync_var::{CVar, IVar, MVar};
 

@@ -25,14 +25,32 @@ fn main_blocked_on_a_thread_nobody_can_wake_is_a_deadlock() {
             });
             a.join().unwrap();
         });
-        assert_eq!(
-            r,
-            Err(RuntimeError::Deadlock {
-                blocked: 4,
-                waiting_for_stack: 0
-            }),
-            "procs = {procs}"
+        let Err(RuntimeError::Deadlock {
+            blocked: 4,
+            waiting_for_stack: 0,
+            dump,
+        }) = r
+        else {
+            panic!("procs = {procs}: {r:?}")
+        };
+        // The report names the threads: main blocked in a join (a and b may run inline on
+        // its stack, or on their own), the task pending.
+        let main = dump.threads().iter().find(|t| t.name() == Some("main"));
+        let main = main.unwrap_or_else(|| panic!("{dump}"));
+        assert_eq!(main.state(), pcml::ThreadState::Blocked, "{dump}");
+        assert_eq!(main.waits_on()[0], "JoinHandle::join", "{dump}");
+        assert!(
+            dump.threads()
+                .iter()
+                .filter(|t| t.kind() == pcml::ThreadKind::Fiber)
+                .all(|t| t.waits_on().first().map(String::as_str) == Some("JoinHandle::join")),
+            "{dump}"
         );
+        let tasks = dump
+            .threads()
+            .iter()
+            .filter(|t| t.kind() == pcml::ThreadKind::Task);
+        assert_eq!(tasks.count(), 1, "{dump}");
     }
 }
 
@@ -47,14 +65,17 @@ fn a_blocked_child_its_joiner_ran_inline_counts_once() {
             queued.join().unwrap();
             held.join().unwrap();
         });
-        assert_eq!(
-            r,
-            Err(RuntimeError::Deadlock {
-                // main, `queued` and the task; `held` ran to its end meanwhile.
-                blocked: 3,
-                waiting_for_stack: 0
-            }),
-            "procs = {procs}"
+        assert!(
+            matches!(
+                r,
+                Err(RuntimeError::Deadlock {
+                    // main, `queued` and the task; `held` ran to its end meanwhile.
+                    blocked: 3,
+                    waiting_for_stack: 0,
+                    ..
+                })
+            ),
+            "procs = {procs}: {r:?}"
         );
     }
 }
@@ -288,4 +309,107 @@ fn a_deadlock_is_reported_once_the_os_threads_that_could_end_it_are_gone() {
     let r = rt(2).block_on(move || ch.recv());
     assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
     outside.join().unwrap();
+}
+
+// The dump: who waits for what.
+
+#[test]
+fn a_dump_names_every_thread_and_what_it_waits_on() {
+    use pcml::{ThreadKind, ThreadState};
+    use std::time::Duration;
+    let rt = Runtime::builder().procs(2).build().unwrap();
+    let os_ch = pcml::Chan::<u32>::new();
+    let os_rx = os_ch.clone();
+    let os = std::thread::Builder::new()
+        .name("feeder".into())
+        .spawn(move || os_rx.recv())
+        .unwrap();
+    rt.block_on(move || {
+        let ch = pcml::Chan::<u32>::new();
+        let mv = pcml::MVar::<u32>::new();
+        let (c, m) = (ch.clone(), mv.clone());
+        let on_chan = pcml::SpawnBuilder::new()
+            .name("on-chan")
+            .spawn_on(1, move || c.recv())
+            .unwrap();
+        let on_choice = pcml::SpawnBuilder::new()
+            .name("on-choice")
+            .spawn(move || {
+                pcml::select([
+                    pcml::time::timeout_evt(Duration::from_secs(3600)).wrap(|()| 0),
+                    m.take_evt(),
+                ])
+            })
+            .unwrap();
+        let on_chan2 = pcml::SpawnBuilder::new()
+            .name("on-join")
+            .spawn(move || on_chan.join().unwrap())
+            .unwrap();
+        // Let them all block.
+        let all_blocked = |d: &pcml::Dump| {
+            ["on-chan", "on-choice", "on-join"].iter().all(|n| {
+                d.threads()
+                    .iter()
+                    .any(|t| t.name() == Some(*n) && t.state() == ThreadState::Blocked)
+            }) && d.threads().iter().any(|t| t.kind() == ThreadKind::OsThread)
+        };
+        let mut d = pcml::dump().unwrap();
+        while !all_blocked(&d) {
+            pcml::time::sleep(Duration::from_millis(1));
+            d = pcml::dump().unwrap();
+        }
+        let by_name = |n: &str| d.threads().iter().find(|t| t.name() == Some(n)).unwrap();
+        let main = by_name("main");
+        assert_eq!(main.state(), ThreadState::Running, "{d}");
+        let c = by_name("on-chan");
+        assert_eq!((c.kind(), c.proc()), (ThreadKind::Fiber, Some(1)), "{d}");
+        assert!(c.waits_on()[0].contains("recv"), "{d}");
+        assert!(c.spawned_at().unwrap().contains("sched_deadlock.rs"), "{d}");
+        assert_eq!(by_name("on-join").waits_on(), ["JoinHandle::join"], "{d}");
+        let choice = by_name("on-choice").waits_on();
+        assert_eq!(choice.len(), 3, "the sync and its two branches: {d}");
+        assert!(choice.iter().any(|w| w.contains("time")), "{d}");
+        assert!(choice.iter().any(|w| w.contains("sync_var")), "{d}");
+        let os = d
+            .threads()
+            .iter()
+            .find(|t| t.kind() == ThreadKind::OsThread);
+        let os = os.unwrap();
+        assert_eq!(os.name(), Some("feeder"), "{d}");
+        assert!(os.waits_on()[0].contains("recv"), "{d}");
+        // The text names them too.
+        let text = d.to_string();
+        for n in ["main", "on-chan", "on-choice", "on-join", "feeder"] {
+            assert!(text.contains(n), "{text}");
+        }
+        ch.send(5);
+        mv.put(6);
+        os_ch.send(7);
+        assert_eq!(on_chan2.join().unwrap(), 5);
+        assert_eq!(on_choice.join().unwrap(), 6);
+    })
+    .unwrap();
+    assert_eq!(os.join().unwrap(), 7);
+}
+
+#[test]
+fn names_and_spawn_sites_of_builder_spawned_threads() {
+    pcml::run(|| {
+        let t = pcml::SpawnBuilder::new()
+            .name("a task")
+            .spawn_task(async { pcml::current_name() })
+            .unwrap();
+        assert_eq!(t.join().unwrap().as_deref(), Some("a task"));
+        let f = pcml::SpawnBuilder::new().spawn(pcml::current_name).unwrap();
+        assert_eq!(f.join().unwrap(), None);
+        assert_eq!(pcml::spawn(pcml::current_name).join().unwrap(), None);
+    });
+    assert!(matches!(
+        pcml::SpawnBuilder::new().spawn(|| ()),
+        Err(pcml::SpawnError::NoRuntime)
+    ));
+    assert!(matches!(
+        pcml::SpawnBuilder::new().spawn_task(async {}),
+        Err(pcml::SpawnError::NoRuntime)
+    ));
 }

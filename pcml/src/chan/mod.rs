@@ -361,6 +361,7 @@ impl<T> WaitQueue<T> {
         }
     }
 
+    #[inline]
     fn push(&mut self, e: Entry<T>) {
         if self.q.len() >= self.threshold {
             self.q.retain(|e| !e.is_dead());

@@ -47,6 +47,8 @@ pub(crate) trait Branch<T>: Send {
         let _ = cx;
         None
     }
+    /// The base event, for a dump (`BaseEvent::describe`).
+    fn describe(&self) -> String;
 }
 
 /// A base event with a direct path: a one-branch sync of it may skip the protocol (no
@@ -92,6 +94,9 @@ impl<E: DirectBase> Branch<E::Output> for DirectLeaf<E> {
     }
     fn cancel(&mut self) {
         self.leaf.cancel()
+    }
+    fn describe(&self) -> String {
+        self.leaf.base.describe()
     }
     fn sync_direct(&mut self) -> bool {
         self.leaf.out = Some(self.leaf.base.sync_direct());
@@ -162,6 +167,9 @@ where
     fn cancel(&mut self) {
         self.base.cancel();
     }
+    fn describe(&self) -> String {
+        self.base.describe()
+    }
 }
 
 /// A wrapper around an already erased branch (`wrap` of a wrapped base event).
@@ -193,6 +201,9 @@ where
     }
     fn cancel(&mut self) {
         self.inner.cancel();
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
     }
     fn sync_direct(&mut self) -> bool {
         self.inner.sync_direct()
@@ -237,5 +248,8 @@ where
     }
     fn cancel(&mut self) {
         self.inner.cancel();
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
     }
 }

@@ -759,6 +759,26 @@ pub trait BaseEvent: Send + 'static {
     fn discard(&mut self, out: Self::Output) {
         drop(out);
     }
+
+    /// How a thread blocked on this event shows in a dump ([`Dump`](crate::Dump)): by
+    /// default the event's type name. Override it to name the object (and its state).
+    ///
+    /// ```
+    /// use pcml::event::{BaseEvent, Blocked, OwnWaiter};
+    /// struct Forever;
+    /// impl BaseEvent for Forever {
+    ///     type Output = ();
+    ///     fn poll(&mut self) -> bool { false }
+    ///     fn try_do(&mut self) -> Option<()> { None }
+    ///     fn block(&mut self, _: &OwnWaiter<'_>) -> Blocked<()> { Blocked::Waiting }
+    ///     fn complete(&mut self) {}
+    ///     fn describe(&self) -> String { "the end of time".into() }
+    /// }
+    /// assert_eq!(Forever.describe(), "the end of time");
+    /// ```
+    fn describe(&self) -> String {
+        std::any::type_name::<Self>().to_string()
+    }
 }
 
 #[cfg(all(test, not(pcml_loom)))]

@@ -109,6 +109,14 @@ impl<T> Drop for Prepared<T> {
     }
 }
 
+impl<T> crate::sched::dump::Describe for Prepared<T> {
+    fn describe(&self, out: &mut Vec<String>) {
+        for b in self.branches.iter().flatten() {
+            out.push(format!("branch: {}", b.describe()));
+        }
+    }
+}
+
 /// Flattens `ev` into `out`, running guards and `with_nack` functions (section 4: they run at
 /// each sync, before the protocol starts).
 pub(crate) fn flatten<T: Send + 'static>(ev: Event<T>, out: &mut Prepared<T>) {
@@ -404,7 +412,12 @@ pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
         worker::consume_budget();
         return pending.finish(i);
     }
-    wait_for_winner(&pending.rec, "sync");
+    {
+        // A dump lists every branch while we wait; the note is cleared when this scope ends
+        // (an unwind included), before `pending` moves.
+        let _note = worker::WaitNote::new(&pending.p);
+        wait_for_winner(&pending.rec, "sync");
+    }
     let w = pending
         .rec
         .winner()

@@ -132,12 +132,12 @@ impl fmt::Debug for Blocker {
 /// Inside a pcml async task, which cannot block.
 #[inline(always)]
 pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
-    match worker::block_fiber(prepare) {
+    match worker::block_fiber(what, prepare) {
         Ok(()) => {}
         Err(worker::NotAFiber::Task) => panic!(
             "pcml: {what} would block inside a pcml async task, which cannot block its proc; use `.await` instead"
         ),
-        Err(worker::NotAFiber::OsThread(prepare)) => block_thread(prepare),
+        Err(worker::NotAFiber::OsThread(prepare)) => block_thread(what, prepare),
         Err(worker::NotAFiber::Shutdown) => panic!(
             "pcml: {what} would block in a fiber that is being dropped at runtime shutdown; \
              destructors of fibers must not block"
@@ -146,8 +146,10 @@ pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
 }
 
 /// Parks the calling OS thread until unblocked.
-fn block_thread(prepare: impl FnOnce(Blocker)) {
+#[inline(never)]
+fn block_thread(what: &str, prepare: impl FnOnce(Blocker)) {
     crate::sched::outside::used_pcml();
+    let _listed = crate::sched::dump::OsBlocked::enter(what);
     let signal = Arc::new(ThreadSignal {
         notified: AtomicBool::new(false),
         thread: crate::loom::thread::current(),

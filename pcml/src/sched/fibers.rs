@@ -41,6 +41,13 @@ pub(crate) struct FiberSlot {
     pub(crate) id: ThreadId,
     pub(crate) main: bool,
     pub(crate) guard: (usize, usize),
+    /// What the fiber blocked in (`block_fiber`'s `what`): set at each block, read only by a
+    /// dump while the fiber is blocked (the string outlives the suspension).
+    pub(crate) blocked_in: Cell<*const str>,
+    /// The event of a general sync (every branch), set by the sync while it blocks and
+    /// cleared after (`worker::note_wait`); points into the fiber's stack, read only by a dump
+    /// while the fiber is blocked.
+    pub(crate) wait_detail: Cell<Option<*const dyn crate::sched::dump::Describe>>,
 }
 
 impl FiberSlot {
@@ -95,6 +102,8 @@ impl FiberTable {
                 id,
                 main,
                 guard,
+                blocked_in: Cell::new(""),
+                wait_detail: Cell::new(None),
             })
         }
     }
@@ -113,6 +122,14 @@ impl FiberTable {
         // SAFETY: the caller guarantees exclusive access to the table.
         let slot = unsafe { (*self.slots.get()).remove(key) };
         (slot.co.into_inner(), slot.id, slot.main)
+    }
+
+    /// Calls `f` with every fiber's key and slot (a dump, on the worker loop).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(usize, &FiberSlot)) {
+        // SAFETY: a shared look at the table; see `get`.
+        for (k, s) in unsafe { (*self.slots.get()).iter() } {
+            f(k, s);
+        }
     }
 
     /// The keys of every fiber, for shutdown.

@@ -104,6 +104,7 @@
 
 pub(crate) mod blocker;
 pub(crate) mod blocking;
+pub mod dump;
 pub(crate) mod fibers;
 pub(crate) mod held;
 pub(crate) mod inbox;
@@ -120,6 +121,7 @@ pub(crate) mod worker;
 #[cfg(all(test, pcml_loom))]
 mod tests;
 
+pub use dump::{Dump, SpawnBuilder, ThreadDump, ThreadKind, ThreadState, current_name, dump};
 pub use join::{JoinError, JoinHandle, ThreadId};
 pub use runtime::{BuildError, Builder, MAX_PROCS, Runtime, RuntimeError, run};
 pub use spawn::{

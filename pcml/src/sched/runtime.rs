@@ -170,6 +170,8 @@ pub enum RuntimeError {
         blocked: usize,
         /// Of those, fibers that never started because no stack could be had.
         waiting_for_stack: usize,
+        /// Every thread and what each waits on, taken when the deadlock was found.
+        dump: crate::sched::dump::Dump,
     },
     /// Main ended itself with [`exit`](crate::exit), so there is no value to return.
     MainExited,
@@ -181,6 +183,7 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Deadlock {
                 blocked,
                 waiting_for_stack,
+                dump,
             } => {
                 write!(
                     f,
@@ -194,7 +197,7 @@ impl fmt::Display for RuntimeError {
                          (raise vm.max_map_count or Builder::max_fibers, or use spawn_task)"
                     )?;
                 }
-                Ok(())
+                write!(f, "\n{dump}")
             }
             RuntimeError::MainExited => f.write_str(
                 "pcml: the main thread ended itself with pcml::exit, so it has no value",
@@ -508,6 +511,7 @@ impl Runtime {
     ///
     /// # Panics
     /// If called from inside a pcml runtime (it would block a proc), or with main's panic.
+    #[track_caller]
     pub fn block_on<F, T>(self, main: F) -> Result<T, RuntimeError>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -522,6 +526,7 @@ impl Runtime {
         let passive = crate::sched::outside::InBlockOn::enter();
         let value = Arc::new(Mutex::new(None));
         let id = ThreadId::next();
+        crate::sched::dump::label_main(id);
         self.shared.count_live(1);
         self.shared.send_to(
             0,
@@ -543,6 +548,10 @@ impl Runtime {
         self.shared.procs[0].parker.unpark();
         let outcome = self.shared.main.wait();
         drop(passive);
+        // The procs still run (asleep): ask them what each thread waits on.
+        let dump = matches!(outcome, MainState::Deadlock { .. })
+            .then(|| crate::sched::dump::dump_runtime(&self.shared));
+        crate::sched::dump::unlabel(id);
         drop(self);
         match outcome {
             MainState::Finished => Ok(value
@@ -558,9 +567,24 @@ impl Runtime {
             } => Err(RuntimeError::Deadlock {
                 blocked,
                 waiting_for_stack,
+                dump: dump.unwrap_or_default(),
             }),
             MainState::Running => unreachable!("MainSlot::wait returns settled states"),
         }
+    }
+}
+
+impl Runtime {
+    /// Every thread of the runtime and what each waits on: see [the `dump` module](mod@crate::sched::dump). From
+    /// any thread; while main runs or after a deadlock (the procs answer from their loops).
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    /// let d = rt.dump();
+    /// assert!(d.threads().is_empty());
+    /// ```
+    pub fn dump(&self) -> crate::sched::dump::Dump {
+        crate::sched::dump::dump_runtime(&self.shared)
     }
 }
 
@@ -667,6 +691,7 @@ where
 /// });
 /// assert_eq!(answer, 42);
 /// ```
+#[track_caller]
 pub fn run<F, T>(main: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,

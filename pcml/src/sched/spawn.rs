@@ -557,6 +557,11 @@ fn with_current_shared<R>(f: impl FnOnce(Option<&Arc<Shared>>) -> R) -> R {
     }
 }
 
+/// The runtime of the calling thread (a proc's or a blocking-pool thread's), if any.
+pub(crate) fn current_runtime() -> Option<Arc<Shared>> {
+    with_current_shared(|s| s.cloned())
+}
+
 /// [`with_current_shared`] for operations that need a runtime: panics, naming `what`, outside
 /// one.
 fn with_runtime<R>(what: &str, f: impl FnOnce(&Arc<Shared>) -> R) -> R {

@@ -118,6 +118,8 @@ pub(crate) enum InboxMsg {
     Start(NewFiber),
     /// Cancel the fiber in `slot` if it is still thread `id` (`JoinHandle::abort`).
     Abort { slot: usize, id: ThreadId },
+    /// Describe this proc's threads for a dump (`sched::dump`).
+    Dump(Arc<crate::sched::dump::Request>),
 }
 
 /// What a proc shares with the others.
@@ -499,7 +501,7 @@ pub(crate) enum NotAFiber<P> {
 /// Blocks the running fiber: `prepare` gets its blocker, then the fiber suspends until the
 /// blocker is unblocked.
 #[inline(always)]
-pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFiber<P>> {
+pub(crate) fn block_fiber<P: FnOnce(Blocker)>(what: &str, prepare: P) -> Result<(), NotAFiber<P>> {
     let Some(ctx) = context() else {
         return Err(NotAFiber::OsThread(prepare));
     };
@@ -523,6 +525,7 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(prepare: P) -> Result<(), NotAFibe
             }
             e.token.set(token);
             e.wake_pending.set(false);
+            e.blocked_in.set(what);
             ctx.budget.set(BUDGET);
             prepare(Blocker::fiber(ctx.shared.id, ctx.index, slot, token));
             // Threads run inline on this stack count as live while it is blocked (see
@@ -591,6 +594,42 @@ pub(crate) fn abort_fiber(runtime: u64, proc: usize, slot: usize, id: ThreadId) 
                 shared.send_to(proc, InboxMsg::Abort { slot, id });
             }
         }
+    }
+}
+
+/// While alive, the event the running fiber blocks on (every branch of a general sync), for a
+/// dump; its drop clears the note (an unwind included).
+pub(crate) struct WaitNote<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'a> WaitNote<'a> {
+    pub(crate) fn new(detail: &'a dyn crate::sched::dump::Describe) -> Self {
+        note_wait(Some(detail));
+        WaitNote(std::marker::PhantomData)
+    }
+}
+
+impl Drop for WaitNote<'_> {
+    fn drop(&mut self) {
+        note_wait(None);
+    }
+}
+
+/// Records, for a dump, the event the running fiber is about to block on, or clears it
+/// (`None`): see [`WaitNote`].
+fn note_wait(detail: Option<&dyn crate::sched::dump::Describe>) {
+    if let Some(ctx) = context()
+        && let Current::Fiber { slot, .. } = ctx.current.get()
+        && let Some(e) = ctx.fibers.get(slot)
+    {
+        // SAFETY: only the lifetime is erased; the pointer is read only while the fiber is
+        // blocked, and cleared by the caller before the event moves.
+        let p = detail.map(|d| unsafe {
+            std::mem::transmute::<
+                &dyn crate::sched::dump::Describe,
+                *const (dyn crate::sched::dump::Describe + 'static),
+            >(d)
+        });
+        e.wait_detail.set(p);
     }
 }
 
@@ -1106,9 +1145,42 @@ impl Context {
                 InboxMsg::Wake { slot, token } => self.wake_local(slot, token),
                 InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
                 InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
+                InboxMsg::Dump(req) => self.answer_dump(&req),
             }
         }
         *self.inbox_buf.borrow_mut() = buf;
+    }
+
+    /// Adds this proc's threads to a dump: every started fiber with its state and, if blocked,
+    /// what it waits on; unstarted and queued work by count. On the worker loop, or from the
+    /// running fiber that asked for the dump (which then shows as running).
+    pub(crate) fn answer_dump(&self, req: &crate::sched::dump::Request) {
+        use crate::sched::dump::{ThreadState, fiber_dump};
+        let mut threads = Vec::new();
+        self.fibers.for_each(|_, e| {
+            let state = match e.state.get() {
+                FiberState::Running => ThreadState::Running,
+                FiberState::Ready => ThreadState::Runnable,
+                FiberState::Blocked => ThreadState::Blocked,
+            };
+            let blocked = state == ThreadState::Blocked;
+            // SAFETY: read only while the fiber is blocked: the string and the described
+            // event live in or beyond its suspended `block_fiber` call.
+            let (what, detail) = if blocked {
+                unsafe { (&*e.blocked_in.get(), e.wait_detail.get().map(|d| &*d)) }
+            } else {
+                ("", None)
+            };
+            threads.push(fiber_dump(e.id, self.index, state, what, detail));
+        });
+        let unstarted = self.local.len()
+            + self.own.borrow().len()
+            + self.placed.borrow().len()
+            + self.woken.len()
+            + self.deferred.borrow().len()
+            + usize::from(self.me().held.is_full())
+            + usize::from(self.own_held.borrow().is_some());
+        req.answer(self.index, threads, unstarted);
     }
 
     /// Takes one turn: runs the next thing, or returns `false` if this proc found no work.

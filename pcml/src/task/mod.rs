@@ -467,6 +467,14 @@ impl TaskRegistry {
         drop(removed);
     }
 
+    /// Calls `f` with the id of every registered task (a dump).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(ThreadId)) {
+        for shard in self.shards.iter() {
+            let ids: Vec<ThreadId> = shard.lock().iter().map(|(_, t)| t.header().id).collect();
+            ids.into_iter().for_each(&mut f);
+        }
+    }
+
     /// Drops the future of every task still registered. Called once the procs have stopped.
     pub(crate) fn shutdown(&self) {
         for shard in self.shards.iter() {

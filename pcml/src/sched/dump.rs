@@ -1,0 +1,555 @@
+//! Who waits for what: a dump of every thread of a runtime, and thread names.
+//!
+//! ```
+//! let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+//! rt.block_on(|| {
+//!     let ch = pcml::Chan::<u32>::new();
+//!     let c = ch.clone();
+//!     let waiter = pcml::SpawnBuilder::new()
+//!         .name("waiter")
+//!         .spawn(move || c.recv())
+//!         .unwrap();
+//!     pcml::yield_now(); // the waiter runs and blocks
+//!     let dump = pcml::dump().unwrap();
+//!     let w = dump.threads().iter().find(|t| t.name() == Some("waiter")).unwrap();
+//!     assert_eq!(w.state(), pcml::ThreadState::Blocked);
+//!     assert!(w.waits_on()[0].contains("recv"), "{dump}");
+//!     ch.send(1);
+//!     assert_eq!(waiter.join().unwrap(), 1);
+//! })
+//! .unwrap();
+//! ```
+//!
+//! A dump lists, for each thread: its id, its name if it was given one
+//! ([`SpawnBuilder::name`]; the main fiber is `main`), where it was spawned if it was spawned
+//! through a [`SpawnBuilder`], its proc, its state, and for a blocked fiber what it waits on:
+//! the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...) and,
+//! for a general sync (a choice, a wrapped or guarded event), every branch by its base event's
+//! type. OS threads blocked in a pcml operation are listed too, by their OS thread name.
+//! [`Runtime::dump`](crate::Runtime::dump) dumps a runtime from anywhere, [`dump`] the calling
+//! thread's runtime; a deadlock error carries one ([`RuntimeError::Deadlock`]).
+//!
+//! # Implementation
+//! Blocking costs one store of a string pointer in the fiber's slot (`blocked_in`), and a
+//! general sync stores a pointer to its flattened event; nothing is walked until a dump is
+//! asked for. A thread that `join` ran inline on its joiner's stack (an unstarted fiber is run
+//! there rather than spawned elsewhere) shows as the fiber that owns the stack. Each proc describes its
+//! own fibers (their slots are private to it): the dumper sends every proc a request through
+//! its inbox and waits for the answers (a second at most: a proc busy in one long-running
+//! thread for longer is reported as not answering). Async tasks are read from the runtime's
+//! task registry; they record no wait. Names live in a process-wide table keyed by thread id,
+//! written only for threads spawned through a [`SpawnBuilder`], so plain spawns pay nothing.
+//!
+//! [`RuntimeError::Deadlock`]: crate::RuntimeError::Deadlock
+
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::Location;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::ThreadId;
+use crate::sched::worker::{self, InboxMsg, Shared};
+
+/// Something a blocked thread waits on, described for a dump.
+pub(crate) trait Describe {
+    /// Appends one line per object waited on.
+    fn describe(&self, out: &mut Vec<String>);
+}
+
+/// How a thread runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ThreadKind {
+    /// A fiber (`pcml::spawn`): its own stack.
+    Fiber,
+    /// An async task (`pcml::spawn_task`).
+    Task,
+    /// A plain OS thread blocked in a pcml operation.
+    OsThread,
+}
+
+/// What a thread is doing when the dump is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ThreadState {
+    /// Running now (the thread that asked for the dump, or one on a proc that did not
+    /// answer).
+    Running,
+    /// Ready to run, waiting for its proc.
+    Runnable,
+    /// Blocked in a pcml operation (`waits_on` says which).
+    Blocked,
+    /// An async task that is not running: waiting for a wake-up, or queued to run.
+    Pending,
+}
+
+/// One thread of a [`Dump`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadDump {
+    id: Option<ThreadId>,
+    name: Option<String>,
+    spawned_at: Option<String>,
+    kind: ThreadKind,
+    proc: Option<usize>,
+    state: ThreadState,
+    waits_on: Vec<String>,
+}
+
+impl ThreadDump {
+    /// The thread's id (`None` for an OS thread).
+    pub fn id(&self) -> Option<ThreadId> {
+        self.id
+    }
+    /// The name it was given, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    /// Where it was spawned (`file:line:column`), if it was spawned through a
+    /// [`SpawnBuilder`].
+    pub fn spawned_at(&self) -> Option<&str> {
+        self.spawned_at.as_deref()
+    }
+    /// Fiber, task or OS thread.
+    pub fn kind(&self) -> ThreadKind {
+        self.kind
+    }
+    /// The proc it lives on (a fiber's home proc); `None` for tasks and OS threads.
+    pub fn proc(&self) -> Option<usize> {
+        self.proc
+    }
+    /// Running, runnable, blocked or pending.
+    pub fn state(&self) -> ThreadState {
+        self.state
+    }
+    /// For a blocked thread, what it waits on: the operation it blocked in, then, for a
+    /// general sync, one line per branch.
+    pub fn waits_on(&self) -> &[String] {
+        &self.waits_on
+    }
+}
+
+impl fmt::Display for ThreadDump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.id {
+            Some(id) => write!(f, "{id:?}")?,
+            None => f.write_str("OS thread")?,
+        }
+        if let Some(n) = &self.name {
+            write!(f, " \"{n}\"")?;
+        }
+        let kind = match self.kind {
+            ThreadKind::Fiber => "fiber",
+            ThreadKind::Task => "task",
+            ThreadKind::OsThread => "os",
+        };
+        write!(f, " [{kind}")?;
+        if let Some(p) = self.proc {
+            write!(f, ", proc {p}")?;
+        }
+        write!(f, "] {:?}", self.state)?;
+        if let Some(s) = &self.spawned_at {
+            write!(f, " (spawned at {s})")?;
+        }
+        if let Some((first, rest)) = self.waits_on.split_first() {
+            write!(f, " in {first}")?;
+            for r in rest {
+                write!(f, "\n      {r}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every thread of a runtime and what each waits on: see the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Dump {
+    threads: Vec<ThreadDump>,
+    unstarted: usize,
+    silent_procs: Vec<usize>,
+}
+
+impl Dump {
+    /// The threads, fibers by proc first, then tasks, then OS threads.
+    pub fn threads(&self) -> &[ThreadDump] {
+        &self.threads
+    }
+    /// Unstarted fibers and queued tasks not listed one by one.
+    pub fn unstarted(&self) -> usize {
+        self.unstarted
+    }
+    /// Procs that did not answer within a second (each busy running one thread).
+    pub fn silent_procs(&self) -> &[usize] {
+        &self.silent_procs
+    }
+}
+
+impl fmt::Display for Dump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} threads", self.threads.len())?;
+        if self.unstarted > 0 {
+            write!(f, ", {} unstarted or queued", self.unstarted)?;
+        }
+        if !self.silent_procs.is_empty() {
+            write!(f, ", procs {:?} busy (did not answer)", self.silent_procs)?;
+        }
+        for t in &self.threads {
+            write!(f, "\n  {t}")?;
+        }
+        Ok(())
+    }
+}
+
+// ---- names ----
+
+/// A name and a spawn site, for threads spawned through a [`SpawnBuilder`].
+struct Label {
+    name: Option<Arc<str>>,
+    site: &'static Location<'static>,
+}
+
+static LABELS: Mutex<Option<HashMap<ThreadId, Label>>> = Mutex::new(None);
+
+fn with_labels<R>(f: impl FnOnce(&mut HashMap<ThreadId, Label>) -> R) -> R {
+    let mut l = LABELS.lock().unwrap_or_else(PoisonError::into_inner);
+    f(l.get_or_insert_with(HashMap::new))
+}
+
+/// Removes a thread's label when its body ends (normally or by unwinding).
+struct Labelled(ThreadId);
+
+impl Labelled {
+    fn enter(name: Option<Arc<str>>, site: &'static Location<'static>) -> Self {
+        let id = crate::current();
+        with_labels(|l| l.insert(id, Label { name, site }));
+        Labelled(id)
+    }
+}
+
+impl Drop for Labelled {
+    fn drop(&mut self) {
+        with_labels(|l| l.remove(&self.0));
+    }
+}
+
+/// Names the main fiber `main` while it runs; its spawn site is `block_on`'s caller.
+#[track_caller]
+pub(crate) fn label_main(id: ThreadId) {
+    with_labels(|l| {
+        l.insert(
+            id,
+            Label {
+                name: Some("main".into()),
+                site: Location::caller(),
+            },
+        )
+    });
+}
+
+/// Forgets the main fiber's label.
+pub(crate) fn unlabel(id: ThreadId) {
+    with_labels(|l| l.remove(&id));
+}
+
+fn label_of(id: ThreadId) -> (Option<String>, Option<String>) {
+    with_labels(|l| match l.get(&id) {
+        Some(Label { name, site }) => (name.as_deref().map(str::to_string), Some(site.to_string())),
+        None => (None, None),
+    })
+}
+
+/// The name of the calling pcml thread, if it was given one.
+///
+/// ```
+/// pcml::run(|| {
+///     let h = pcml::SpawnBuilder::new()
+///         .name("worker-1")
+///         .spawn(|| pcml::current_name())
+///         .unwrap();
+///     assert_eq!(h.join().unwrap().as_deref(), Some("worker-1"));
+///     assert_eq!(pcml::current_name().as_deref(), Some("main"));
+/// });
+/// ```
+pub fn current_name() -> Option<String> {
+    let id = crate::try_current()?;
+    with_labels(|l| {
+        l.get(&id)
+            .and_then(|lb| lb.name.as_deref().map(str::to_string))
+    })
+}
+
+/// Spawns fibers and tasks with a name, as `std::thread::Builder` does OS threads.
+///
+/// The name shows in dumps ([`dump`]), in deadlock reports and through [`current_name`]; the
+/// spawn site is recorded too.
+///
+/// ```
+/// pcml::run(|| {
+///     let f = pcml::SpawnBuilder::new().name("parser").spawn(|| 1).unwrap();
+///     let t = pcml::SpawnBuilder::new().name("fetcher").spawn_task(async { 2 }).unwrap();
+///     assert_eq!(f.join().unwrap() + t.join().unwrap(), 3);
+/// });
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct SpawnBuilder {
+    name: Option<Arc<str>>,
+}
+
+impl SpawnBuilder {
+    /// A builder for an unnamed thread.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Names the thread.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(Arc::from(name.into()));
+        self
+    }
+
+    /// Spawns a fiber, as [`try_spawn`](crate::try_spawn).
+    ///
+    /// # Errors
+    /// As [`try_spawn`](crate::try_spawn): outside a runtime or when no stack can be had.
+    #[track_caller]
+    pub fn spawn<F, T>(self, f: F) -> Result<crate::JoinHandle<T>, crate::SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let site = Location::caller();
+        let name = self.name;
+        crate::try_spawn(move || {
+            let _l = Labelled::enter(name, site);
+            f()
+        })
+    }
+
+    /// Spawns a fiber on proc `proc`, as [`try_spawn_on`](crate::try_spawn_on).
+    ///
+    /// # Errors
+    /// As [`try_spawn_on`](crate::try_spawn_on).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let h = pcml::SpawnBuilder::new().name("pinned").spawn_on(0, pcml::current_proc);
+    ///     assert_eq!(h.unwrap().join().unwrap(), Some(0));
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn spawn_on<F, T>(
+        self,
+        proc: usize,
+        f: F,
+    ) -> Result<crate::JoinHandle<T>, crate::SpawnError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let site = Location::caller();
+        let name = self.name;
+        crate::try_spawn_on(proc, move || {
+            let _l = Labelled::enter(name, site);
+            f()
+        })
+    }
+
+    /// Spawns an async task, as [`spawn_task`](crate::spawn_task).
+    ///
+    /// # Errors
+    /// [`SpawnError::NoRuntime`](crate::SpawnError::NoRuntime) outside a pcml runtime.
+    #[track_caller]
+    pub fn spawn_task<F>(self, fut: F) -> Result<crate::JoinHandle<F::Output>, crate::SpawnError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if crate::sched::spawn::current_runtime().is_none() {
+            return Err(crate::SpawnError::NoRuntime);
+        }
+        let site = Location::caller();
+        let name = self.name;
+        Ok(crate::spawn_task(async move {
+            let _l = Labelled::enter(name, site);
+            fut.await
+        }))
+    }
+}
+
+// ---- OS threads blocked in pcml ----
+
+struct OsWaiter {
+    name: String,
+    what: *const str,
+}
+
+// SAFETY: `what` is only read while its thread is blocked, which keeps the string alive
+// (`os_thread_blocked`).
+unsafe impl Send for OsWaiter {}
+
+static OS_WAITERS: Mutex<Vec<(u64, OsWaiter)>> = Mutex::new(Vec::new());
+
+/// Lists the calling OS thread as blocked in `what` until the guard drops.
+pub(crate) struct OsBlocked(u64);
+
+impl OsBlocked {
+    pub(crate) fn enter(what: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        // Relaxed: only uniqueness matters.
+        let key = NEXT.fetch_add(1, Ordering::Relaxed) as u64;
+        let t = std::thread::current();
+        let name = t
+            .name()
+            .map_or_else(|| format!("{:?}", t.id()), str::to_string);
+        OS_WAITERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((key, OsWaiter { name, what }));
+        OsBlocked(key)
+    }
+}
+
+impl Drop for OsBlocked {
+    fn drop(&mut self) {
+        OS_WAITERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(k, _)| *k != self.0);
+    }
+}
+
+// ---- gathering ----
+
+/// A dump being gathered: each proc adds its part and counts itself done.
+pub(crate) struct Request {
+    parts: Mutex<(Vec<ThreadDump>, usize, Vec<bool>)>,
+    done: Condvar,
+}
+
+impl Request {
+    /// Adds proc `proc`'s part.
+    pub(crate) fn answer(&self, proc: usize, threads: Vec<ThreadDump>, unstarted: usize) {
+        let mut p = self.parts.lock().unwrap_or_else(PoisonError::into_inner);
+        p.0.extend(threads);
+        p.1 += unstarted;
+        p.2[proc] = true;
+        self.done.notify_all();
+    }
+}
+
+/// Describes a fiber slot's thread (on its proc's worker).
+pub(crate) fn fiber_dump(
+    id: ThreadId,
+    proc: usize,
+    state: ThreadState,
+    blocked_in: &str,
+    detail: Option<&dyn Describe>,
+) -> ThreadDump {
+    let (name, spawned_at) = label_of(id);
+    let mut waits_on = Vec::new();
+    if state == ThreadState::Blocked {
+        waits_on.push(blocked_in.to_string());
+        if let Some(d) = detail {
+            d.describe(&mut waits_on);
+        }
+    }
+    ThreadDump {
+        id: Some(id),
+        name,
+        spawned_at,
+        kind: ThreadKind::Fiber,
+        proc: Some(proc),
+        state,
+        waits_on,
+    }
+}
+
+/// Dumps `shared`'s threads: see the module docs.
+pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
+    let procs = shared.procs.len();
+    let req = Arc::new(Request {
+        parts: Mutex::new((Vec::new(), 0, vec![false; procs])),
+        done: Condvar::new(),
+    });
+    let here = worker::context().filter(|c| Arc::ptr_eq(&c.shared, shared));
+    for p in 0..procs {
+        match here {
+            Some(ctx) if ctx.index == p => ctx.answer_dump(&req),
+            _ => shared.send_to(p, InboxMsg::Dump(req.clone())),
+        }
+    }
+    // Wait for the others: on a proc by yielding (so this proc's own inbox is served), on an
+    // OS thread on the condition variable.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut parts = loop {
+        let p = req.parts.lock().unwrap_or_else(PoisonError::into_inner);
+        if p.2.iter().all(|d| *d) || Instant::now() >= deadline {
+            break p;
+        }
+        if here.is_some() {
+            drop(p);
+            crate::yield_now();
+        } else {
+            let left = deadline.saturating_duration_since(Instant::now());
+            drop(req.done.wait_timeout(p, left));
+        }
+    };
+    let silent_procs = (0..procs).filter(|p| !parts.2[*p]).collect();
+    let mut threads = std::mem::take(&mut parts.0);
+    let unstarted = parts.1;
+    drop(parts);
+    threads.sort_by_key(|t| (t.proc, t.id));
+    shared.tasks.for_each(|id| {
+        if threads.iter().any(|t| t.id == Some(id)) {
+            return;
+        }
+        let (name, spawned_at) = label_of(id);
+        threads.push(ThreadDump {
+            id: Some(id),
+            name,
+            spawned_at,
+            kind: ThreadKind::Task,
+            proc: None,
+            state: ThreadState::Pending,
+            waits_on: Vec::new(),
+        });
+    });
+    for (_, w) in OS_WAITERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
+        threads.push(ThreadDump {
+            id: None,
+            name: Some(w.name.clone()),
+            spawned_at: None,
+            kind: ThreadKind::OsThread,
+            proc: None,
+            state: ThreadState::Blocked,
+            // SAFETY: the waiter is listed only while it is blocked in `what` (`OsBlocked`).
+            waits_on: vec![unsafe { &*w.what }.to_string()],
+        });
+    }
+    Dump {
+        threads,
+        unstarted,
+        silent_procs,
+    }
+}
+
+/// A dump of the calling thread's runtime: see the [module docs](self). `None` outside a
+/// runtime.
+///
+/// ```
+/// pcml::run(|| {
+///     let d = pcml::dump().unwrap();
+///     let me = d.threads().iter().find(|t| t.name() == Some("main")).unwrap();
+///     assert_eq!(me.state(), pcml::ThreadState::Running);
+/// });
+/// assert!(pcml::dump().is_none());
+/// ```
+pub fn dump() -> Option<Dump> {
+    let shared = crate::sched::spawn::current_runtime()?;
+    Some(dump_runtime(&shared))
+}
