@@ -97,6 +97,63 @@ enum Flavor<T> {
     Unbounded(std::sync::Arc<mailbox::Inner<T>>),
 }
 
+impl<T> Flavor<T> {
+    /// Closes the channel; whether this call closed it.
+    fn close(&self) -> bool {
+        match self {
+            Flavor::Zero(ch) => ch.close(),
+            Flavor::Bounded(ch) => ch.close(),
+            Flavor::Unbounded(mb) => mb.close(),
+        }
+    }
+
+    /// Whether the channel is closed.
+    fn is_closed(&self) -> bool {
+        match self {
+            Flavor::Zero(ch) => ch.is_closed(),
+            Flavor::Bounded(ch) => ch.is_closed(),
+            Flavor::Unbounded(mb) => mb.is_closed(),
+        }
+    }
+
+    /// How many messages are buffered (always 0 on a rendezvous channel).
+    fn len(&self) -> usize {
+        match self {
+            Flavor::Zero(_) => 0,
+            Flavor::Bounded(ch) => ch.len(),
+            Flavor::Unbounded(mb) => mb.len(),
+        }
+    }
+
+    /// Whether the buffer is full (always on a rendezvous channel, never on an unbounded one).
+    fn is_full(&self) -> bool {
+        match self {
+            Flavor::Zero(_) => true,
+            Flavor::Bounded(ch) => ch.len() >= ch.cap(),
+            Flavor::Unbounded(_) => false,
+        }
+    }
+
+    /// The buffer's capacity: `Some(0)` for a rendezvous channel, `None` for an unbounded one.
+    fn capacity(&self) -> Option<usize> {
+        match self {
+            Flavor::Zero(_) => Some(0),
+            Flavor::Bounded(ch) => Some(ch.cap()),
+            Flavor::Unbounded(_) => None,
+        }
+    }
+
+    /// Whether both are the same channel.
+    fn same_channel(&self, other: &Flavor<T>) -> bool {
+        match (self, other) {
+            (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
+            (Flavor::Bounded(a), Flavor::Bounded(b)) => Arc::ptr_eq(a, b),
+            (Flavor::Unbounded(a), Flavor::Unbounded(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 /// The sending half of a channel: its operations return `Result`s, giving the message back
 /// if the channel is closed. Cheap to clone; the channel closes when the last `Sender` is
 /// dropped and no both-ends handle is left.
@@ -356,11 +413,7 @@ impl<T> Sender<T> {
     /// assert!(rx.is_closed());
     /// ```
     pub fn close(&self) -> bool {
-        match &self.flavor {
-            Flavor::Zero(ch) => ch.close(),
-            Flavor::Bounded(ch) => ch.close(),
-            Flavor::Unbounded(mb) => mb.close(),
-        }
+        self.flavor.close()
     }
 
     /// Whether the channel is closed.
@@ -373,11 +426,7 @@ impl<T> Sender<T> {
     /// assert!(tx.is_closed());
     /// ```
     pub fn is_closed(&self) -> bool {
-        match &self.flavor {
-            Flavor::Zero(ch) => ch.is_closed(),
-            Flavor::Bounded(ch) => ch.is_closed(),
-            Flavor::Unbounded(mb) => mb.is_closed(),
-        }
+        self.flavor.is_closed()
     }
 
     /// How many messages are buffered (always 0 on a rendezvous channel).
@@ -388,11 +437,7 @@ impl<T> Sender<T> {
     /// assert_eq!(tx.len(), 0);
     /// ```
     pub fn len(&self) -> usize {
-        match &self.flavor {
-            Flavor::Zero(_) => 0,
-            Flavor::Bounded(ch) => ch.len(),
-            Flavor::Unbounded(mb) => mb.len(),
-        }
+        self.flavor.len()
     }
 
     /// Whether no message is buffered (always true on a rendezvous channel).
@@ -415,11 +460,7 @@ impl<T> Sender<T> {
     /// assert!(tx.is_full());
     /// ```
     pub fn is_full(&self) -> bool {
-        match &self.flavor {
-            Flavor::Zero(_) => true,
-            Flavor::Bounded(ch) => ch.len() >= ch.cap(),
-            Flavor::Unbounded(_) => false,
-        }
+        self.flavor.is_full()
     }
 
     /// The buffer's capacity: `Some(0)` for a rendezvous channel, `None` for an unbounded
@@ -431,11 +472,7 @@ impl<T> Sender<T> {
     /// assert_eq!(tx.capacity(), Some(0));
     /// ```
     pub fn capacity(&self) -> Option<usize> {
-        match &self.flavor {
-            Flavor::Zero(_) => Some(0),
-            Flavor::Bounded(ch) => Some(ch.cap()),
-            Flavor::Unbounded(_) => None,
-        }
+        self.flavor.capacity()
     }
 
     /// Whether `self` and `other` send on the same channel.
@@ -446,12 +483,7 @@ impl<T> Sender<T> {
     /// assert!(tx.same_channel(&tx.clone()));
     /// ```
     pub fn same_channel(&self, other: &Sender<T>) -> bool {
-        match (&self.flavor, &other.flavor) {
-            (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
-            (Flavor::Bounded(a), Flavor::Bounded(b)) => Arc::ptr_eq(a, b),
-            (Flavor::Unbounded(a), Flavor::Unbounded(b)) => std::sync::Arc::ptr_eq(a, b),
-            _ => false,
-        }
+        self.flavor.same_channel(&other.flavor)
     }
 }
 
@@ -666,11 +698,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(tx.send(1), Err(pcml::chan::SendError(1)));
     /// ```
     pub fn close(&self) -> bool {
-        match &self.flavor {
-            Flavor::Zero(ch) => ch.close(),
-            Flavor::Bounded(ch) => ch.close(),
-            Flavor::Unbounded(mb) => mb.close(),
-        }
+        self.flavor.close()
     }
 
     /// Whether the channel is closed (messages may still be buffered).
@@ -682,11 +710,7 @@ impl<T> Receiver<T> {
     /// assert!(rx.is_closed());
     /// ```
     pub fn is_closed(&self) -> bool {
-        match &self.flavor {
-            Flavor::Zero(ch) => ch.is_closed(),
-            Flavor::Bounded(ch) => ch.is_closed(),
-            Flavor::Unbounded(mb) => mb.is_closed(),
-        }
+        self.flavor.is_closed()
     }
 
     /// How many messages are buffered (always 0 on a rendezvous channel).
@@ -697,11 +721,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.len(), 0);
     /// ```
     pub fn len(&self) -> usize {
-        match &self.flavor {
-            Flavor::Zero(_) => 0,
-            Flavor::Bounded(ch) => ch.len(),
-            Flavor::Unbounded(mb) => mb.len(),
-        }
+        self.flavor.len()
     }
 
     /// Whether no message is buffered.
@@ -724,11 +744,7 @@ impl<T> Receiver<T> {
     /// assert!(rx.is_full());
     /// ```
     pub fn is_full(&self) -> bool {
-        match &self.flavor {
-            Flavor::Zero(_) => true,
-            Flavor::Bounded(ch) => ch.len() >= ch.cap(),
-            Flavor::Unbounded(_) => false,
-        }
+        self.flavor.is_full()
     }
 
     /// The buffer's capacity: `Some(0)` for a rendezvous channel, `None` for an unbounded
@@ -740,11 +756,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.capacity(), Some(0));
     /// ```
     pub fn capacity(&self) -> Option<usize> {
-        match &self.flavor {
-            Flavor::Zero(_) => Some(0),
-            Flavor::Bounded(ch) => Some(ch.cap()),
-            Flavor::Unbounded(_) => None,
-        }
+        self.flavor.capacity()
     }
 
     /// Whether `self` and `other` receive from the same channel.
@@ -755,12 +767,7 @@ impl<T> Receiver<T> {
     /// assert!(rx.same_channel(&rx.clone()));
     /// ```
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
-        match (&self.flavor, &other.flavor) {
-            (Flavor::Zero(a), Flavor::Zero(b)) => Arc::ptr_eq(a, b),
-            (Flavor::Bounded(a), Flavor::Bounded(b)) => Arc::ptr_eq(a, b),
-            (Flavor::Unbounded(a), Flavor::Unbounded(b)) => std::sync::Arc::ptr_eq(a, b),
-            _ => false,
-        }
+        self.flavor.same_channel(&other.flavor)
     }
 }
 
