@@ -33,8 +33,21 @@
 //! fibers can be running or blocked at once. Unstarted fibers cost only their closure. Past the
 //! cap [`try_spawn`] returns [`SpawnError`] and [`spawn`] panics saying so. Raise the cap with
 //! `sysctl -w vm.max_map_count=262144` (as root), or use async tasks for very many threads.
+//!
+//! ## Platform
+//! Linux only: the I/O driver is epoll, fiber stacks are `mmap`ed with guard pages and a stack overflow is
+//! caught on a `sigaltstack`, and deadlock detection lists `/proc/self/task`. Building for any
+//! other operating system stops with a compile error that says so. Tested on Debian 12, x86_64;
+//! other architectures that the stack-switching crate `corosensei` supports (aarch64, riscv64,
+//! ...) should work but are not tested.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "pcml runs on Linux only (epoll, mmap'd fiber stacks, /proc/self/task); \
+     build on Linux, or use a Linux container or VM"
+);
 
 pub mod actor;
 pub mod bounded;
