@@ -294,6 +294,33 @@ fn a_socket_outliving_its_runtime_errors_instead_of_hanging() {
 }
 
 #[test]
+fn a_listener_outliving_its_runtime_fails_accepts_instead_of_hanging() {
+    let (l, waiting) = pcml::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+            // An OS thread blocks in accept while the runtime is still up.
+            let l2 = l.clone();
+            let waiting = std::thread::spawn(move || l2.accept().map(|_| ()));
+            (l, waiting)
+        })
+        .unwrap();
+    // The runtime and its I/O driver are gone: the blocked accept fails...
+    let err = waiting.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("has stopped"), "{err}");
+    // ... and so do new ones, without a client and with one waiting.
+    let err = l.accept().unwrap_err();
+    assert!(err.to_string().contains("has stopped"), "{err}");
+    let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let err = l.accept().unwrap_err();
+    assert!(err.to_string().contains("has stopped"), "{err}");
+    let err = l.accept_evt().sync().unwrap_err();
+    assert!(err.to_string().contains("has stopped"), "{err}");
+}
+
+#[test]
 fn competing_acceptors_in_choices_share_connections_exactly_once() {
     const N: u32 = 60;
     const ACCEPTORS: usize = 4;

@@ -69,7 +69,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::io::{async_io, blocking_io, ready_evt, try_io};
-use crate::sched::io::{Dir, Driver, Registered, current_driver, lock};
+use crate::sched::io::{Dir, Driver, Registered, closed_error, current_driver, lock};
 use crate::sync_var::waiters::{Offers, Slot, deliver, delivered};
 
 /// What an accept yields.
@@ -308,7 +308,11 @@ impl ListenerInner {
             let r = try_io(&self.io, Dir::Read, |l| l.accept());
             return match r {
                 Ok((s, addr)) => Some(TcpStream::register(self.driver(), s).map(|s| (s, addr))),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+                // Nothing to accept. If the driver has stopped (its runtime was dropped), no
+                // readiness will ever come: fail as every other operation does then.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.io.sio().is_closed().then(|| Err(closed_error()))
+                }
                 // The peer gave up before we accepted, or a signal: try the next one.
                 Err(e)
                     if matches!(
