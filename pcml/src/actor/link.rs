@@ -522,6 +522,53 @@ impl<M: Send + 'static> Pid<M> {
     pub(crate) fn peer(&self) -> PeerRef {
         self.rec.to_peer()
     }
+
+    /// Kills the actor with `reason`, whether or not it traps exits: [`kill`](Self::kill)
+    /// with a reason of the caller's choosing. Meant for bridges whose local actor stands in
+    /// for something that lives elsewhere (a process on another node): when that ends, the
+    /// stand-in ends with the same reason, and its links and monitors are told that reason.
+    /// Killing a dead actor does nothing.
+    ///
+    /// ```
+    /// use pcml::actor::{Ctx, ExitReason, Signal};
+    ///
+    /// pcml::run(|| {
+    ///     let mut me = Ctx::<()>::new();
+    ///     let (pid, _) = me.spawn_monitor(|mut ctx: Ctx<u8>| {
+    ///         ctx.receive();
+    ///     });
+    ///     pid.kill_with(ExitReason::NoActor);
+    ///     let Signal::Down { reason, .. } = me.receive_signal() else { unreachable!() };
+    ///     assert_eq!(reason, ExitReason::NoActor);
+    /// });
+    /// ```
+    pub fn kill_with(&self, reason: ExitReason) {
+        Peer::kill(&*self.rec, reason);
+    }
+
+    /// Sends the actor an exit signal from `from` with `reason`, as the end of a linked actor
+    /// does, whether the two are linked or not (Erlang's `exit(Pid, Reason)`): an actor that
+    /// traps exits gets [`Signal::Exit`]`{ from, reason }`; one that does not is killed with
+    /// [`ExitReason::Linked`] if `reason` is abnormal and ignores it if it is
+    /// [`ExitReason::Normal`]. A link between the two, if any, is removed. For bridges that
+    /// relay signals from outside the process; use [`kill`](Self::kill) for a kill that
+    /// cannot be trapped.
+    ///
+    /// ```
+    /// use pcml::actor::{Ctx, ExitReason, Signal};
+    ///
+    /// let mut me = Ctx::<()>::new();
+    /// me.trap_exits(true);
+    /// let other = Ctx::<()>::new();
+    /// me.pid().exit_signal(other.id(), ExitReason::Killed("bye".into()));
+    /// assert_eq!(
+    ///     me.receive_signal(),
+    ///     Signal::Exit { from: other.id(), reason: ExitReason::Killed("bye".into()) }
+    /// );
+    /// ```
+    pub fn exit_signal(&self, from: ActorId, reason: ExitReason) {
+        Peer::exit_signal(&*self.rec, from, &reason);
+    }
 }
 
 impl<M: Send + 'static> Ctx<M> {
