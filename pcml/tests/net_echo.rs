@@ -222,3 +222,112 @@ fn fiber_server_with_os_thread_and_tokio_clients() {
     assert_eq!(os_client.join().unwrap(), ROUNDS);
     assert_eq!(tokio_client.join().unwrap(), ROUNDS);
 }
+
+/// The byte at offset `i` of the test streams below.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8
+}
+
+#[test]
+fn futures_io_traits_move_a_megabyte_with_backpressure() {
+    use futures_io::{AsyncRead, AsyncWrite};
+    use std::future::poll_fn;
+    use std::pin::Pin;
+
+    const LEN: usize = 1 << 20;
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let got = rt
+        .block_on(|| {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            // The writer fills the socket buffers long before the reader starts, so its
+            // polls return Pending and it is woken by writability.
+            let writer = pcml::spawn_task(async move {
+                let mut s = TcpStream::connect_async(addr).await.unwrap();
+                let data: Vec<u8> = (0..LEN).map(pattern).collect();
+                let mut sent = 0;
+                while sent < LEN {
+                    let end = (sent + 100_000).min(LEN);
+                    let chunk = &data[sent..end];
+                    sent += poll_fn(|cx| Pin::new(&mut s).poll_write(cx, chunk))
+                        .await
+                        .unwrap();
+                }
+                poll_fn(|cx| Pin::new(&mut s).poll_flush(cx)).await.unwrap();
+                poll_fn(|cx| Pin::new(&mut s).poll_close(cx)).await.unwrap();
+            });
+            let reader = pcml::spawn_task(async move {
+                let (s, _) = listener.accept_async().await.unwrap();
+                pcml::time::sleep_async(std::time::Duration::from_millis(20)).await;
+                // By reference, as a reader half.
+                let mut r = &s;
+                let mut got = Vec::new();
+                let mut buf = [0u8; 7000];
+                loop {
+                    let n = poll_fn(|cx| Pin::new(&mut r).poll_read(cx, &mut buf))
+                        .await
+                        .unwrap();
+                    if n == 0 {
+                        return got;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+            });
+            writer.join().unwrap();
+            reader.join().unwrap()
+        })
+        .unwrap();
+    assert_eq!(got.len(), LEN);
+    assert!(got.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn tokio_traits_copy_echo_and_buffered_lines_in_pcml_tasks() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let lines = rt
+        .block_on(|| {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            // An echo server made of tokio::io::copy over the stream's two halves.
+            let server = pcml::spawn_task(async move {
+                let (conn, _) = listener.accept_async().await.unwrap();
+                let (mut r, mut w) = (&conn, &conn);
+                tokio::io::copy(&mut r, &mut w).await.unwrap()
+            });
+            let client = pcml::spawn_task(async move {
+                let s = TcpStream::connect_async(addr).await.unwrap();
+                let mut w = &s;
+                let mut lines = BufReader::new(&s);
+                let mut got = Vec::new();
+                for k in 0..100 {
+                    // A line in two writes: the reader sees a partial line first.
+                    let line = format!("line {k} {}\n", "x".repeat(k * 37));
+                    let (a, b) = line.as_bytes().split_at(line.len() / 2);
+                    AsyncWriteExt::write_all(&mut w, a).await.unwrap();
+                    w.flush().await.unwrap();
+                    AsyncWriteExt::write_all(&mut w, b).await.unwrap();
+                    let mut back = String::new();
+                    lines.read_line(&mut back).await.unwrap();
+                    assert_eq!(back, line);
+                    got.push(back);
+                }
+                AsyncWriteExt::shutdown(&mut w).await.unwrap();
+                let mut rest = String::new();
+                assert_eq!(
+                    lines.read_line(&mut rest).await.unwrap(),
+                    0,
+                    "EOF after shutdown"
+                );
+                got.len()
+            });
+            let n = client.join().unwrap();
+            let copied = server.join().unwrap();
+            assert!(copied > 100 * 37 * 49);
+            n
+        })
+        .unwrap();
+    assert_eq!(lines, 100);
+}

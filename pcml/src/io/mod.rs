@@ -190,6 +190,34 @@ pub(crate) async fn async_io<S: Source, R>(
     }
 }
 
+/// One poll of an operation, for `AsyncRead`/`AsyncWrite`: runs `f` until it does not say
+/// `WouldBlock` (or `Interrupted`); on `WouldBlock` parks the task to be woken by the next
+/// readiness event of `dir` and returns `Pending`.
+pub(crate) fn poll_io<S: Source, R>(
+    reg: &Registered<S>,
+    dir: Dir,
+    cx: &mut std::task::Context<'_>,
+    mut f: impl FnMut(&S) -> io::Result<R>,
+) -> std::task::Poll<io::Result<R>> {
+    use std::task::Poll;
+    loop {
+        let generation = reg.sio().generation(dir);
+        match f(reg.source()) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if reg.sio().is_closed() {
+                    return Poll::Ready(Err(closed_error()));
+                }
+                if reg.sio().clear_and_park(dir, generation, cx.waker()) {
+                    return Poll::Pending;
+                }
+                // An edge arrived during the call: try again.
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return Poll::Ready(r),
+        }
+    }
+}
+
 /// A file descriptor as a `mio` source.
 struct FdSource<T>(T);
 

@@ -25,6 +25,16 @@
 //! });
 //! ```
 //!
+//! # Async I/O traits
+//! [`TcpStream`] (and `&TcpStream`, so one task can read while another writes) implements
+//! `futures-io`'s `AsyncRead` and `AsyncWrite`, and with the `tokio` feature tokio's, so
+//! codecs, buffered readers, `copy`, hyper and TLS crates run on pcml sockets, in pcml tasks
+//! or any executor. One reader and one writer task can wait on a stream at a time. Where a
+//! trait method has the name of an inherent one (`write_all`, `shutdown`), the inherent
+//! (blocking) one wins a method call: call the trait's by its path
+//! (`AsyncWriteExt::write_all(&mut s, buf).await`).
+//!
+//! # How it works
 //! Sockets are `mio`'s, registered with pcml's I/O poller when they are made (see
 //! [`crate::io`] for the poller, and why readiness events are hints). Every operation first
 //! tries its system call; on `WouldBlock` it clears the direction's readiness and syncs on its
@@ -65,10 +75,12 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
-use crate::io::{async_io, blocking_io, ready_evt, try_io};
+use crate::io::{async_io, blocking_io, poll_io, ready_evt, try_io};
 use crate::sched::io::{Dir, Driver, Registered, closed_error, current_driver, lock};
 use crate::sync_var::waiters::{Offers, Slot, deliver, delivered};
 
@@ -855,6 +867,271 @@ impl Write for TcpStream {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// The poll-style operations behind the async I/O traits: one reader and one writer task may
+/// be parked at a time (a second task polling the same direction replaces the first's wake-up,
+/// as in tokio's sockets).
+impl TcpStream {
+    fn poll_read_buf(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        poll_io(&self.io, Dir::Read, cx, |mut s| s.read(buf))
+    }
+
+    fn poll_write_buf(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        poll_io(&self.io, Dir::Write, cx, |mut s| s.write(buf))
+    }
+
+    fn poll_write_bufs(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        poll_io(&self.io, Dir::Write, cx, |mut s| s.write_vectored(bufs))
+    }
+
+    /// Shuts the write half (`poll_close`/`poll_shutdown`): the peer reads end of file.
+    fn poll_shutdown_write(&self) -> Poll<io::Result<()>> {
+        match self.shutdown(Shutdown::Write) {
+            // Already shut, or the peer reset the connection: nothing left to close.
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Poll::Ready(Ok(())),
+            r => Poll::Ready(r),
+        }
+    }
+}
+
+/// `futures`' async reads, for codecs, `BufReader`, `copy` and every crate written against
+/// `futures-io`; in pcml tasks or any executor.
+///
+/// # Examples
+/// ```
+/// use futures_io::{AsyncRead, AsyncWrite};
+/// use std::pin::Pin;
+/// use pcml::net::{TcpListener, TcpStream};
+///
+/// let l = TcpListener::bind("127.0.0.1:0").unwrap();
+/// let addr = l.local_addr().unwrap();
+/// let got = pcml::run(move || {
+///     pcml::spawn_task(async move {
+///         let mut a = TcpStream::connect_async(addr).await.unwrap();
+///         let (mut b, _) = l.accept_async().await.unwrap();
+///         std::future::poll_fn(|cx| Pin::new(&mut a).poll_write(cx, b"hi")).await.unwrap();
+///         let mut buf = [0; 2];
+///         let n = std::future::poll_fn(|cx| Pin::new(&mut b).poll_read(cx, &mut buf))
+///             .await
+///             .unwrap();
+///         buf[..n].to_vec()
+///     })
+///     .join()
+///     .unwrap()
+/// });
+/// assert_eq!(got, b"hi");
+/// ```
+impl futures_io::AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_read_buf(cx, buf)
+    }
+}
+
+/// As for `TcpStream`: a reader task and a writer task can share one stream by reference.
+impl futures_io::AsyncRead for &TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_read_buf(cx, buf)
+    }
+}
+
+/// `futures`' async writes; `poll_flush` has nothing to do (writes go straight to the
+/// socket), `poll_close` shuts the write half.
+impl futures_io::AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_buf(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_bufs(cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_shutdown_write()
+    }
+}
+
+/// As for `TcpStream`.
+impl futures_io::AsyncWrite for &TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_buf(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_bufs(cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_shutdown_write()
+    }
+}
+
+/// tokio's `ReadBuf` read through a pcml stream.
+#[cfg(feature = "tokio")]
+fn poll_read_tokio(
+    s: &TcpStream,
+    cx: &mut Context<'_>,
+    buf: &mut tokio::io::ReadBuf<'_>,
+) -> Poll<io::Result<()>> {
+    // Zeroes only the part never initialized before (tokio's `ReadBuf` remembers).
+    let n = match s.poll_read_buf(cx, buf.initialize_unfilled()) {
+        Poll::Ready(Ok(n)) => n,
+        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+        Poll::Pending => return Poll::Pending,
+    };
+    buf.advance(n);
+    Poll::Ready(Ok(()))
+}
+
+/// tokio's async reads (with the `tokio` feature): tokio's codecs, `tokio::io::copy`, and
+/// crates written against tokio's traits run on pcml sockets.
+///
+/// # Examples
+/// ```
+/// # #[cfg(feature = "tokio")] {
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// use pcml::net::{TcpListener, TcpStream};
+///
+/// let l = TcpListener::bind("127.0.0.1:0").unwrap();
+/// let addr = l.local_addr().unwrap();
+/// let got = pcml::run(move || {
+///     pcml::spawn_task(async move {
+///         let mut a = TcpStream::connect_async(addr).await.unwrap();
+///         let (mut b, _) = l.accept_async().await.unwrap();
+///         // The trait's method by its path: `TcpStream::write_all` is the blocking one.
+///         AsyncWriteExt::write_all(&mut a, b"tokio traits").await.unwrap();
+///         AsyncWriteExt::shutdown(&mut a).await.unwrap(); // b then reads end of file
+///         let mut got = String::new();
+///         b.read_to_string(&mut got).await.unwrap();
+///         got
+///     })
+///     .join()
+///     .unwrap()
+/// });
+/// assert_eq!(got, "tokio traits");
+/// # }
+/// ```
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        poll_read_tokio(&self, cx, buf)
+    }
+}
+
+/// As for `TcpStream`.
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncRead for &TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        poll_read_tokio(&self, cx, buf)
+    }
+}
+
+/// tokio's async writes (with the `tokio` feature); `poll_shutdown` shuts the write half.
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_buf(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_bufs(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_shutdown_write()
+    }
+}
+
+/// As for `TcpStream`.
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncWrite for &TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_buf(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_bufs(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_shutdown_write()
     }
 }
 

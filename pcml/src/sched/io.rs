@@ -385,6 +385,10 @@ struct DirState {
     closed: bool,
     /// Syncs blocked on this direction's readiness event.
     waiters: Queue<Waiter>,
+    /// The task parked by the last poll-style operation (`AsyncRead`/`AsyncWrite`) that saw
+    /// `WouldBlock`: one per direction, as in tokio's `poll_read_ready` (a second poller
+    /// replaces the first).
+    task: Option<std::task::Waker>,
 }
 
 impl ScheduledIo {
@@ -395,6 +399,7 @@ impl ScheduledIo {
                 generation: 0,
                 closed: false,
                 waiters: Queue::new(),
+                task: None,
             })
         };
         Self {
@@ -418,7 +423,7 @@ impl ScheduledIo {
             let mut st = lock(self.dir(d));
             st.ready = true;
             st.generation += 1;
-            std::mem::take(&mut st.waiters.q)
+            (std::mem::take(&mut st.waiters.q), st.task.take())
         };
         wake_all(waiters);
         if d == Dir::Read {
@@ -437,7 +442,7 @@ impl ScheduledIo {
                 st.closed = true;
                 st.ready = true;
                 st.generation += 1;
-                std::mem::take(&mut st.waiters.q)
+                (std::mem::take(&mut st.waiters.q), st.task.take())
             };
             wake_all(waiters);
         }
@@ -470,6 +475,23 @@ impl ScheduledIo {
         }
     }
 
+    /// After a poll-style operation saw `WouldBlock`: unless an event arrived since
+    /// `generation` was read (or the source is closed), clears `d`'s readiness and parks
+    /// `waker` to be woken by the next event, returning `true`; else returns `false` (try
+    /// again). Clearing and parking under one lock, so no edge falls between them.
+    pub(crate) fn clear_and_park(&self, d: Dir, generation: u64, waker: &std::task::Waker) -> bool {
+        let mut st = lock(self.dir(d));
+        if st.generation != generation || st.closed {
+            return false;
+        }
+        st.ready = false;
+        match &mut st.task {
+            Some(t) if t.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        }
+        true
+    }
+
     /// Enqueues `w` on `d` unless `d` is ready; returns whether it was enqueued. The check and
     /// the enqueue are under one lock, so a readiness event is never missed.
     pub(crate) fn enqueue_unless_ready(&self, d: Dir, w: Waiter) -> bool {
@@ -482,8 +504,12 @@ impl ScheduledIo {
     }
 }
 
-/// Commits each waiter (skipping dead ones); nothing to deliver but the wake-up.
-fn wake_all(waiters: VecDeque<Waiter>) {
+/// Commits each waiter (skipping dead ones) and wakes the parked task; nothing to deliver but
+/// the wake-up.
+fn wake_all((waiters, task): (VecDeque<Waiter>, Option<std::task::Waker>)) {
+    if let Some(t) = task {
+        t.wake();
+    }
     for w in waiters {
         if let Some(commit) = w.synch_spinning() {
             commit.publish();
