@@ -1,5 +1,5 @@
 //! The command line: `pcml-bench [--full] [--only NAME[,NAME]] [--procs 1,2] [--no-peers]
-//! [--runs N] [--co-runner K] [--out DIR]`.
+//! [--runs N] [--rounds R] [--co-runner K] [--out DIR] [--list]`.
 //!
 //! Runs the selected programs in report order, prints the report's markdown to stdout, writes
 //! `report.md` and the SVG charts to `target/pcml-report/` (under `CARGO_TARGET_DIR` when
@@ -15,17 +15,24 @@ use crate::report::{self, Report};
 use crate::runner::Progress;
 use crate::table::Section;
 
-const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--co-runner K] [--out DIR]
+const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--rounds R] [--co-runner K] [--out DIR] [--list]
 
-  --full        the papers' sizes (default: quick sizes, one to two minutes on 2 cores)
+  --full        the papers' sizes (default: quick sizes, about five minutes on 2 cores)
   --only NAME   run only these programs or sections (repeatable, or comma-separated)
   --procs LIST  proc counts for pcml, Go and Erlang (default 1,2)
   --no-peers    do not run the CML, Go and Erlang peers
-  --runs N      samples per figure (default 5); figures are medians with min - max
-  --co-runner K also measure seed 003's programs on 1 and 2 procs (pcml and Go) while K
+  --runs N      samples per figure over all rounds (default 6); figures are medians with
+                min - max
+  --rounds R    run the selection R times one after the other (default 2), so that pcml's and
+                the peers' runs interleave; a goal met in some rounds and not in others is
+                reported as unsettled
+  --co-runner K also measure the Parallel CML programs on 1 and 2 procs (pcml and Go) while K
                 busy-looping processes run (rows named \"PROGRAM, K busy\")
   --out DIR     where report.md and the charts go (default target/pcml-report)
-  --list        list the programs and sections";
+  --list        list the programs and sections, and run nothing
+
+The report's tables go to stdout as the run ends, then a summary of the goals (met, not met,
+unsettled) and the path of the full report with its charts.";
 
 /// The parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +68,7 @@ fn parse_list(flag: &str, v: &str) -> Result<Vec<usize>, String> {
 /// assert_eq!(a.cfg.co_runners, 0);
 /// assert_eq!(parse(["--co-runner", "1"].map(String::from)).unwrap().cfg.co_runners, 1);
 /// assert!(parse(["--runs", "0"].map(String::from)).is_err());
+/// assert_eq!(parse(["--rounds", "3"].map(String::from)).unwrap().cfg.rounds, 3);
 /// ```
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut cfg = Config::default();
@@ -99,6 +107,12 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     .first()
                     .copied()
                     .ok_or("--runs needs a number")?;
+            }
+            "--rounds" => {
+                cfg.rounds = parse_list("--rounds", &value(&mut it)?)?
+                    .first()
+                    .copied()
+                    .ok_or("--rounds needs a number")?;
             }
             "--co-runner" => {
                 let v = value(&mut it)?;
@@ -156,6 +170,37 @@ pub fn run_programs(
         }
     }
     (sections, failures)
+}
+
+/// Runs the selection `cfg.rounds` times, one round after the other, each with its share of
+/// `cfg.runs`, and pools the rounds ([`Section::merge_round`]); returns the sections and the
+/// failures of every round.
+pub fn run_rounds(cfg: &Config, progress: &Progress, peers: &Peers) -> (Vec<Section>, Vec<String>) {
+    let rounds = cfg.rounds.max(1);
+    let mut round_cfg = cfg.clone();
+    round_cfg.runs = cfg.runs.div_ceil(rounds).max(1);
+    let mut pooled: Vec<Section> = Vec::new();
+    let mut failures = Vec::new();
+    for round in 1..=rounds {
+        if rounds > 1 {
+            progress.step(&format!("round {round} of {rounds}"));
+        }
+        let (sections, failed) = run_programs(&round_cfg, progress, peers);
+        failures.extend(failed.into_iter().map(|f| {
+            if rounds > 1 {
+                format!("round {round}: {f}")
+            } else {
+                f
+            }
+        }));
+        for sec in sections {
+            match pooled.iter_mut().find(|s| s.id == sec.id) {
+                Some(mine) => mine.merge_round(sec),
+                None => pooled.push(sec),
+            }
+        }
+    }
+    (pooled, failures)
 }
 
 /// The hidden `--probe PROGRAM KIND A B` mode: one program in this fresh process, printing
@@ -238,7 +283,7 @@ pub fn main() -> i32 {
     } else {
         Peers::disabled("--no-peers")
     };
-    let (sections, failures) = run_programs(&args.cfg, &progress, &peers);
+    let (sections, failures) = run_rounds(&args.cfg, &progress, &peers);
     let report = Report {
         machine,
         cfg: args.cfg.clone(),
@@ -247,17 +292,17 @@ pub fn main() -> i32 {
     };
     progress.finish(&format!("done in {:.0} s", report.elapsed));
     println!("{}", report::header_markdown(&report));
-    println!("{}", report::goals_markdown(&report.sections));
     for s in &report.sections {
         println!("{}", report::section_markdown(s));
     }
+    println!("{}", report::goals_markdown(&report.sections));
     let out = args.out.clone().unwrap_or_else(default_out);
     match report::write(&report, &out) {
         Ok((path, problems)) => {
             for p in problems {
                 eprintln!("pcml-bench: {p}");
             }
-            eprintln!("pcml-bench: report written to {}", path.display());
+            println!("{}", report::summary_text(&report.sections, &path));
         }
         Err(e) => {
             eprintln!(

@@ -185,10 +185,10 @@ impl Machine {
                 ],
             )
             .unwrap_or_else(absent),
-            sml: if crate::peers::have_command("sml") {
-                first_line("sml", &["@SMLversion"]).unwrap_or_else(absent)
-            } else {
-                absent()
+            sml: match crate::peers::command_path("sml") {
+                Some(sml) => first_line(&sml.to_string_lossy(), &["@SMLversion"])
+                    .unwrap_or_else(|| format!("installed at {} (version unknown)", sml.display())),
+                None => absent(),
             },
             commit: first_line(
                 "git",

@@ -86,10 +86,21 @@ pub fn peers_dir() -> PathBuf {
 
 /// Whether `cmd` is on `PATH` (or, for SML/NJ's tools, in `SMLNJ_HOME/bin`).
 pub fn have_command(cmd: &str) -> bool {
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_executable(&d.join(cmd))));
-    on_path
-        || (matches!(cmd, "sml" | "ml-build") && is_executable(&smlnj_home().join("bin").join(cmd)))
+    command_path(cmd).is_some()
+}
+
+/// Where `cmd` is: the first match on `PATH`, or, for SML/NJ's tools, `SMLNJ_HOME/bin`
+/// (the peers' scripts look there too).
+pub fn command_path(cmd: &str) -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(cmd))
+            .find(|p| is_executable(p))
+    });
+    on_path.or_else(|| {
+        let home = smlnj_home().join("bin").join(cmd);
+        (matches!(cmd, "sml" | "ml-build") && is_executable(&home)).then_some(home)
+    })
 }
 
 fn smlnj_home() -> PathBuf {

@@ -20,7 +20,7 @@ use plotters::prelude::*;
 use crate::machine::Machine;
 use crate::programs::Config;
 use crate::runner::Metric;
-use crate::table::{Goal, Outcome, Ratio, Row, Section};
+use crate::table::{Goal, Outcome, Ratio, Row, Section, Verdict};
 
 /// A whole run's results.
 #[derive(Debug, Clone)]
@@ -141,9 +141,10 @@ fn row_markdown(r: &Row) -> String {
     )
 }
 
-/// A ratio's value, goal and status cells: a ratio shows as `2.5x`, a figure held against a
-/// limit ([`Section::add_limit`](crate::table::Section::add_limit)) in its metric's unit.
-fn ratio_cells(q: &Ratio) -> (String, String, String) {
+/// A ratio's value, spread, goal and status cells: a ratio shows as `2.5x`, a figure held
+/// against a limit ([`Section::add_limit`](crate::table::Section::add_limit)) in its metric's
+/// unit.
+fn ratio_cells(q: &Ratio, sec: &Section) -> [String; 4] {
     let show = |v: f64| match q.absolute {
         Some(m) => fmt_value(m, v),
         None => format!("{}x", sig3(v)),
@@ -153,15 +154,34 @@ fn ratio_cells(q: &Ratio) -> (String, String, String) {
         Some(Goal::AtMost(g)) => format!("<= {}", show(g)),
         None => String::new(),
     };
-    let (value, status) = match (&q.value, q.goal) {
-        (Ok(v), Some(g)) => (
-            show(*v),
-            if g.met(*v) { "met" } else { "**not met**" }.to_string(),
+    let spread = match (&q.value, q.spread(sec)) {
+        (Ok(_), Some((lo, hi))) => format!(
+            "{} - {}{}",
+            show(lo),
+            show(hi),
+            if q.per_round.len() >= 2 {
+                " (rounds)"
+            } else {
+                ""
+            }
         ),
-        (Ok(v), None) => (show(*v), String::new()),
-        (Err(why), _) => ("-".to_string(), format!("n/a: {why}")),
+        _ => String::new(),
     };
-    (value, goal, status)
+    let value = match &q.value {
+        Ok(v) => show(*v),
+        Err(_) => "-".to_string(),
+    };
+    let status = match (q.verdict(sec), &q.value) {
+        (_, Err(why)) => format!("n/a: {why}"),
+        (Verdict::Met, _) => "met".to_string(),
+        (Verdict::NotMet, _) => "**not met**".to_string(),
+        (Verdict::Unsettled { met_at_median }, _) => format!(
+            "unsettled ({} at the median)",
+            if met_at_median { "met" } else { "not met" }
+        ),
+        _ => String::new(),
+    };
+    [value, spread, goal, status]
 }
 
 /// One section as markdown: the table, ratios, the paper's figures and notes.
@@ -176,10 +196,16 @@ pub fn section_markdown(sec: &Section) -> String {
         md.push_str(&row_markdown(r));
     }
     if !sec.ratios.is_empty() {
-        md.push_str("\n| ratio (same run) | value | goal | |\n| --- | ---: | --- | --- |\n");
+        md.push_str(
+            "\n| ratio (same run) | value | spread | goal | |\n| --- | ---: | ---: | --- | --- |\n",
+        );
         for q in &sec.ratios {
-            let (value, goal, status) = ratio_cells(q);
-            let _ = writeln!(md, "| {} | {value} | {goal} | {status} |", q.label);
+            let [value, spread, goal, status] = ratio_cells(q, sec);
+            let _ = writeln!(
+                md,
+                "| {} | {value} | {spread} | {goal} | {status} |",
+                q.label
+            );
         }
     }
     if !sec.published.is_empty() {
@@ -207,8 +233,11 @@ pub fn header_markdown(r: &Report) -> String {
     let c = &r.cfg;
     format!(
         "# pcml benchmark report\n\n\
-         Run {date} UTC, pcml {commit}, {mode} sizes, {runs} runs per figure (median and \
-         min - max), procs {procs:?}, peers {peers}, co-runners {co}; took {secs:.0} s.\n\n\
+         Run {date} UTC, pcml {commit}, {mode} sizes, {runs} samples per figure (median and \
+         min - max) taken in {rounds} rounds (the whole selection run {rounds} times, one after \
+         the other, so that pcml's and the peers' runs interleave), procs {procs:?}, peers \
+         {peers}, co-runners {co}; took {secs:.0} s. A goal met in some rounds and missed in \
+         others is marked unsettled: the machine's noise is larger than the margin.\n\n\
          | machine | |\n| --- | --- |\n\
          | cores | {cores} |\n| CPU | {cpu} |\n| kernel | {kernel} |\n| rustc | {rustc} |\n\
          | Rust allocator | mimalloc 3, called through `mi_malloc` for word-aligned requests (`pcml_bench::alloc::MiMallocNatural`, the bench binary's global allocator; pcml does not choose one) |\n\
@@ -223,7 +252,8 @@ pub fn header_markdown(r: &Report) -> String {
         date = m.date,
         commit = m.commit,
         mode = if c.full { "the papers'" } else { "quick" },
-        runs = c.runs,
+        runs = c.runs.div_ceil(c.rounds.max(1)) * c.rounds.max(1),
+        rounds = c.rounds.max(1),
         procs = c.procs,
         peers = if c.peers { "on" } else { "off (--no-peers)" },
         co = if c.co_runners == 0 {
@@ -262,24 +292,74 @@ pub fn header_markdown(r: &Report) -> String {
 /// measured.
 pub fn goals_markdown(sections: &[Section]) -> String {
     let mut md = String::from(
-        "## Goals (ratios measured in this run)\n\n| section | ratio | value | goal | |\n| --- | --- | ---: | --- | --- |\n",
+        "## Goals (ratios measured in this run)\n\n| section | ratio | value | spread | goal | |\n| --- | --- | ---: | ---: | --- | --- |\n",
     );
     let mut any = false;
     for sec in sections {
         for q in sec.ratios.iter().filter(|q| q.goal.is_some()) {
             any = true;
-            let (value, goal, status) = ratio_cells(q);
+            let [value, spread, goal, status] = ratio_cells(q, sec);
             let _ = writeln!(
                 md,
-                "| {} | {} | {value} | {goal} | {status} |",
+                "| {} | {} | {value} | {spread} | {goal} | {status} |",
                 sec.id, q.label
             );
         }
     }
     if !any {
-        md.push_str("| - | no goal ratio in the selected programs | | | |\n");
+        md.push_str("| - | no goal ratio in the selected programs | | | | |\n");
     }
     md
+}
+
+/// The end of a run on the terminal: how many goals were met, not met, unsettled or not
+/// measured; the goals missed and unsettled, furthest from their goal first; and where the
+/// full report is.
+pub fn summary_text(sections: &[Section], report: &Path) -> String {
+    let mut counts = [0usize; 4];
+    let mut missed: Vec<(f64, String)> = Vec::new();
+    for sec in sections {
+        for q in sec.ratios.iter().filter(|q| q.goal.is_some()) {
+            let verdict = q.verdict(sec);
+            let slot = match verdict {
+                Verdict::Met => 0,
+                Verdict::NotMet => 1,
+                Verdict::Unsettled { .. } => 2,
+                _ => 3,
+            };
+            counts[slot] += 1;
+            if let (1 | 2, Ok(v), Some(goal)) = (slot, &q.value, q.goal) {
+                // How far from the goal, as a factor >= 1 when missed.
+                let off = match goal {
+                    Goal::AtLeast(g) => g / v,
+                    Goal::AtMost(g) => v / g,
+                };
+                let [value, spread, goal, status] = ratio_cells(q, sec);
+                let status = status.replace("**", "");
+                missed.push((
+                    off,
+                    format!(
+                        "  {value:>10}  (goal {goal}; {spread}) {status}: {}",
+                        q.label
+                    ),
+                ));
+            }
+        }
+    }
+    missed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut out = format!(
+        "Goals: {} met, {} not met, {} unsettled (met in some rounds only), {} not measured.\n",
+        counts[0], counts[1], counts[2], counts[3]
+    );
+    if !missed.is_empty() {
+        out.push_str("Not met or unsettled, furthest from the goal first:\n");
+        for (_, line) in &missed {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let _ = write!(out, "Full report with charts: {}", report.display());
+    out
 }
 
 /// A file-name-safe form of `s`.
@@ -297,21 +377,105 @@ pub fn slug(s: &str) -> String {
 
 type ChartResult = Result<(), Box<dyn std::error::Error>>;
 
-/// A horizontal bar chart of measured rows (median bars, min-max whiskers).
+/// An axis for a metric whose figures go up to `max`: the factor figures are divided by, and
+/// the axis's description with its unit (one unit for the whole axis, so ticks are plain
+/// numbers).
+///
+/// ```
+/// use pcml_bench::report::axis;
+/// use pcml_bench::runner::Metric;
+/// assert_eq!(axis(Metric::Seconds, 0.25), (1e-3, "time per run (ms)".to_string()));
+/// assert_eq!(axis(Metric::Rate { unit: "msgs/s" }, 3e6), (1e6, "M msgs/s".to_string()));
+/// ```
+pub fn axis(metric: Metric, max: f64) -> (f64, String) {
+    const KIB: f64 = 1024.0;
+    match metric {
+        Metric::Rate { unit } if max >= 1e6 => (1e6, format!("M {unit}")),
+        Metric::Rate { unit } if max >= 1e3 => (1e3, format!("k {unit}")),
+        Metric::Rate { unit } => (1.0, unit.to_string()),
+        Metric::NsPerOp { op } if max >= 1e6 => (1e6, format!("ms per {op}")),
+        Metric::NsPerOp { op } if max >= 1e4 => (1e3, format!("us per {op}")),
+        Metric::NsPerOp { op } => (1.0, format!("ns per {op}")),
+        Metric::Seconds if max < 1e-3 => (1e-6, "time per run (us)".to_string()),
+        Metric::Seconds if max < 1.0 => (1e-3, "time per run (ms)".to_string()),
+        Metric::Seconds => (1.0, "time per run (s)".to_string()),
+        Metric::BytesPerOp { op } if max >= KIB * KIB => (KIB * KIB, format!("MiB per {op}")),
+        Metric::BytesPerOp { op } if max >= KIB => (KIB, format!("KiB per {op}")),
+        Metric::BytesPerOp { op } => (1.0, format!("bytes per {op}")),
+    }
+}
+
+/// What a chart shows, in words, for its title.
+fn quantity(metric: Metric) -> String {
+    match metric {
+        Metric::Rate { unit } => format!("{unit}, higher is better"),
+        Metric::NsPerOp { op } => format!("time per {op}, lower is better"),
+        Metric::Seconds => "time per run, lower is better".to_string(),
+        Metric::BytesPerOp { op } => format!("peak memory per {op}, lower is better"),
+    }
+}
+
+/// The bar colour of a system: pcml blue, each peer a strong colour of its own (the same in
+/// every chart).
+fn system_color(system: &str) -> RGBColor {
+    let s = system.to_ascii_lowercase();
+    if s.starts_with("pcml") {
+        if s.contains("task") || s.contains("async") {
+            RGBColor(0x3b, 0x82, 0xf6)
+        } else {
+            RGBColor(0x1d, 0x4e, 0xd8)
+        }
+    } else if s.starts_with("go") {
+        RGBColor(0x0e, 0x94, 0x88)
+    } else if s.starts_with("tokio") {
+        RGBColor(0xea, 0x58, 0x0c)
+    } else if s.starts_with("crossbeam") {
+        RGBColor(0x93, 0x33, 0xea)
+    } else if s.starts_with("erlang") {
+        RGBColor(0xdc, 0x26, 0x26)
+    } else if s.starts_with("cml") {
+        RGBColor(0x16, 0xa3, 0x4a)
+    } else if s.starts_with("std") || s.contains("os thread") {
+        RGBColor(0x52, 0x52, 0x5b)
+    } else {
+        // A pcml primitive named by what it does (Figure 9's rows).
+        RGBColor(0x1d, 0x4e, 0xd8)
+    }
+}
+
+/// Ten strong colours that stay apart from each other (lines of a procs chart).
+const LINE_COLORS: [RGBColor; 10] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+];
+
+/// A horizontal bar chart of measured rows (median bars, min-max whiskers). Rows whose median
+/// is zero (a memory probe below the resident-set granularity) are left out: a bar of nothing
+/// with a whisker to one page says less than the table does.
 fn bar_chart(path: &Path, title: &str, rows: &[&Row]) -> ChartResult {
     let metric = rows[0].metric;
     let stats: Vec<_> = rows
         .iter()
         .filter_map(|r| match &r.outcome {
-            Outcome::Measured(s) => Some((*r, *s)),
+            Outcome::Measured(s) if s.median > 0.0 => Some((*r, *s)),
             _ => None,
         })
         .collect();
     let n = stats.len();
-    let xmax = stats.iter().map(|(_, s)| s.max).fold(0.0, f64::max) * 1.25;
-    if !xmax.is_finite() || n == 0 {
-        return Err(format!("no finite figure to chart (largest: {xmax})").into());
+    let top = stats.iter().map(|(_, s)| s.max).fold(0.0, f64::max);
+    if !top.is_finite() || n < 2 {
+        return Err(format!("fewer than two nonzero figures to chart (largest: {top})").into());
     }
+    let (div, desc) = axis(metric, top);
+    let xmax = top / div * 1.25;
     let labels: Vec<String> = stats
         .iter()
         .map(|(r, _)| match r.procs {
@@ -319,36 +483,34 @@ fn bar_chart(path: &Path, title: &str, rows: &[&Row]) -> ChartResult {
             None => r.system.clone(),
         })
         .collect();
-    let height = 80 + 34 * n as u32;
+    let height = (90 + 34 * n as u32).max(240);
     let root = SVGBackend::new(path, (820, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 18))
         .margin(12)
-        .x_label_area_size(36)
+        .x_label_area_size(40)
         .y_label_area_size(230)
-        .build_cartesian_2d(0f64..xmax.max(1e-12), (0..n).into_segmented())?;
+        // `0..n - 1` segmented is n bands, one a row (`0..n` would leave an empty band on top).
+        .build_cartesian_2d(0f64..xmax.max(1e-12), (0..n - 1).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(n)
-        .x_desc(unit_cell(metric))
-        .x_label_formatter(&|v| fmt_value(metric, *v))
+        .set_tick_mark_size(LabelAreaPosition::Left, 0)
+        .x_desc(desc)
+        .x_label_formatter(&|v| sig3(*v))
         .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
             _ => String::new(),
         })
         .draw()?;
     for (i, (r, s)) in stats.iter().enumerate() {
-        let color = if r.system.starts_with("pcml") {
-            BLUE.mix(0.75)
-        } else {
-            Palette99::pick(i + 3).mix(0.6)
-        };
+        let color = system_color(&r.system);
         let mut bar = Rectangle::new(
             [
                 (0.0, SegmentValue::Exact(i)),
-                (s.median, SegmentValue::Exact(i + 1)),
+                (s.median / div, SegmentValue::Exact(i + 1)),
             ],
             color.filled(),
         );
@@ -356,14 +518,17 @@ fn bar_chart(path: &Path, title: &str, rows: &[&Row]) -> ChartResult {
         chart.draw_series(std::iter::once(bar))?;
         chart.draw_series(std::iter::once(PathElement::new(
             vec![
-                (s.min, SegmentValue::CenterOf(i)),
-                (s.max, SegmentValue::CenterOf(i)),
+                (s.min / div, SegmentValue::CenterOf(i)),
+                (s.max / div, SegmentValue::CenterOf(i)),
             ],
             BLACK.stroke_width(2),
         )))?;
         chart.draw_series(std::iter::once(Text::new(
             fmt_value(metric, s.median),
-            (s.max.max(s.median) + xmax * 0.01, SegmentValue::CenterOf(i)),
+            (
+                s.max.max(s.median) / div + xmax * 0.01,
+                SegmentValue::CenterOf(i),
+            ),
             ("sans-serif", 13),
         )))?;
     }
@@ -383,14 +548,15 @@ fn procs_chart(
         .flat_map(|v| v.iter().map(|(p, _)| *p))
         .max()
         .unwrap_or(1);
-    let ymax = lines
+    let top = lines
         .values()
         .flat_map(|v| v.iter().map(|(_, y)| *y))
-        .fold(0.0, f64::max)
-        * 1.15;
-    if !ymax.is_finite() {
-        return Err(format!("no finite figure to chart (largest: {ymax})").into());
+        .fold(0.0, f64::max);
+    if !top.is_finite() {
+        return Err(format!("no finite figure to chart (largest: {top})").into());
     }
+    let (div, desc) = axis(metric, top);
+    let ymax = top / div * 1.15;
     let root = SVGBackend::new(path, (820, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -403,14 +569,14 @@ fn procs_chart(
         .configure_mesh()
         .x_desc("procs")
         .x_labels(pmax)
-        .y_desc(unit_cell(metric))
-        .y_label_formatter(&|v| fmt_value(metric, *v))
+        .y_desc(desc)
+        .y_label_formatter(&|v| sig3(*v))
         .draw()?;
     for (i, (system, points)) in lines.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let color = LINE_COLORS[i % LINE_COLORS.len()].to_rgba();
         chart
             .draw_series(LineSeries::new(
-                points.iter().copied(),
+                points.iter().map(|&(p, y)| (p, y / div)),
                 color.stroke_width(2),
             ))?
             .label(system.clone())
@@ -420,7 +586,7 @@ fn procs_chart(
         chart.draw_series(
             points
                 .iter()
-                .map(|&(p, y)| Circle::new((p, y), 4, color.filled())),
+                .map(|&(p, y)| Circle::new((p, y / div), 4, color.filled())),
         )?;
     }
     chart
@@ -466,7 +632,15 @@ pub fn section_charts(sec: &Section, dir: &Path) -> (Vec<PathBuf>, Vec<String>) 
                 format!("{}-{}.svg", sec.id, slug(program))
             };
             let path = dir.join(name);
-            let title = format!("{program}: {} ({unit})", sec.title);
+            if rows
+                .iter()
+                .filter(|r| r.median().is_some_and(|m| m > 0.0))
+                .count()
+                < 2
+            {
+                continue;
+            }
+            let title = format!("{program}: {}", quantity(rows[0].metric));
             match bar_chart(&path, &title, rows) {
                 Ok(()) => written.push(path),
                 Err(e) => failed.push(format!("chart {}: {e}", path.display())),
@@ -486,7 +660,7 @@ pub fn section_charts(sec: &Section, dir: &Path) -> (Vec<PathBuf>, Vec<String>) 
             }
             let path = dir.join(format!("{}-{}-procs.svg", sec.id, slug(program)));
             let metric = measured[0].metric;
-            let title = format!("{program}: {} against procs", unit_cell(metric));
+            let title = format!("{program} against procs: {}", quantity(metric));
             match procs_chart(&path, &title, &lines, metric) {
                 Ok(()) => written.push(path),
                 Err(e) => failed.push(format!("chart {}: {e}", path.display())),

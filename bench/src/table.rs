@@ -40,6 +40,8 @@ pub struct Row {
     pub outcome: Outcome,
     /// A short remark (placement, variant), may be empty.
     pub note: String,
+    /// Every figure measured, in the metric's unit (what [`Section::merge_round`] pools).
+    pub values: Vec<f64>,
 }
 
 impl Row {
@@ -52,7 +54,8 @@ impl Row {
         samples: &[Sample],
     ) -> Row {
         let ops = samples.first().map_or(0, |s| s.ops);
-        let outcome = match Stats::of_samples(metric, samples) {
+        let values: Vec<f64> = samples.iter().map(|s| metric.value(s)).collect();
+        let outcome = match Stats::of(&values) {
             Some(s) => Outcome::Measured(s),
             None => Outcome::Skipped("no samples".to_string()),
         };
@@ -64,6 +67,7 @@ impl Row {
             metric,
             outcome,
             note: String::new(),
+            values,
         }
     }
 
@@ -87,6 +91,7 @@ impl Row {
                 None => Outcome::Skipped("no figures".to_string()),
             },
             note: String::new(),
+            values: values.to_vec(),
         }
     }
 
@@ -106,6 +111,7 @@ impl Row {
             metric,
             outcome: Outcome::Skipped(why.to_string()),
             note: String::new(),
+            values: Vec::new(),
         }
     }
 
@@ -119,6 +125,7 @@ impl Row {
             metric,
             outcome: Outcome::Pending(why.to_string()),
             note: String::new(),
+            values: Vec::new(),
         }
     }
 
@@ -130,11 +137,41 @@ impl Row {
 
     /// The median, if measured.
     pub fn median(&self) -> Option<f64> {
+        self.stats().map(|s| s.median)
+    }
+
+    /// The figures, if measured.
+    pub fn stats(&self) -> Option<Stats> {
         match &self.outcome {
-            Outcome::Measured(s) => Some(s.median),
+            Outcome::Measured(s) => Some(*s),
             _ => None,
         }
     }
+
+    fn key(&self) -> OwnedKey {
+        (self.program.clone(), self.system.clone(), self.procs)
+    }
+
+    /// Pools `other`'s figures (the same row measured in a later round) into this row.
+    fn pool(&mut self, other: Row) {
+        match (&self.outcome, &other.outcome) {
+            (Outcome::Measured(_), Outcome::Measured(_)) => {
+                self.values.extend(other.values);
+                if let Some(s) = Stats::of(&self.values) {
+                    self.outcome = Outcome::Measured(s);
+                }
+            }
+            (Outcome::Measured(_), _) => {}
+            _ => *self = other,
+        }
+    }
+}
+
+/// A row key that owns its strings.
+pub type OwnedKey = (String, String, Option<usize>);
+
+fn owned(k: Key<'_>) -> OwnedKey {
+    (k.0.to_string(), k.1.to_string(), k.2)
 }
 
 /// Which way a ratio's goal points.
@@ -168,6 +205,98 @@ pub struct Ratio {
     /// `None` for a ratio (shown as `2.5x`); for a row's own median held against a limit
     /// ([`Section::add_limit`]), the metric the value and the goal are in.
     pub absolute: Option<Metric>,
+    /// The rows it is computed from: numerator and denominator, or the one row of a limit;
+    /// empty for a figure derived from other ratios.
+    pub keys: Vec<OwnedKey>,
+    /// Its value in each round of a run in rounds ([`Section::merge_round`]), in order.
+    pub per_round: Vec<f64>,
+}
+
+/// Where a measured figure stands against its goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Met in every round (or, in a run of one round, at both ends of the rows' spread).
+    Met,
+    /// Missed in every round (or at both ends of the spread).
+    NotMet,
+    /// Met in some rounds and missed in others: the machine's noise is larger than the margin.
+    /// `met_at_median` says which way the pooled figure falls.
+    Unsettled {
+        /// Whether the pooled (median) figure meets the goal.
+        met_at_median: bool,
+    },
+    /// No figure (a side was not measured).
+    NotMeasured,
+    /// A ratio shown for information, with no goal.
+    NoGoal,
+}
+
+impl Ratio {
+    /// A figure derived from other figures (no rows of its own), with an optional goal.
+    pub fn derived(label: &str, value: Result<f64, String>, goal: Option<Goal>) -> Ratio {
+        Ratio {
+            label: label.to_string(),
+            value,
+            goal,
+            absolute: None,
+            keys: Vec::new(),
+            per_round: Vec::new(),
+        }
+    }
+
+    /// The lowest and highest value this figure took: over the rounds when there were two or
+    /// more, else over the spread of its rows (numerator's min over denominator's max, and
+    /// the other way); `None` when not known.
+    pub fn spread(&self, sec: &Section) -> Option<(f64, f64)> {
+        if self.per_round.len() >= 2 {
+            let lo = self.per_round.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = self
+                .per_round
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
+            return Some((lo, hi));
+        }
+        let stats: Vec<Stats> = self
+            .keys
+            .iter()
+            .map(|k| sec.find((&k.0, &k.1, k.2)).and_then(Row::stats))
+            .collect::<Option<_>>()?;
+        match stats.as_slice() {
+            [one] => Some((one.min, one.max)),
+            [a, b] if b.min > 0.0 => Some((a.min / b.max, a.max / b.min)),
+            _ => None,
+        }
+    }
+
+    /// Where the figure stands against its goal, taking the spread into account.
+    ///
+    /// ```
+    /// use pcml_bench::table::{Goal, Ratio, Section, Verdict};
+    /// let sec = Section::new("x", "X", "");
+    /// let mut q = Ratio::derived("a/b", Ok(1.6), Some(Goal::AtLeast(1.5)));
+    /// q.per_round = vec![1.4, 1.8];
+    /// assert_eq!(q.verdict(&sec), Verdict::Unsettled { met_at_median: true });
+    /// q.per_round = vec![1.55, 1.8];
+    /// assert_eq!(q.verdict(&sec), Verdict::Met);
+    /// ```
+    pub fn verdict(&self, sec: &Section) -> Verdict {
+        let (Ok(v), Some(goal)) = (&self.value, self.goal) else {
+            return if self.value.is_err() {
+                Verdict::NotMeasured
+            } else {
+                Verdict::NoGoal
+            };
+        };
+        let at_median = goal.met(*v);
+        match self.spread(sec) {
+            Some((lo, hi)) if goal.met(lo) != goal.met(hi) => Verdict::Unsettled {
+                met_at_median: at_median,
+            },
+            _ if at_median => Verdict::Met,
+            _ => Verdict::NotMet,
+        }
+    }
 }
 
 /// A row key: program, system, procs.
@@ -237,10 +366,8 @@ impl Section {
             (_, None) => Err(format!("no row for {} {}", den.1, den.0)),
         };
         self.ratios.push(Ratio {
-            label: label.to_string(),
-            value,
-            goal,
-            absolute: None,
+            keys: vec![owned(num), owned(den)],
+            ..Ratio::derived(label, value, goal)
         });
     }
 
@@ -269,11 +396,98 @@ impl Section {
             None => (Metric::Seconds, Err(why_missing.to_string())),
         };
         self.ratios.push(Ratio {
-            label: label.to_string(),
-            value,
-            goal: Some(goal),
             absolute: Some(metric),
+            keys: vec![owned(key)],
+            ..Ratio::derived(label, value, Some(goal))
         });
+    }
+
+    /// Pools `later`, the same section measured again in a later round of the same run, into
+    /// this one: a row's figures join those of the same row here (rows are matched by program,
+    /// system and procs, the k-th such row with the k-th); each ratio keeps its value of every
+    /// round, then is computed again from the pooled rows (one derived from other ratios takes
+    /// the median of its rounds); notes not yet present are added.
+    ///
+    /// ```
+    /// use pcml_bench::runner::{Metric, Sample};
+    /// use pcml_bench::table::{Row, Section};
+    /// let m = Metric::Rate { unit: "x/s" };
+    /// let round = |a: u64, b: u64| {
+    ///     let mut s = Section::new("x", "X", "");
+    ///     s.rows.push(Row::measured("p", "a", None, m, &[Sample { seconds: 1.0, ops: a }]));
+    ///     s.rows.push(Row::measured("p", "b", None, m, &[Sample { seconds: 1.0, ops: b }]));
+    ///     s.add_ratio("a/b", ("p", "a", None), ("p", "b", None), None);
+    ///     s
+    /// };
+    /// let mut s = round(30, 10);
+    /// s.merge_round(round(10, 10));
+    /// assert_eq!(s.rows[0].values, vec![30.0, 10.0]);
+    /// assert_eq!(s.ratios[0].per_round, vec![3.0, 1.0]);
+    /// assert_eq!(s.ratios[0].value, Ok(2.0)); // median 20 over median 10
+    /// ```
+    pub fn merge_round(&mut self, later: Section) {
+        use std::collections::HashMap;
+        if self.ratios.iter().all(|q| q.per_round.is_empty()) {
+            for q in &mut self.ratios {
+                if let Ok(v) = q.value {
+                    q.per_round.push(v);
+                }
+            }
+        }
+        let mut seen: HashMap<OwnedKey, usize> = HashMap::new();
+        for row in later.rows {
+            let key = row.key();
+            let nth = seen.entry(key.clone()).or_insert(0);
+            let mine = self.rows.iter_mut().filter(|r| r.key() == key).nth(*nth);
+            *nth += 1;
+            match mine {
+                Some(r) => r.pool(row),
+                None => self.rows.push(row),
+            }
+        }
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for q in later.ratios {
+            let nth = seen.entry(q.label.clone()).or_insert(0);
+            let mine = self
+                .ratios
+                .iter_mut()
+                .filter(|r| r.label == q.label)
+                .nth(*nth);
+            *nth += 1;
+            match mine {
+                Some(r) => {
+                    if let Ok(v) = q.value {
+                        r.per_round.push(v);
+                    }
+                }
+                None => self.ratios.push(q),
+            }
+        }
+        for i in 0..self.ratios.len() {
+            let q = &self.ratios[i];
+            let value = match q.keys.as_slice() {
+                [one] => self
+                    .find((&one.0, &one.1, one.2))
+                    .and_then(Row::median)
+                    .ok_or(()),
+                [num, den] => match (
+                    self.find((&num.0, &num.1, num.2)).and_then(Row::median),
+                    self.find((&den.0, &den.1, den.2)).and_then(Row::median),
+                ) {
+                    (Some(x), Some(y)) if y > 0.0 => Ok(x / y),
+                    _ => Err(()),
+                },
+                _ => Stats::of(&q.per_round).map(|s| s.median).ok_or(()),
+            };
+            if let Ok(v) = value {
+                self.ratios[i].value = Ok(v);
+            }
+        }
+        for n in later.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
     }
 
     /// Records a published figure.

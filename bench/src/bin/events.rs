@@ -1,4 +1,4 @@
-//! Event and channel microbenchmarks (issue 3): ping-pong on one proc and across two, eight
+//! Event and channel microbenchmarks: ping-pong on one proc and across two, eight
 //! parallel pairs on one and two procs, and a receiver choosing over 1, 4 and 16 channels.
 //!
 //! One message is one completed send/receive rendezvous (a ping-pong round trip is two).

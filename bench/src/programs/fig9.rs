@@ -5,7 +5,8 @@
 //! One operation each: a `get` and a `set` of the datum; a `lock` and the guard's drop; a
 //! `try_lock` that fails (the lock is held by the caller); a `spawn` of a fiber that returns at
 //! once and its `join`; one message of a ping-pong between two fibers over channels; a
-//! `yield_now` (two fibers yielding to each other). The mutex rows wait on a pcml mutex;
+//! `yield_now` (two fibers yielding to each other); a lock and unlock of an uncontended
+//! [`pcml::Mutex`] (a fiber-blocking mutex) and a failing `try_lock` on one the caller holds;
 //! "acquire and release proc" has no counterpart, since pcml's procs park and wake by
 //! themselves.
 //!
@@ -75,6 +76,41 @@ pub fn failed_try_lock(n: u64, runs: usize) -> Result<Vec<Sample>> {
     })
 }
 
+/// Lock and unlock an uncontended [`pcml::Mutex`] from a fiber, `n` times per run.
+pub fn mutex_lock(n: u64, runs: usize) -> Result<Vec<Sample>> {
+    in_pcml(1, move || {
+        let lock = pcml::Mutex::new(0u64);
+        let round = |n: u64| {
+            *lock.lock() = 0;
+            for _ in 0..n {
+                *black_box(&lock).lock() += 1;
+            }
+            check_eq("count under the mutex", n, *lock.lock())
+        };
+        round(n / 10 + 1)?;
+        repeat(runs, || timed(n, || round(n)))
+    })
+}
+
+/// A failing `try_lock` on a [`pcml::Mutex`] the caller holds, `n` times per run.
+pub fn failed_mutex_try_lock(n: u64, runs: usize) -> Result<Vec<Sample>> {
+    in_pcml(1, move || {
+        let lock = pcml::Mutex::new(());
+        let round = |n: u64| {
+            let _held = lock.lock();
+            let mut failed = 0u64;
+            for _ in 0..n {
+                if black_box(&lock).try_lock().is_none() {
+                    failed += 1;
+                }
+            }
+            check_eq("failed mutex try_locks", n, failed)
+        };
+        round(n / 10 + 1)?;
+        repeat(runs, || timed(n, || round(n)))
+    })
+}
+
 /// Runs the Figure 9 primitives.
 pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
@@ -108,17 +144,23 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         ns("try_lock"),
         &s,
     ));
-    sec.rows.push(Row::pending(
+    ctx.step("fig9: mutex");
+    let s = mutex_lock(n, runs)?;
+    sec.rows.push(Row::measured(
         prog,
         "lock and unlock mutex",
+        Some(1),
         ns("lock+unlock"),
-        "pending: pcml has no mutex yet",
+        &s,
     ));
-    sec.rows.push(Row::pending(
+    ctx.step("fig9: failed mutex try_lock");
+    let s = failed_mutex_try_lock(n, runs)?;
+    sec.rows.push(Row::measured(
         prog,
         "unsuccessfully try to lock mutex",
+        Some(1),
         ns("try_lock"),
-        "pending: pcml has no mutex yet",
+        &s,
     ));
     ctx.step("fig9: fork null thread and wait");
     let s = fiber_spawn_join(1, Placement::Any, threads, runs)?;

@@ -1,4 +1,4 @@
-//! The runtime's microbenchmarks (issue 2, item 11): fiber yield, fiber spawn+join and task
+//! The runtime's microbenchmarks: fiber yield, fiber spawn+join and task
 //! spawn+join on 1 and 2 procs, beside corosensei's bare resume+suspend measured in the same
 //! run, and CML's spawn.
 //!

@@ -5,7 +5,7 @@
 //! published figures to its section, and checks its own answer: a wrong answer is an
 //! [`Error::WrongAnswer`](crate::runner::Error) that fails the run.
 //!
-//! Rows that need a layer pcml does not have yet (a mutex) are listed as pending rows that say
+//! Rows that need a layer pcml does not have yet are listed as pending rows that say
 //! what they wait on, so the report shows plainly what is not measured.
 //!
 //! # Invariants
@@ -45,8 +45,11 @@ pub mod workerpool;
 pub struct Config {
     /// The papers' sizes instead of the quick ones.
     pub full: bool,
-    /// Samples per figure.
+    /// Samples per figure (in all rounds together).
     pub runs: usize,
+    /// Times the whole selection is run, one after the other; a figure pools the samples of
+    /// every round, and a goal's verdict is unsettled when the rounds disagree.
+    pub rounds: usize,
     /// Proc counts to measure pcml, Go and Erlang on.
     pub procs: Vec<usize>,
     /// Whether to run the peer programs.
@@ -65,7 +68,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             full: false,
-            runs: 5,
+            runs: 6,
+            rounds: 2,
             procs: vec![1, 2],
             peers: true,
             only: Vec::new(),
@@ -282,12 +286,11 @@ impl Ctx<'_> {
         for (i, system) in [SPAWNED, "pcml fibers"].into_iter().enumerate() {
             let ours = sec.ratios[last - 3 + i].value.clone();
             let go = sec.ratios[last - 1].value.clone();
-            sec.ratios.push(Ratio {
-                label: format!("{busy}: {system} 2P busy/quiet speed over Go's own"),
-                value: ours.and_then(|o| go.map(|g| o / g)),
-                goal: Some(Goal::AtLeast(1.0)),
-                absolute: None,
-            });
+            sec.ratios.push(Ratio::derived(
+                &format!("{busy}: {system} 2P busy/quiet speed over Go's own"),
+                ours.and_then(|o| go.map(|g| o / g)),
+                Some(Goal::AtLeast(1.0)),
+            ));
         }
         Ok(())
     }
@@ -358,34 +361,34 @@ impl SectionInfo {
     }
 }
 
-/// The runtime's microbenchmarks (issue 2, item 11).
+/// The runtime's microbenchmarks.
 pub const ISSUE2: SectionInfo = SectionInfo {
     id: "runtime",
-    title: "Runtime microbenchmarks (issue 2)",
+    title: "Runtime microbenchmarks",
     published_on: "goals set for this machine kind",
 };
 /// Parallel CML, section 10.
 pub const SEED003: SectionInfo = SectionInfo {
     id: "seed003",
-    title: "Parallel CML (seed 003, section 10)",
+    title: "Parallel CML (Reppy, Russo and Xiao, ICFP 2009, section 10)",
     published_on: "2009, four dual-core 2 GHz Opteron 870, SML/NJ 110.69",
 };
 /// Lightweight threads in OCaml, section 6.
 pub const SEED001: SectionInfo = SectionInfo {
     id: "seed001",
-    title: "Lightweight threads in OCaml (seed 001, section 6)",
+    title: "Light weight concurrency in OCaml (Deleuze 2010, section 6)",
     published_on: "2010; published as charts (Figures 7-16), no table",
 };
 /// Weighing continuations, section 5.3.
 pub const SEED002: SectionInfo = SectionInfo {
     id: "seed002",
-    title: "Weighing continuations (seed 002, section 5.3)",
+    title: "Weighing continuations for concurrency (Farvardin 2017, section 5.3)",
     published_on: "2017, Manticore; published as charts (Figures 5.8, 5.9)",
 };
 /// Actors, chapter 4.
 pub const SEED000: SectionInfo = SectionInfo {
     id: "seed000",
-    title: "Actors (seed 000, chapter 4)",
+    title: "Actor model concurrency (Krook 2020, chapter 4)",
     published_on: "2020, MLKit actors library against Erlang (Table 4.1)",
 };
 /// What users of other channel libraries compare: their idioms, against their libraries.
@@ -397,7 +400,7 @@ pub const USERS: SectionInfo = SectionInfo {
 /// The multiprocessor interface, section 6.3.
 pub const SEED004: SectionInfo = SectionInfo {
     id: "seed004",
-    title: "Multiprocessor interface (seed 004, section 6.3)",
+    title: "A portable multiprocessor interface for SML/NJ (Morrisett and Tolmach 1992, section 6.3)",
     published_on: "1992, 8-processor SGI, SML/NJ with MP",
 };
 

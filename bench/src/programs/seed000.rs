@@ -281,12 +281,11 @@ pub fn renew_summary(sec: &mut Section) {
         programs.len(),
         programs.join(", ")
     );
-    sec.ratios.push(Ratio {
-        label,
+    sec.ratios.push(Ratio::derived(
+        &label,
         value,
-        goal: Some(Goal::AtLeast(GOAL_VS_ERLANG)),
-        absolute: None,
-    });
+        Some(Goal::AtLeast(GOAL_VS_ERLANG)),
+    ));
 }
 
 /// The note every seed-000 section gets once: what the actor rows run on.
