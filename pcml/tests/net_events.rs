@@ -423,3 +423,176 @@ fn connecting_to_a_closed_port_fails_instead_of_hanging() {
     let err = TcpStream::connect(addr).unwrap_err(); // on a plain OS thread
     assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
 }
+
+/// A connected pair on the calling thread's driver.
+fn pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (b, _) = l.accept().unwrap();
+    (a, b)
+}
+
+#[test]
+fn read_line_or_timeout_assembles_lines_sent_in_pieces() {
+    const LINES: usize = 200;
+    runtime()
+        .block_on(|| {
+            let (a, b) = pair();
+            let writer = pcml::spawn(move || {
+                let text: String = (0..LINES).map(|k| format!("line {k}\n")).collect();
+                // Pieces of 1 to 7 bytes, with yields between, so lines arrive in parts.
+                let mut rest = text.as_bytes();
+                let mut k = 0;
+                while !rest.is_empty() {
+                    let n = (k % 7 + 1).min(rest.len());
+                    a.write_all(&rest[..n]).unwrap();
+                    rest = &rest[n..];
+                    k += 1;
+                    if k % 3 == 0 {
+                        pcml::time::sleep(Duration::from_micros(200));
+                    }
+                }
+                a
+            });
+            let (mut got, mut timeouts) = (Vec::new(), 0);
+            while got.len() < LINES {
+                select([
+                    b.read_line_evt(64).wrap(Some),
+                    timeout_evt(Duration::from_micros(100)).wrap(|()| None),
+                ])
+                .map_or_else(|| timeouts += 1, |l| got.push(l.unwrap()));
+            }
+            let want: Vec<String> = (0..LINES).map(|k| format!("line {k}\n")).collect();
+            assert_eq!(got, want);
+            let a = writer.join().unwrap();
+            drop(a);
+            assert_eq!(b.read_line_evt(64).sync().unwrap(), "", "end of file");
+            let _ = timeouts; // how often the timeout won does not matter
+        })
+        .unwrap();
+}
+
+#[test]
+fn bytes_read_for_a_losing_read_event_come_first_to_the_next_read() {
+    runtime()
+        .block_on(|| {
+            let (a, b) = pair();
+            let ch = Chan::new();
+            let c2 = ch.clone();
+            a.write_all(b"first part, ").unwrap();
+            // The channel is ready and the socket has bytes: whichever wins, nothing is lost.
+            pcml::spawn(move || c2.send(()));
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                select([
+                    b.read_exact_evt(6).wrap(Some),
+                    ch.recv_evt().wrap(|()| None),
+                ])
+                .into_iter()
+                .for_each(|r| got.extend(r.unwrap()));
+            }
+            a.write_all(b"second part").unwrap();
+            drop(a);
+            // Plain reads after read events: buffered bytes first, then the socket's.
+            let mut rest = vec![0; 64];
+            loop {
+                let n = b.read(&mut rest).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&rest[..n]);
+            }
+            assert_eq!(String::from_utf8(got).unwrap(), "first part, second part");
+        })
+        .unwrap();
+}
+
+#[test]
+fn an_overlong_line_is_an_error_and_buffers_at_most_its_limit() {
+    runtime()
+        .block_on(|| {
+            let (a, b) = pair();
+            let w = pcml::spawn(move || {
+                // 8 MiB without a line end; the reader stops reading, so this write
+                // eventually fails or blocks until the reader drops its end.
+                let big = vec![b'x'; 8 << 20];
+                let _ = a.write_all(&big);
+            });
+            let err = b.read_line_evt(4096).sync().unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidData);
+            // What was buffered for the line is bounded by the limit plus one read chunk.
+            let mut buf = vec![0; 1 << 20];
+            let n = b.try_read(&mut buf).unwrap();
+            assert!((4096..=4096 + 16 * 1024).contains(&n), "{n} bytes buffered");
+            drop(b);
+            w.join().unwrap();
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_read_event_blocked_on_a_dropped_stream_fails() {
+    let (a, b) = pair();
+    let evt = b.read_line_evt(64);
+    let t = std::thread::spawn(move || evt.sync());
+    std::thread::sleep(Duration::from_millis(20)); // let it block (either way it must fail)
+    drop(b);
+    let err = t.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("dropped"), "{err}");
+    drop(a);
+}
+
+#[test]
+fn a_partial_last_line_is_delivered_at_end_of_file() {
+    let (a, b) = pair();
+    let t = std::thread::spawn(move || {
+        let first = b.read_line_evt(64).sync().unwrap();
+        let last = b.read_line_evt(64).sync().unwrap();
+        let eof = b.read_line_evt(64).sync().unwrap();
+        (first, last, eof)
+    });
+    a.write_all(b"complete\nno line end").unwrap();
+    a.shutdown(Shutdown::Write).unwrap();
+    let got = t.join().unwrap();
+    assert_eq!(
+        got,
+        ("complete\n".into(), "no line end".into(), String::new())
+    );
+}
+
+#[test]
+fn a_dropped_read_future_gives_its_bytes_back() {
+    use std::future::{Future, IntoFuture};
+    use std::task::{Context, Waker};
+    let (a, b) = pair();
+    let mut fut = Box::pin(b.read_evt(64).into_future());
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    a.write_all(b"kept").unwrap();
+    // The driver reads for the queued event and delivers; the future is then dropped unseen.
+    std::thread::sleep(Duration::from_millis(50));
+    drop(fut);
+    let mut buf = [0; 8];
+    let n = b.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"kept");
+}
+
+#[test]
+fn read_events_from_tokio_tasks() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (a, b) = pair();
+        let w = tokio::task::spawn_blocking(move || {
+            for k in 0..20 {
+                a.write_all(format!("{k}\n").as_bytes()).unwrap();
+            }
+        });
+        for k in 0..20 {
+            assert_eq!(b.read_line_evt(8).await.unwrap(), format!("{k}\n"));
+        }
+        w.await.unwrap();
+    });
+}

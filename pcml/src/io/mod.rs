@@ -46,12 +46,13 @@
 //! `WouldBlock`. A descriptor that hung up or failed is ready in both directions for good, so
 //! that the operation that follows reports end of file or the error.
 //!
-//! # No `read_evt`
-//! There is no event that *reads*: a read is not a commit that can be undone, so a read event
-//! that lost a choice would have to hold on to the bytes it consumed and hand them to the next
-//! read. Use `readable_evt` in the choice and read in the branch's body instead (the accept of
-//! a listener is the exception: [`crate::net::TcpListener::accept_evt`] hands an accepted
-//! connection back to the listener when it loses, so no connection is ever dropped).
+//! # Reading in a choice
+//! The events here are readiness hints: a read is not a commit that can be undone, so an event
+//! that reads must keep the bytes it consumed for a branch that lost. [`crate::net::TcpStream`]
+//! does (its `read_evt`, `read_line_evt`, `read_until_evt` and `read_exact_evt` keep a read
+//! buffer); with `Async`, use `readable_evt` in the choice and read in the branch's body.
+//! [`crate::net::TcpListener::accept_evt`] likewise hands an accepted connection back to the
+//! listener when it loses, so no connection is ever dropped.
 //!
 //! # Invariants
 //! - See `sched::io` for the driver's; here: every operation takes the direction's generation

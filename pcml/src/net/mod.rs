@@ -25,6 +25,39 @@
 //! });
 //! ```
 //!
+//! # Reading in a choice
+//! [`TcpStream::read_evt`], [`read_line_evt`](TcpStream::read_line_evt),
+//! [`read_until_evt`](TcpStream::read_until_evt) and
+//! [`read_exact_evt`](TcpStream::read_exact_evt) are events that yield bytes, not readiness
+//! hints: a read with an idle timeout is one `select`, and a line that arrives in pieces is
+//! assembled in the stream's buffer while the choice waits, so a partial line never hangs it.
+//! Bytes read for an event that lost its choice stay buffered and come first to the stream's
+//! next read of any kind.
+//!
+//! ```
+//! use std::time::Duration;
+//! use pcml::net::{TcpListener, TcpStream};
+//! use pcml::time::timeout_evt;
+//!
+//! pcml::run(|| {
+//!     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+//!     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+//!     let (b, _) = l.accept().unwrap();
+//!     a.write_all(b"half a li").unwrap();
+//!     let idle = Duration::from_millis(20);
+//!     let line = pcml::select([
+//!         b.read_line_evt(1024).wrap(|l| Some(l.unwrap())),
+//!         timeout_evt(idle).wrap(|()| None),
+//!     ]);
+//!     assert_eq!(line, None); // idle: the timeout won, the partial line stays buffered
+//!     a.write_all(b"ne\n").unwrap();
+//!     assert_eq!(b.read_line_evt(1024).sync().unwrap(), "half a line\n");
+//! });
+//! ```
+//!
+//! The `limit` of a line bounds what one peer can make the server buffer. A stream's read
+//! events keep the socket open while they exist (dropping the `TcpStream` fails blocked ones).
+//!
 //! # Async I/O traits
 //! [`TcpStream`] (and `&TcpStream`, so one task can read while another writes) implements
 //! `futures-io`'s `AsyncRead` and `AsyncWrite`, and with the `tokio` feature tokio's, so
@@ -76,8 +109,11 @@ use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
+
+mod read;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::io::{async_io, blocking_io, poll_io, ready_evt, try_io};
@@ -475,7 +511,25 @@ impl BaseEvent for AcceptEvt {
 /// assert_eq!(&buf, b"hello");
 /// ```
 pub struct TcpStream {
+    inner: Arc<StreamInner>,
+}
+
+/// A stream's registration and its read events' state (shared with those events and the
+/// driver's read hook).
+struct StreamInner {
     io: Registered<mio::net::TcpStream>,
+    /// The read buffer and blocked read events, made by the first read event (see `read`).
+    rx: OnceLock<Mutex<read::ReadQueue>>,
+    /// Whether `rx` holds buffered bytes, so plain reads skip its lock when it does not.
+    /// Written under `rx`'s lock (Release), read before plain reads (Acquire).
+    buffered: AtomicBool,
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        // Read events may keep the registration alive: fail the blocked ones now.
+        self.inner.close_reads();
+    }
 }
 
 impl fmt::Debug for TcpStream {
@@ -500,9 +554,146 @@ fn connected(s: &mio::net::TcpStream) -> io::Result<()> {
 }
 
 impl TcpStream {
+    /// Bytes a read event read and left buffered come before the socket's.
+    #[inline]
+    fn take_buffered(&self, buf: &mut [u8]) -> Option<usize> {
+        // Acquire: pairs with the Release store in `StreamInner::set_buffered`.
+        if self.inner.buffered.load(Ordering::Acquire) {
+            self.inner.read_buffered(buf)
+        } else {
+            None
+        }
+    }
+
+    /// An event that reads: enabled once bytes are available (or end of file, or an error),
+    /// it yields up to `max` of them (none at end of file). Unlike
+    /// [`readable_evt`](Self::readable_evt) it is never spurious, and if it loses a choice
+    /// after reading, the bytes stay buffered for the stream's next read.
+    ///
+    /// # Examples
+    /// Data or an idle timeout, in one select:
+    /// ```
+    /// use std::time::Duration;
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     assert!(b.read_evt(4096).sync_timeout(Duration::from_millis(10)).is_none());
+    ///     a.write_all(b"data").unwrap();
+    ///     let got = b.read_evt(4096).sync_timeout(Duration::from_secs(10));
+    ///     assert_eq!(got.unwrap().unwrap(), b"data");
+    ///     drop(a);
+    ///     assert!(b.read_evt(4096).sync().unwrap().is_empty()); // end of file
+    /// });
+    /// ```
+    pub fn read_evt(&self, max: usize) -> Event<io::Result<Vec<u8>>> {
+        read::ReadEvt::event(self, read::Want::Some(max.max(1)))
+    }
+
+    /// An event that reads exactly `n` bytes: enabled once they have all arrived.
+    ///
+    /// # Errors
+    /// `UnexpectedEof` if the stream ends first (the bytes that came stay buffered); else as
+    /// [`read`](Self::read).
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     pcml::spawn(move || {
+    ///         a.write_all(&[0, 5]).unwrap(); // a length prefix...
+    ///         a.write_all(b"hello").unwrap(); // ... then the frame
+    ///     });
+    ///     let len = b.read_exact_evt(2).sync().unwrap();
+    ///     let len = u16::from_be_bytes([len[0], len[1]]) as usize;
+    ///     assert_eq!(b.read_exact_evt(len).sync().unwrap(), b"hello");
+    /// });
+    /// ```
+    pub fn read_exact_evt(&self, n: usize) -> Event<io::Result<Vec<u8>>> {
+        read::ReadEvt::event(self, read::Want::Exact(n))
+    }
+
+    /// An event that reads up to and including `delim`: enabled once it has arrived (or end
+    /// of file: then it yields what is left, maybe nothing). At most `limit` bytes: a longer
+    /// record is an error, so a peer cannot make the stream buffer without bound.
+    ///
+    /// # Errors
+    /// `InvalidData` if `limit` bytes came without `delim` (they stay buffered: read them with
+    /// [`read`](Self::read), or drop the connection); else as [`read`](Self::read).
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     a.write_all(b"one\0two\0").unwrap();
+    ///     assert_eq!(b.read_until_evt(0, 64).sync().unwrap(), b"one\0");
+    ///     assert_eq!(b.read_until_evt(0, 64).sync().unwrap(), b"two\0");
+    ///     a.write_all(&[b'x'; 100]).unwrap();
+    ///     let err = b.read_until_evt(0, 64).sync().unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    /// });
+    /// ```
+    pub fn read_until_evt(&self, delim: u8, limit: usize) -> Event<io::Result<Vec<u8>>> {
+        read::ReadEvt::event(
+            self,
+            read::Want::Until {
+                delim,
+                limit: limit.max(1),
+            },
+        )
+    }
+
+    /// An event that reads a line: [`read_until_evt`](Self::read_until_evt) for `b'\n'`,
+    /// as text. The line keeps its `\n` (none on an unterminated last line; an empty string
+    /// at end of file), like `BufRead::read_line`. See the [module docs](crate::net#reading-in-a-choice)
+    /// for an idle timeout.
+    ///
+    /// # Errors
+    /// `InvalidData` if the line is longer than `limit` bytes (they stay buffered) or is not
+    /// UTF-8 (it is consumed); else as [`read`](Self::read).
+    ///
+    /// # Examples
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     a.write_all(b"hello\nwor").unwrap();
+    ///     assert_eq!(b.read_line_evt(80).sync().unwrap(), "hello\n");
+    ///     a.write_all(b"ld").unwrap();
+    ///     drop(a);
+    ///     assert_eq!(b.read_line_evt(80).sync().unwrap(), "world");
+    ///     assert_eq!(b.read_line_evt(80).sync().unwrap(), "");
+    /// });
+    /// ```
+    pub fn read_line_evt(&self, limit: usize) -> Event<io::Result<String>> {
+        self.read_until_evt(b'\n', limit).wrap(|r| {
+            r.and_then(|bytes| {
+                String::from_utf8(bytes)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.utf8_error()))
+            })
+        })
+    }
+
     fn register(driver: &Arc<Driver>, s: mio::net::TcpStream) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            io: driver.register(s)?,
+            inner: Arc::new(StreamInner {
+                io: driver.register(s)?,
+                rx: OnceLock::new(),
+                buffered: AtomicBool::new(false),
+            }),
         })
     }
 
@@ -530,7 +721,7 @@ impl TcpStream {
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         each_addr(addr, |a| {
             let s = Self::start_connect(a)?;
-            blocking_io(&s.io, Dir::Write, connected)?;
+            blocking_io(&s.inner.io, Dir::Write, connected)?;
             Ok(s)
         })
     }
@@ -557,7 +748,7 @@ impl TcpStream {
     /// ```
     pub async fn connect_async(addr: SocketAddr) -> io::Result<TcpStream> {
         let s = Self::start_connect(addr)?;
-        async_io(&s.io, Dir::Write, connected).await?;
+        async_io(&s.inner.io, Dir::Write, connected).await?;
         Ok(s)
     }
 
@@ -586,7 +777,7 @@ impl TcpStream {
     /// # Examples
     /// See [`TcpListener`].
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().local_addr()
+        self.inner.io.source().local_addr()
     }
 
     /// The peer's address.
@@ -597,7 +788,7 @@ impl TcpStream {
     /// # Examples
     /// See [`connect`](Self::connect).
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().peer_addr()
+        self.inner.io.source().peer_addr()
     }
 
     /// Shuts down the read half, the write half, or both. A read blocked on this socket in
@@ -617,7 +808,7 @@ impl TcpStream {
     /// assert_eq!(b.read(&mut [0; 8]).unwrap(), 0); // end of file
     /// ```
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.io.source().shutdown(how)
+        self.inner.io.source().shutdown(how)
     }
 
     /// Sets `TCP_NODELAY` (no Nagle delay for small writes).
@@ -633,7 +824,7 @@ impl TcpStream {
     /// assert!(a.nodelay().unwrap());
     /// ```
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.io.source().set_nodelay(on)
+        self.inner.io.source().set_nodelay(on)
     }
 
     /// Whether `TCP_NODELAY` is set.
@@ -644,7 +835,7 @@ impl TcpStream {
     /// # Examples
     /// See [`set_nodelay`](Self::set_nodelay).
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.io.source().nodelay()
+        self.inner.io.source().nodelay()
     }
 
     /// Reads into `buf`, blocking only the calling fiber (or OS thread) until some data, end
@@ -659,7 +850,10 @@ impl TcpStream {
     /// # Examples
     /// See [`shutdown`](Self::shutdown).
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        blocking_io(&self.io, Dir::Read, |mut s| s.read(buf))
+        if let Some(n) = self.take_buffered(buf) {
+            return Ok(n);
+        }
+        blocking_io(&self.inner.io, Dir::Read, |mut s| s.read(buf))
     }
 
     /// Reads exactly `buf.len()` bytes, blocking as [`read`](Self::read).
@@ -690,7 +884,7 @@ impl TcpStream {
     /// assert_eq!(a.write(b"abc").unwrap(), 3);
     /// ```
     pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        blocking_io(&self.io, Dir::Write, |mut s| s.write(buf))
+        blocking_io(&self.inner.io, Dir::Write, |mut s| s.write(buf))
     }
 
     /// Writes all of `buf`, blocking as [`write`](Self::write).
@@ -719,7 +913,10 @@ impl TcpStream {
     /// assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
     /// ```
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        try_io(&self.io, Dir::Read, |mut s| s.read(buf))
+        if let Some(n) = self.take_buffered(buf) {
+            return Ok(n);
+        }
+        try_io(&self.inner.io, Dir::Read, |mut s| s.read(buf))
     }
 
     /// One non-blocking write: `WouldBlock` if the send buffer is full.
@@ -734,7 +931,7 @@ impl TcpStream {
     /// assert_eq!(a.try_write(b"x").unwrap(), 1);
     /// ```
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        try_io(&self.io, Dir::Write, |mut s| s.write(buf))
+        try_io(&self.inner.io, Dir::Write, |mut s| s.write(buf))
     }
 
     /// [`read`](Self::read) for async code, in pcml tasks or any executor.
@@ -756,7 +953,10 @@ impl TcpStream {
     /// assert!(n > 0);
     /// ```
     pub async fn read_async(&self, buf: &mut [u8]) -> io::Result<usize> {
-        async_io(&self.io, Dir::Read, |mut s| s.read(buf)).await
+        if let Some(n) = self.take_buffered(buf) {
+            return Ok(n);
+        }
+        async_io(&self.inner.io, Dir::Read, |mut s| s.read(buf)).await
     }
 
     /// [`write`](Self::write) for async code.
@@ -772,7 +972,7 @@ impl TcpStream {
     /// assert_eq!(rt.block_on(a.write_async(b"ab")).unwrap(), 2);
     /// ```
     pub async fn write_async(&self, buf: &[u8]) -> io::Result<usize> {
-        async_io(&self.io, Dir::Write, |mut s| s.write(buf)).await
+        async_io(&self.inner.io, Dir::Write, |mut s| s.write(buf)).await
     }
 
     /// [`write_all`](Self::write_all) for async code.
@@ -817,7 +1017,7 @@ impl TcpStream {
     /// });
     /// ```
     pub fn readable_evt(&self) -> Event<()> {
-        ready_evt(self.io.sio(), Dir::Read)
+        ready_evt(self.inner.io.sio(), Dir::Read)
     }
 
     /// An event enabled when the stream looks writable (room in the send buffer, or an error).
@@ -830,7 +1030,7 @@ impl TcpStream {
     /// assert_eq!(a.try_write(b"ok").unwrap(), 2);
     /// ```
     pub fn writable_evt(&self) -> Event<()> {
-        ready_evt(self.io.sio(), Dir::Write)
+        ready_evt(self.inner.io.sio(), Dir::Write)
     }
 }
 
@@ -875,11 +1075,14 @@ impl Write for TcpStream {
 /// as in tokio's sockets).
 impl TcpStream {
     fn poll_read_buf(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        poll_io(&self.io, Dir::Read, cx, |mut s| s.read(buf))
+        if let Some(n) = self.take_buffered(buf) {
+            return Poll::Ready(Ok(n));
+        }
+        poll_io(&self.inner.io, Dir::Read, cx, |mut s| s.read(buf))
     }
 
     fn poll_write_buf(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        poll_io(&self.io, Dir::Write, cx, |mut s| s.write(buf))
+        poll_io(&self.inner.io, Dir::Write, cx, |mut s| s.write(buf))
     }
 
     fn poll_write_bufs(
@@ -887,7 +1090,9 @@ impl TcpStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        poll_io(&self.io, Dir::Write, cx, |mut s| s.write_vectored(bufs))
+        poll_io(&self.inner.io, Dir::Write, cx, |mut s| {
+            s.write_vectored(bufs)
+        })
     }
 
     /// Shuts the write half (`poll_close`/`poll_shutdown`): the peer reads end of file.
