@@ -1,6 +1,7 @@
 //! The chat example's server (`examples/chat.rs`) with loopback clients: lines reach the other
-//! clients and not their sender, an idle client is shown the door, and stopping the server
-//! tells everyone.
+//! clients and not their sender, an idle client is shown the door, stopping the server tells
+//! everyone, and a flood (an 8 MiB line, 100 clients that never read) is bounded while the
+//! others keep being served.
 
 #[path = "../examples/chat.rs"]
 #[allow(dead_code)] // the example's `main`
@@ -172,4 +173,169 @@ fn every_line_reaches_every_other_client_once_in_order() {
         );
     }
     assert_eq!(server.join().unwrap(), CLIENTS);
+}
+
+/// A client that never reads, with a small receive buffer so the server's sends back up soon.
+fn silent_client(addr: SocketAddr) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(v4) = addr else {
+        panic!("loopback v4 expected")
+    };
+    // SAFETY: plain socket calls on a descriptor we own until `from_raw_fd` takes it; the
+    // address struct is fully initialized and its size passed.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let small: libc::c_int = 4096;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&small as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: v4.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*v4.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let r = libc::connect(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
+        TcpStream::from_raw_fd(fd)
+    }
+}
+
+/// The peak resident set of this process, in KiB (`VmHWM` in /proc/self/status).
+fn vm_hwm_kib() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A line reader on its own thread, so the test can wait for particular lines while the client
+/// keeps reading everything (a client that stops reading would be dropped as slow).
+fn watch(c: Client) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut c = c;
+    std::thread::spawn(move || {
+        while let Some(l) = c.line() {
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits (20 s at most) for a line that satisfies `f`, skipping others.
+fn wait_for(rx: &std::sync::mpsc::Receiver<String>, what: &str, f: impl Fn(&str) -> bool) {
+    loop {
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(l) if f(&l) => return,
+            Ok(_) => {}
+            Err(e) => panic!("no line {what}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_flood_is_bounded_and_the_others_keep_being_served() {
+    const SILENT: usize = 100;
+    let (addr, stop, server) = start(Duration::from_secs(60));
+    let mut w = Client::connect(addr);
+    assert_eq!(w.line().unwrap(), "welcome, you are guest0");
+    let watcher = watch(w);
+
+    // 1. One 8 MiB line: its sender is dropped after at most a line's worth is buffered.
+    let mut big = Client::connect(addr);
+    assert_eq!(big.line().unwrap(), "welcome, you are guest1");
+    let mut huge = vec![b'x'; 8 << 20];
+    huge.push(b'\n');
+    let writer = {
+        let mut out = big.out.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let _ = out.write_all(&huge); // fails once the server drops us
+        })
+    };
+    wait_for(&watcher, "dropping guest1", |l| {
+        l.starts_with("* guest1 was dropped: sent a line over")
+    });
+    assert!(big.line().unwrap().starts_with("dropped: sent a line over"));
+    writer.join().unwrap();
+
+    // 2. SILENT clients that never read, and a talker whose lines reach them all.
+    let silent: Vec<TcpStream> = (0..SILENT).map(|_| silent_client(addr)).collect();
+    for k in 0..SILENT {
+        let id = 2 + k;
+        wait_for(&watcher, "a join", |l| l == format!("* guest{id} joined"));
+    }
+    let mut talker = Client::connect(addr);
+    let talker_id = 2 + SILENT;
+    assert_eq!(
+        talker.line().unwrap(),
+        format!("welcome, you are guest{talker_id}")
+    );
+    let talker_in = watch(Client {
+        lines: std::io::BufReader::new(talker.out.try_clone().unwrap()),
+        out: talker.out.try_clone().unwrap(),
+    });
+    let line = format!("{}\n", "y".repeat(4000));
+    let mut dropped = 0;
+    let mut sent = 0;
+    // Each line is 4 KB to each silent client: they fill their sockets, then their queues.
+    while dropped < SILENT {
+        assert!(
+            sent < 5_000,
+            "{dropped} of {SILENT} slow clients dropped after {sent} lines"
+        );
+        talker.out.write_all(line.as_bytes()).unwrap();
+        sent += 1;
+        // In step with the watcher, which reads everything and so is never dropped; count
+        // the drop notices on the way.
+        let mine = format!("guest{talker_id}: ");
+        loop {
+            let l = watcher
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the watcher heard nothing");
+            if l.contains("was dropped: too slow") {
+                dropped += 1;
+            } else if l.starts_with(&mine) {
+                break;
+            }
+        }
+    }
+
+    // 3. The server still serves: a newcomer is welcomed, and a line reaches the watcher.
+    let mut late = Client::connect(addr);
+    assert_eq!(
+        late.line().unwrap(),
+        format!("welcome, you are guest{}", talker_id + 1)
+    );
+    talker.say("still here?");
+    wait_for(&watcher, "the talker's last line", |l| {
+        l == format!("guest{talker_id}: still here?")
+    });
+    while talker_in.try_recv().is_ok() {}
+
+    // Memory stayed bounded: at most every client's queue limit at once, and the process
+    // never came near what the unbounded server took (856 MB with these numbers).
+    let most = chat::QUEUED_MAX.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        most <= (SILENT + 4) * chat::OUTBOX_BYTES,
+        "{most} bytes queued at the peak"
+    );
+    let hwm = vm_hwm_kib();
+    assert!(hwm < 256 * 1024, "peak RSS {hwm} KiB");
+    eprintln!("flood: {sent} lines of 4 KB; queued peak {most} B; VmHWM {hwm} KiB");
+
+    drop(silent);
+    stop.signal();
+    let _ = server.join().unwrap();
 }
