@@ -452,3 +452,85 @@ fn a_proc_thread_that_cannot_start_is_a_build_error() {
     );
     assert!(out.contains("SMALL_OK"), "{out}");
 }
+
+/// On a one-proc runtime, a named fiber computes without a sync point until the watchdog's
+/// report reaches stderr (read back through a pipe), while a sleeping fiber's timer comes due;
+/// prints what was reported.
+#[test]
+fn child_hog_on_one_proc() {
+    if !child_case("child_hog_on_one_proc") {
+        return;
+    }
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut fds = [0; 2];
+    // SAFETY: a plain pipe(2) into a two-int array.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: stderr now writes to the pipe; nothing else in this process holds fd 2's file.
+    assert!(unsafe { libc::dup2(fds[1], 2) } >= 0);
+    let seen = Arc::new(AtomicBool::new(false));
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        // SAFETY: the read end is ours alone.
+        let mut r = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+        let mut buf = [0u8; 4096];
+        let mut all = String::new();
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if all.contains("has run on proc 0") {
+                println!("REPORT {}", all.trim());
+                s.store(true, Ordering::SeqCst);
+            }
+        }
+    });
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    let saw = rt
+        .block_on(move || {
+            // A fiber whose sleep comes due while the hog runs.
+            let other = pcml::spawn(|| {
+                pcml::time::sleep(std::time::Duration::from_millis(1));
+                1
+            });
+            pcml::yield_now();
+            let hog = pcml::SpawnBuilder::new()
+                .name("number-cruncher")
+                .spawn(move || {
+                    let start = std::time::Instant::now();
+                    while !seen.load(Ordering::SeqCst)
+                        && start.elapsed() < std::time::Duration::from_secs(60)
+                    {
+                        std::hint::spin_loop();
+                    }
+                    seen.load(Ordering::SeqCst)
+                })
+                .unwrap();
+            let saw = hog.join().unwrap();
+            assert_eq!(other.join().unwrap(), 1);
+            saw
+        })
+        .unwrap();
+    println!("HOG_SAW_REPORT {saw}");
+}
+
+/// Expected: a thread that computes without a sync point on a one-proc runtime is reported on
+/// stderr while it runs, by name and spawn site, with what to do about it.
+#[test]
+fn a_hog_on_a_one_proc_runtime_is_reported() {
+    let o = run_child("child_hog_on_one_proc", &[]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("HOG_SAW_REPORT true"), "{out}");
+    let report = stdout
+        .lines()
+        .find_map(|l| l.find("REPORT").map(|i| &l[i..]))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(report.contains("\"number-cruncher\""), "{out}");
+    assert!(report.contains("fault_inject.rs"), "spawn site: {out}");
+    assert!(report.contains("consume_budget"), "{out}");
+}

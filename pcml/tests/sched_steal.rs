@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use pcml::Runtime;
 
@@ -198,4 +199,98 @@ fn tasks_run_on_both_procs() {
         })
         .unwrap();
     assert!(seen[0] > 0 && seen[1] > 0, "tasks ran on {seen:?}");
+}
+
+/// What a hog on proc 0 saw before it stopped, and where its neighbour task armed its timer.
+struct HogRun {
+    /// Both the queued fiber and the sleeping task had finished when the hog stopped.
+    others_done: bool,
+    /// The proc on which the task armed its sleep.
+    armed_on: Option<usize>,
+}
+
+/// A fiber on proc 0 that spawns a task (which arms a sleep there), then a fiber, and then
+/// computes without a sync point until both have finished (or a minute has passed).
+fn hog_beside_a_task_and_a_fiber() -> HogRun {
+    rt(2)
+        .block_on(|| {
+            pcml::spawn_on(0, || {
+                let task_done = Arc::new(AtomicBool::new(false));
+                let fiber_done = Arc::new(AtomicBool::new(false));
+                let (td, fd) = (task_done.clone(), fiber_done.clone());
+                let armed = pcml::Chan::new();
+                let a = armed.clone();
+                let task = pcml::spawn_task(async move {
+                    a.send_evt(pcml::current_proc()).await;
+                    pcml::time::sleep_async(Duration::from_millis(1)).await;
+                    td.store(true, Ordering::SeqCst);
+                });
+                // Blocking here runs the task on this proc, where it arms its sleep.
+                let armed_on = armed.recv();
+                let fiber = pcml::spawn(move || fd.store(true, Ordering::SeqCst));
+                let start = Instant::now();
+                let done = || task_done.load(Ordering::SeqCst) && fiber_done.load(Ordering::SeqCst);
+                while !done() && start.elapsed() < Duration::from_secs(60) {
+                    std::hint::spin_loop();
+                }
+                let others_done = done();
+                task.join().unwrap();
+                fiber.join().unwrap();
+                HogRun {
+                    others_done,
+                    armed_on,
+                }
+            })
+            .join()
+            .unwrap()
+        })
+        .unwrap()
+}
+
+/// A thread that computes without a sync point on one proc of two does not hold up the work
+/// it left there: the fiber it spawned is taken by the other proc, and the task whose sleep
+/// was armed on its proc wakes on time on the other proc (the watchdog marks the hogged proc,
+/// and the other fires its due timers), both while the hog still runs.
+#[test]
+fn a_hog_on_one_proc_does_not_hold_up_its_queued_work_and_timers() {
+    for _ in 0..20 {
+        let run = hog_beside_a_task_and_a_fiber();
+        assert!(run.others_done, "the hog's neighbours waited for it");
+        if run.armed_on == Some(0) {
+            return;
+        }
+        // The other proc took the task before it armed its timer: not the case under test.
+    }
+    panic!("the task never armed its sleep on the hog's proc in 20 runs");
+}
+
+/// `consume_budget` in a long loop lets the other threads of a one-proc runtime run while the
+/// loop is still going, in a fiber and in a task.
+#[test]
+fn consume_budget_lets_others_run_during_a_long_loop() {
+    rt(1)
+        .block_on(|| {
+            let other_ran = Arc::new(AtomicBool::new(false));
+            let o = other_ran.clone();
+            let other = pcml::spawn(move || o.store(true, Ordering::SeqCst));
+            let mut spins = 0u64;
+            while !other_ran.load(Ordering::SeqCst) {
+                spins += 1;
+                pcml::consume_budget();
+            }
+            other.join().unwrap();
+            assert!(spins > 0);
+
+            let o = Arc::new(AtomicBool::new(false));
+            let o2 = o.clone();
+            let waiter = pcml::spawn_task(async move { o2.store(true, Ordering::SeqCst) });
+            let looper = pcml::spawn_task(async move {
+                while !o.load(Ordering::SeqCst) {
+                    pcml::consume_budget_async().await;
+                }
+            });
+            looper.join().unwrap();
+            waiter.join().unwrap();
+        })
+        .unwrap();
 }

@@ -216,20 +216,29 @@ fn with_labels<R>(f: impl FnOnce(&mut HashMap<ThreadId, Label>) -> R) -> R {
     f(l.get_or_insert_with(HashMap::new))
 }
 
-/// Removes a thread's label when its body ends (normally or by unwinding).
-struct Labelled(ThreadId);
+/// Removes a thread's label when its body ends (normally or by unwinding). While it lives,
+/// the watchdog's report names the thread even if it runs on its joiner's stack (what the
+/// proc showed before comes back at the end).
+struct Labelled(ThreadId, Option<u64>);
 
 impl Labelled {
     fn enter(name: Option<Arc<str>>, site: &'static Location<'static>) -> Self {
         let id = crate::current();
         with_labels(|l| l.insert(id, Label { name, site }));
-        Labelled(id)
+        let kind = match worker::current() {
+            Some(worker::Current::Task { .. }) => crate::sched::watchdog::TASK_BIT,
+            _ => 0,
+        };
+        Labelled(id, worker::show_running_here(id.as_u64() | kind))
     }
 }
 
 impl Drop for Labelled {
     fn drop(&mut self) {
         with_labels(|l| l.remove(&self.0));
+        if let Some(before) = self.1 {
+            worker::show_running_here(before);
+        }
     }
 }
 
@@ -257,6 +266,23 @@ fn label_of(id: ThreadId) -> (Option<String>, Option<String>) {
         Some(Label { name, site }) => (name.as_deref().map(str::to_string), Some(site.to_string())),
         None => (None, None),
     })
+}
+
+/// Thread number `id` as a report names it: `ThreadId(17) "name" (spawned at file:line:col)`,
+/// the name and site only if it was spawned through a [`SpawnBuilder`].
+pub(crate) fn describe_thread(id: u64) -> String {
+    let Some(id) = ThreadId::from_u64(id) else {
+        return "(unknown thread)".to_string();
+    };
+    let (name, site) = label_of(id);
+    let mut s = format!("{id:?}");
+    if let Some(n) = name {
+        s.push_str(&format!(" {n:?}"));
+    }
+    if let Some(site) = site {
+        s.push_str(&format!(" (spawned at {site})"));
+    }
+    s
 }
 
 /// The name of the calling pcml thread, if it was given one.

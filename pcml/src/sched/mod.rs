@@ -91,6 +91,10 @@
 //! per message is larger than a wake-up (the paper's Manticore figures: primes-2000 in
 //! 3.08 s on 1 proc, 0.92 s on 8).
 //!
+//! A thread that computes without a sync point holds its proc: see `watchdog` for
+//! [`consume_budget`], and for the watchdog that lets the other procs take what such a proc
+//! leaves waiting.
+//!
 //! Deadlock (seed 000's NoRunnableThreads; CML shuts down the same way): when the last proc goes
 //! to sleep and main is blocked, every queue is empty and no blocking job, timer or I/O source
 //! is pending, and nothing outside the runtime can act (no OS thread but pcml's own and those
@@ -116,6 +120,7 @@ pub(crate) mod registry;
 pub(crate) mod runtime;
 pub(crate) mod spawn;
 pub(crate) mod timer;
+pub mod watchdog;
 pub(crate) mod worker;
 
 #[cfg(all(test, pcml_loom))]
@@ -128,6 +133,7 @@ pub use spawn::{
     SpawnError, YieldAsync, current, exit, spawn, spawn_blocking, spawn_on, spawn_task,
     try_current, try_spawn, try_spawn_on, yield_async, yield_now,
 };
+pub use watchdog::{ConsumeBudget, consume_budget, consume_budget_async};
 
 pub(crate) use runtime::default_procs;
 pub(crate) use worker::location;

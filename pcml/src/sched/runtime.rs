@@ -23,9 +23,11 @@ use crate::ThreadId;
 use crate::fiber::stack::{self, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
 use crate::fiber::{BodyPtr, FiberBody, NewFiber};
 use crate::mp::Parker;
+use crate::mp::SpinLock;
 use crate::sched::blocking::BlockingPool;
 use crate::sched::held::HeldSlot;
 use crate::sched::inbox::Inbox;
+use crate::sched::timer::TimerHeap;
 use crate::sched::worker::{self, InboxMsg, ProcShared, Shared};
 use crate::task::TaskRegistry;
 
@@ -286,6 +288,7 @@ pub struct Builder {
     stack_size: Option<usize>,
     max_fibers: Option<usize>,
     detect_deadlock: bool,
+    watchdog: bool,
 }
 
 impl Builder {
@@ -356,6 +359,23 @@ impl Builder {
         self
     }
 
+    /// Whether the runtime has a watchdog (default on): a thread that wakes every 10 ms
+    /// while a proc is awake, and, when a thread has held its proc for a whole time slice
+    /// without a sync point, lets the other procs take that proc's due timers and queued work,
+    /// makes [`consume_budget`](crate::consume_budget) yield, and reports on stderr work that
+    /// cannot move (see [`watchdog`](crate::sched::watchdog)). Off, a thread that computes
+    /// without a sync point holds up its proc's timers until it gives way, and nothing is
+    /// reported.
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::builder().procs(1).watchdog(false).build().unwrap();
+    /// assert_eq!(rt.block_on(|| 2 + 2).unwrap(), 4);
+    /// ```
+    pub fn watchdog(mut self, on: bool) -> Self {
+        self.watchdog = on;
+        self
+    }
+
     /// Starts the runtime's procs.
     pub fn build(self) -> Result<Runtime, BuildError> {
         crate::sched::outside::used_pcml();
@@ -391,7 +411,8 @@ impl Builder {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             procs: deques
                 .iter()
-                .map(|(d, w)| {
+                .enumerate()
+                .map(|(i, (d, w))| {
                     CachePadded::new(ProcShared {
                         stealer: d.stealer(),
                         woken_stealer: w.stealer(),
@@ -401,6 +422,8 @@ impl Builder {
                         live: CachePadded::new(AtomicIsize::new(0)),
                         timers_cancelled: AtomicUsize::new(0),
                         held: HeldSlot::new(),
+                        watch: CachePadded::new(Default::default()),
+                        timers: CachePadded::new(SpinLock::new(TimerHeap::new(i))),
                     })
                 })
                 .collect(),
@@ -421,6 +444,9 @@ impl Builder {
             io: std::sync::OnceLock::new(),
             main: MainSlot::new(),
             exited: AtomicUsize::new(0),
+            watchdog: Parker::new(),
+            watchdog_asleep: AtomicBool::new(false),
+            hogs: AtomicUsize::new(0),
         });
         crate::sched::registry::register(&shared);
         let mut threads = Vec::with_capacity(procs);
@@ -430,6 +456,16 @@ impl Builder {
                 .name(format!("pcml-proc-{i}"))
                 .spawn(move || worker::run_worker(sh, i, deque, woken));
             match spawned {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    let rt = Runtime { shared, threads };
+                    drop(rt);
+                    return Err(BuildError::Thread(e.to_string()));
+                }
+            }
+        }
+        if self.watchdog {
+            match crate::sched::watchdog::start(shared.clone()) {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     let rt = Runtime { shared, threads };
@@ -478,6 +514,7 @@ impl Runtime {
             stack_size: None,
             max_fibers: None,
             detect_deadlock: true,
+            watchdog: true,
         }
     }
 

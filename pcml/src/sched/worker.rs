@@ -64,6 +64,7 @@ use crate::ThreadId;
 use crate::fiber::stack::{self, NoStack, StackPool};
 use crate::fiber::{BodyPtr, Coroutine, FiberBody, NewFiber, Resume, Suspend, Yielder, overflow};
 use crate::mp::Parker;
+use crate::mp::SpinLock;
 use crate::sched::blocker::Blocker;
 use crate::sched::blocking::BlockingPool;
 use crate::sched::fibers::{FiberState, FiberTable};
@@ -72,6 +73,7 @@ use crate::sched::inbox::Inbox;
 use crate::sched::runtime::MainSlot;
 use crate::sched::spawn::SpareCell;
 use crate::sched::timer::{OnFire, TimerCell, TimerHeap};
+use crate::sched::watchdog::{ProcWatch, TASK_BIT};
 use crate::task::{TaskRef, TaskRegistry, TaskRun};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
@@ -152,6 +154,13 @@ pub(crate) struct ProcShared {
     /// The oldest unstarted fiber spawned on this proc (see `Context::hold_new`); idle procs
     /// may steal it.
     pub(crate) held: HeldSlot<NewFiber>,
+    /// What the watchdog reads (`sched::watchdog`): written by the proc on every turn, on a
+    /// line of its own.
+    pub(crate) watch: CachePadded<ProcWatch>,
+    /// This proc's timers. Locked by the proc to arm timers and take due ones, and by other
+    /// procs only while the watchdog has marked this one as hogged (`fire_hogged_timers`);
+    /// on a line of its own, away from the fields idle procs poll.
+    pub(crate) timers: CachePadded<SpinLock<TimerHeap>>,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -197,6 +206,14 @@ pub(crate) struct Shared {
     /// Procs whose worker loop has ended (after shutdown); read by other runtimes' deadlock
     /// detection (`is_quiescent`).
     pub(crate) exited: AtomicUsize,
+    /// What the watchdog thread (`sched::watchdog`) sleeps on; unparked at shutdown.
+    pub(crate) watchdog: Parker,
+    /// Set by the watchdog while it sleeps because every proc slept; cleared by the first
+    /// proc to wake (`watchdog::wake_watchdog`).
+    pub(crate) watchdog_asleep: AtomicBool,
+    /// Procs the watchdog has marked as hogged (`sched::watchdog`); read (Relaxed) by the
+    /// procs every `TIMER_EVERY` turns and when idle, to fire those procs' due timers.
+    pub(crate) hogs: AtomicUsize,
 }
 
 impl ProcShared {
@@ -205,6 +222,11 @@ impl ProcShared {
     #[inline]
     pub(crate) fn has_queued(&self) -> bool {
         !self.stealer.is_empty() || !self.woken_stealer.is_empty()
+    }
+
+    /// Whether this proc has a timer due at `now` (possibly a cancelled one).
+    pub(crate) fn timers_due(&self, now: Instant) -> bool {
+        self.timers.lock().next_deadline().is_some_and(|d| d <= now)
     }
 }
 
@@ -228,11 +250,12 @@ impl Shared {
         if self.num_searching.load(Ordering::SeqCst) == 0
             && self.num_sleeping.load(Ordering::SeqCst) > 0
         {
-            self.wake_one_sleeper();
+            self.wake_sleeper();
         }
     }
 
-    fn wake_one_sleeper(&self) {
+    /// Wakes one sleeping proc, if any.
+    pub(crate) fn wake_sleeper(&self) {
         for p in self.procs.iter() {
             // SeqCst: pairs with the sleeper's SeqCst store before it looks for work.
             if p.sleeping.load(Ordering::SeqCst) {
@@ -247,7 +270,7 @@ impl Shared {
         self.injector.push(r);
         fence(Ordering::SeqCst);
         if self.num_searching.load(Ordering::SeqCst) == 0 {
-            self.wake_one_sleeper();
+            self.wake_sleeper();
         }
     }
 
@@ -281,6 +304,7 @@ impl Shared {
         for p in self.procs.iter() {
             p.parker.unpark();
         }
+        self.watchdog.unpark();
     }
 
     /// Counts a fiber or task as started (+1) or finished (-1).
@@ -435,11 +459,8 @@ pub(crate) struct Context {
     fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
-    tick: Cell<u32>,
     /// Turns left before the injector is looked at first.
     injector_turn: Cell<u32>,
-    /// This proc's timers.
-    timers: RefCell<TimerHeap>,
     /// Turns left before due timers are looked at again.
     timer_turn: Cell<u32>,
     /// Set when a fiber yields: the next pick takes new work before ready fibers.
@@ -769,8 +790,9 @@ pub(crate) fn run_held<R>(
 pub(crate) fn arm_timer(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell> {
     match context() {
         Some(ctx) => ctx
+            .me()
             .timers
-            .borrow_mut()
+            .lock()
             .arm(&ctx.shared, deadline, Some(on_fire)),
         None => crate::sched::timer::arm_fallback(deadline, on_fire),
     }
@@ -811,6 +833,34 @@ pub(crate) fn consume_budget() {
             ctx.budget.set(left - 1);
         }
     }
+}
+
+/// Shows the watchdog thread `id` as the one this proc runs (for a thread that runs on its
+/// joiner's stack, which the worker does not see start) and returns what it showed before;
+/// `None` off the procs. Not on the spawn and join path: for named threads only (`dump`).
+pub(crate) fn show_running_here(id: u64) -> Option<u64> {
+    let ctx = context()?;
+    // Relaxed: as in `show_running`.
+    let before = ctx.me().watch.running.load(Ordering::Relaxed);
+    ctx.show_running(id);
+    Some(before)
+}
+
+/// Counts one unit of a long computation (`pcml::consume_budget`) against the running
+/// thread's budget; returns whether it should give way now: its budget is spent, or the
+/// watchdog has marked its proc as hogged (then the budget starts again). `false` off the procs.
+#[inline]
+pub(crate) fn spend_budget_unit() -> bool {
+    let Some(ctx) = context() else {
+        return false;
+    };
+    let left = ctx.budget.get();
+    if left <= 1 || ctx.me().watch.preempt_requested() {
+        ctx.budget.set(BUDGET);
+        return true;
+    }
+    ctx.budget.set(left - 1);
+    false
 }
 
 /// The budget's yield, out of line: the switch clobbers every register, and inlined it made
@@ -1023,17 +1073,55 @@ impl Context {
         }
     }
 
-    /// Fires the timers that are due; returns whether any fired (or were dropped).
+    /// Fires the timers that are due, this proc's and those of procs the watchdog has marked
+    /// as hogged; returns whether any fired (or were dropped).
     fn fire_due_timers(&self) -> bool {
-        if self.timers.borrow().is_empty() {
-            return false;
+        // Relaxed: a hint; the watchdog marks a hog at most every tick.
+        let hogged = self.shared.hogs.load(Ordering::Relaxed) != 0;
+        let mut fired = hogged && self.fire_hogged_timers();
+        if self.me().timers.lock().is_empty() {
+            return fired;
         }
         let now = Instant::now();
-        // Borrow only to pop: firing wakes threads, which may arm timers on this proc.
-        let due = self.timers.borrow_mut().take_due(&self.shared, now);
-        let fired = !due.is_empty();
+        // Locked only to pop: firing wakes threads, which may arm timers on this proc.
+        let due = self.me().timers.lock().take_due(&self.shared, now);
+        fired |= !due.is_empty();
         crate::sched::timer::fire_all(due);
         fired
+    }
+
+    /// Fires the due timers of the procs the watchdog has marked as hogged (their threads
+    /// wake here, or through their home proc's inbox); returns whether any fired.
+    #[cold]
+    #[inline(never)]
+    fn fire_hogged_timers(&self) -> bool {
+        let now = Instant::now();
+        let mut fired = false;
+        for (i, p) in self.shared.procs.iter().enumerate() {
+            // Relaxed: a hint, set by the watchdog.
+            if i == self.index || p.watch.preempt.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let due = p.timers.lock().take_due(&self.shared, now);
+            fired |= !due.is_empty();
+            crate::sched::timer::fire_all(due);
+        }
+        fired
+    }
+
+    /// The earliest timer deadline of this proc and of the procs marked as hogged.
+    fn next_timer(&self) -> Option<Instant> {
+        let mine = self.me().timers.lock().next_deadline();
+        if self.shared.hogs.load(Ordering::Relaxed) == 0 {
+            return mine;
+        }
+        self.shared
+            .procs
+            .iter()
+            .filter(|p| p.watch.preempt.load(Ordering::Relaxed) != 0)
+            .filter_map(|p| p.timers.lock().next_deadline())
+            .chain(mine)
+            .min()
     }
 
     /// Holds a fiber just spawned by this proc's running thread out of the deque, if none is
@@ -1099,6 +1187,14 @@ impl Context {
         } else {
             self.me().held.is_full()
         }
+    }
+
+    /// Tells the watchdog which thread this proc runs (`TASK_BIT` set for a task), for its
+    /// report.
+    #[inline(always)]
+    fn show_running(&self, id: u64) {
+        // Relaxed: read only for a report; only this proc writes it.
+        self.me().watch.running.store(id, Ordering::Relaxed);
     }
 
     /// This proc's shared entry.
@@ -1192,6 +1288,11 @@ impl Context {
     /// injector go first.
     #[inline]
     fn turn(&self) -> bool {
+        // The turn counter, shown to the watchdog (a plain load and store: only this proc
+        // writes it).
+        let turns = &self.me().watch.turns;
+        let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
+        turns.store(tick, Ordering::Relaxed);
         let t = self.timer_turn.get();
         if t == 0 {
             self.timer_turn.set(TIMER_EVERY);
@@ -1229,8 +1330,6 @@ impl Context {
         } else {
             self.injector_turn.set(countdown - 1);
         }
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
         let ready_first = !self.prefer_new.replace(false) && tick % 2 == 0;
         if ready_first || !self.has_new_work() {
             // The hot path of ping-pong and yield loops: no `Work` value, no new-work probe.
@@ -1493,9 +1592,9 @@ impl Context {
 
     fn run_task(&self, task: TaskRef) {
         task.header().set_polled_at(self.index, self.new_len());
-        self.current.set(Current::Task {
-            id: task.header().id,
-        });
+        let id = task.header().id;
+        self.show_running(id.as_u64() | TASK_BIT);
+        self.current.set(Current::Task { id });
         let outcome = task.run(&task);
         self.current.set(Current::Scheduler);
         match outcome {
@@ -1567,6 +1666,7 @@ impl Context {
             .expect("pcml: resumed a fiber that has no slot");
         debug_assert_ne!(e.state.get(), FiberState::Running);
         e.state.set(FiberState::Running);
+        self.show_running(e.id.as_u64());
         self.current.set(Current::Fiber {
             slot,
             id: e.id,
@@ -1624,6 +1724,12 @@ impl Context {
     fn idle(&self) {
         let sh = &*self.shared;
         let me = &sh.procs[self.index];
+        // A turn for the watchdog: an idle proc is not running a thread.
+        let turns = &me.watch.turns;
+        turns.store(
+            turns.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
         sh.num_searching.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
         let mut found = false;
@@ -1673,7 +1779,7 @@ impl Context {
             // Sleep exactly until the next timer, if any, or the next deadlock re-check, and
             // no longer than `HELD_GRACE` if another proc holds a fiber: it may be left
             // waiting there.
-            let next = self.timers.borrow().next_deadline();
+            let next = self.next_timer();
             let mut next = match (next, recheck) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -1695,7 +1801,10 @@ impl Context {
         // Before anything this proc does awake is visible (deadlock detection across
         // runtimes, `outside`).
         crate::sched::outside::bump_epoch();
-        sh.num_sleeping.fetch_sub(1, Ordering::SeqCst);
+        if sh.num_sleeping.fetch_sub(1, Ordering::SeqCst) == sh.procs.len() {
+            // The first proc awake: the watchdog may be asleep too.
+            crate::sched::watchdog::wake_watchdog(sh);
+        }
         me.sleeping.store(false, Ordering::SeqCst);
     }
 
@@ -1797,10 +1906,8 @@ pub(crate) fn run_worker(
         held_seen: Cell::new(None),
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
-        tick: Cell::new(0),
         injector_turn: Cell::new(INJECTOR_EVERY),
         prefer_new: Cell::new(false),
-        timers: RefCell::new(TimerHeap::new(index)),
         timer_turn: Cell::new(TIMER_EVERY),
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),

@@ -1,0 +1,372 @@
+//! Starvation freedom: long loops give way with [`consume_budget`], and a watchdog keeps a
+//! thread that computes without a sync point from holding up the rest of the runtime.
+//!
+//! ```
+//! // A long computation on a fiber: `consume_budget` lets the other threads of its proc run
+//! // now and then (it yields every 128 calls, or at once when the thread has held its proc
+//! // for a whole time slice).
+//! let total = pcml::run(|| {
+//!     let worker = pcml::spawn(|| {
+//!         let mut sum = 0u64;
+//!         for i in 0..1_000_000u64 {
+//!             sum = sum.wrapping_add(i * i);
+//!             pcml::consume_budget();
+//!         }
+//!         sum
+//!     });
+//!     // The same in an async task.
+//!     let task = pcml::spawn_task(async {
+//!         let mut n = 0u64;
+//!         for i in 0..100_000u64 {
+//!             n += i % 7;
+//!             pcml::consume_budget_async().await;
+//!         }
+//!         n
+//!     });
+//!     worker.join().unwrap() + task.join().unwrap()
+//! });
+//! assert!(total > 0);
+//! ```
+//!
+//! pcml switches threads only at sync points: a blocking operation, a `yield_now`, a sync
+//! that completes at once 128 times in a row. A thread that computes for a second without one
+//! holds its proc for that second. What then happens to the proc's other work:
+//! - **Work that may move, moves.** Every runtime has a watchdog thread (as Go's `sysmon`)
+//!   that looks at each proc every [`TICK`] (10 ms). A proc that has run the same thread for
+//!   a whole [`TIME_SLICE`] (10 ms; so seen after 10 to 20 ms) is marked as hogged: the other
+//!   procs then fire its due timers (a task whose `sleep` was armed there wakes on time, on
+//!   another proc), and take its queued async tasks and unstarted fibers as idle procs always
+//!   do (the watchdog wakes one to look). [`consume_budget`] yields at once on a hogged proc,
+//!   whatever its count.
+//! - **Work that cannot move, waits.** A started fiber never leaves its proc (its stack holds
+//!   addresses of the proc's thread-local data), nor does a fiber placed with `spawn_on`. On a
+//!   runtime of one proc nothing can move at all. Then the watchdog says so on stderr, once
+//!   per episode, naming the thread (its id, name and spawn site if it was spawned through a
+//!   [`SpawnBuilder`](crate::SpawnBuilder); a thread that `join` runs on its joiner's stack
+//!   is named as itself if it was spawned so, else as its joiner) when it sees work held up: wake-ups of the proc's fibers waiting in
+//!   its inbox, and on a runtime of one proc also due timers and work sent from outside the
+//!   runtime. (What the hog itself made runnable or spawned on its proc is private to the
+//!   proc: it is moved if it may move, as above, but not seen, so not reported.) [`Builder::watchdog`](crate::Builder::watchdog)
+//!   turns the watchdog off.
+//!
+//! What to do about a hog: call [`consume_budget`] (or `consume_budget_async().await` in a
+//! task) in the loop, or run the computation on the blocking pool with
+//! [`spawn_blocking`](crate::spawn_blocking), which has OS threads of its own.
+//!
+//! # Why pcml does not preempt fibers
+//!
+//! Go preempts a goroutine anywhere by sending its OS thread a signal and switching stacks in
+//! the handler; the Manticore runtime of the Parallel CML paper preempts on a timer signal
+//! too. Both compile every function they may interrupt, so they know at each instruction
+//! where the pointers are and that no lock or half-written structure is live. Rust code
+//! compiled by rustc has no such safepoints, and switching a fiber out at an arbitrary
+//! instruction is unsound in general:
+//! - the fiber may hold a `std::sync::Mutex` guard, a `RefCell` borrow or a spin lock:
+//!   the next fiber on that OS thread that takes it deadlocks or panics, since a lock's owner is
+//!   the OS thread, not the fiber;
+//! - the fiber may be inside `malloc`, the stdout lock or any code that is not
+//!   async-signal-safe: a signal handler that switches stacks there runs other code in the
+//!   middle of it;
+//! - thread-local data (`thread_local!`, `!Send` values on the stack) is tied to the OS thread:
+//!   a fiber switched out in the middle of a `with` on a thread-local lets another fiber see
+//!   or change it half-updated;
+//! - the compiler may keep values in registers across what it believes is straight-line code;
+//!   only a function call that the compiler sees (a sync point) is a place where switching
+//!   stacks is known to preserve them as the calling convention says.
+//!
+//! So preemption stays cooperative, as in tokio and in CML's original implementation on
+//! SML/NJ's cooperative threads: [`consume_budget`] is the cheap preemption point a long loop
+//! offers (a decrement and two loads; a yield when the budget is spent or the watchdog has
+//! asked).
+//!
+//! # Implementation
+//! Each proc stores its turn counter (the count of threads it has picked to run) and the id of
+//! the thread it runs into `ProcWatch`, a cache line only it writes on the hot path (the
+//! turn counter replaced a private one, so a turn costs one more store: the running id). The
+//! watchdog reads both every tick; a proc that is not asleep and whose counter has not moved
+//! for [`TIME_SLICE`] is hogged. The watchdog then stores the counter's value in `preempt`
+//! (which [`consume_budget`] compares with the counter), counts the proc in `Shared::hogs`,
+//! and wakes a sleeping proc. Procs fire the due timers of hogged procs with their own (every
+//! 32 turns and when idle, and an idle proc parks no later than a hogged proc's next timer):
+//! each proc's timer heap is behind a spin lock for that, held only to arm and to take due
+//! timers. When the counter moves again, the watchdog unmarks the proc. While every proc
+//! sleeps, the watchdog sleeps too, until the first proc to wake wakes it.
+//!
+//! # Invariants
+//! - `ProcWatch::turns` and `running` are written only by their proc's worker thread.
+//! - `preempt` is written only by the watchdog; `Shared::hogs` counts the procs it has
+//!   marked and not yet unmarked.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::sched::worker::{self, ProcShared, Shared};
+
+/// How often the watchdog looks at the procs.
+pub const TICK: Duration = Duration::from_millis(10);
+
+/// How long a proc may run one thread before the watchdog marks it as hogged (Go's `sysmon`
+/// preempts after 10 ms too).
+pub const TIME_SLICE: Duration = Duration::from_millis(10);
+
+/// `preempt`'s mark bit: set with the turn counter it was taken at.
+const MARK: u64 = 1 << 63;
+
+/// Marks a task's id in `ProcWatch::running` (ids are far below 2^62).
+pub(crate) const TASK_BIT: u64 = 1 << 62;
+
+/// What a proc shows the watchdog: on a cache line of its own, written by the proc on every
+/// turn and read by the watchdog every tick.
+#[derive(Debug, Default)]
+pub(crate) struct ProcWatch {
+    /// Turns the proc has taken, wrapping (also its turn parity, `Context::turn`). Written by
+    /// the proc only (a plain load and store).
+    pub(crate) turns: AtomicU32,
+    /// The id of the thread the proc runs or last ran (`TASK_BIT` set for a task). Written by
+    /// the proc only.
+    pub(crate) running: AtomicU64,
+    /// `MARK | turns` when the watchdog marked the proc as hogged at that turn count, else 0.
+    /// Written by the watchdog only.
+    pub(crate) preempt: AtomicU64,
+}
+
+impl ProcWatch {
+    /// Whether the watchdog has asked the running thread to give way: it marked the proc at
+    /// the turn that is still running.
+    #[inline]
+    pub(crate) fn preempt_requested(&self) -> bool {
+        // Relaxed, both: a hint; the worst a stale value does is one yield too many or too few.
+        let p = self.preempt.load(Ordering::Relaxed);
+        p == MARK | u64::from(self.turns.load(Ordering::Relaxed))
+    }
+}
+
+/// Counts one unit of work of a long computation, and lets the other threads of the proc run
+/// now and then: a fiber yields (as [`yield_now`](crate::yield_now)) when it has counted 128
+/// units since it last gave way, or at once when it has held its proc for a whole time slice
+/// (see the [module docs](self)).
+///
+/// Call it in loops that do not sync. It costs a decrement and two loads when it does not
+/// yield. In an async task it cannot suspend: use [`consume_budget_async`]. Outside a runtime
+/// it does nothing.
+///
+/// ```
+/// pcml::run(|| {
+///     let ch = pcml::Chan::new();
+///     let tx = ch.clone();
+///     // On one proc, the receiver runs only when the computing fiber gives way.
+///     let rx = pcml::spawn(move || ch.recv());
+///     let mut x = 0u64;
+///     for i in 0..10_000u64 {
+///         x = x.wrapping_mul(31).wrapping_add(i);
+///         pcml::consume_budget();
+///     }
+///     tx.send(x);
+///     assert_eq!(rx.join().unwrap(), x);
+/// });
+/// ```
+#[inline]
+pub fn consume_budget() {
+    if worker::spend_budget_unit() {
+        // Not in a fiber (a task, the worker loop), `yield_fiber` does nothing.
+        worker::yield_fiber();
+    }
+}
+
+/// The async [`consume_budget`]: counts one unit of work, and is pending once (letting the
+/// proc run other threads) when the budget is spent or the watchdog has asked the running
+/// task to give way. Ready at once outside a runtime and in other executors.
+///
+/// ```
+/// pcml::run(|| {
+///     let sum = pcml::spawn_task(async {
+///         let mut sum = 0u64;
+///         for i in 0..10_000u64 {
+///             sum += i;
+///             pcml::consume_budget_async().await;
+///         }
+///         sum
+///     });
+///     assert_eq!(sum.join().unwrap(), 49_995_000);
+/// });
+/// ```
+pub fn consume_budget_async() -> ConsumeBudget {
+    ConsumeBudget { yielded: false }
+}
+
+/// The future of [`consume_budget_async`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct ConsumeBudget {
+    yielded: bool,
+}
+
+impl Future for ConsumeBudget {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.yielded || !worker::spend_budget_unit() {
+            return std::task::Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// The watchdog's view of one proc.
+struct Seen {
+    /// The proc's turn counter when last seen moving.
+    turns: u32,
+    /// When it was first seen at that value.
+    since: Instant,
+    /// Whether the watchdog has marked the proc as hogged.
+    hogged: bool,
+    /// Whether it has reported this episode.
+    reported: bool,
+}
+
+/// Starts `shared`'s watchdog thread.
+pub(crate) fn start(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("pcml-watchdog".into())
+        .spawn(move || run(&shared))
+}
+
+/// The watchdog's loop: until the runtime shuts down, look at every proc each tick.
+fn run(shared: &Shared) {
+    let _own = crate::sched::outside::OwnThread::enter();
+    let now = Instant::now();
+    let mut seen: Vec<Seen> = shared
+        .procs
+        .iter()
+        .map(|p| Seen {
+            turns: p.watch.turns.load(Ordering::Relaxed),
+            since: now,
+            hogged: false,
+            reported: false,
+        })
+        .collect();
+    while !shared.is_shutdown() {
+        if look(shared, &mut seen) {
+            shared.watchdog.park(Some(TICK));
+            continue;
+        }
+        // Every proc sleeps: sleep until the first to wake wakes us (`wake_watchdog`).
+        // SeqCst: pairs with the SeqCst swap in `wake_watchdog` and the procs' SeqCst
+        // updates of `num_sleeping`: either the waking proc sees the flag, or we see it
+        // awake below.
+        shared.watchdog_asleep.store(true, Ordering::SeqCst);
+        if shared.num_sleeping.load(Ordering::SeqCst) == shared.procs.len() && !shared.is_shutdown()
+        {
+            shared.watchdog.park(None);
+        }
+        shared.watchdog_asleep.store(false, Ordering::Relaxed);
+        let now = Instant::now();
+        for (s, p) in seen.iter_mut().zip(shared.procs.iter()) {
+            s.turns = p.watch.turns.load(Ordering::Relaxed);
+            s.since = now;
+        }
+    }
+}
+
+/// Wakes `shared`'s watchdog if it sleeps because every proc slept: called by a proc that
+/// wakes.
+pub(crate) fn wake_watchdog(shared: &Shared) {
+    // SeqCst: see `run`.
+    if shared.watchdog_asleep.load(Ordering::SeqCst)
+        && shared.watchdog_asleep.swap(false, Ordering::SeqCst)
+    {
+        shared.watchdog.unpark();
+    }
+}
+
+/// One look at every proc; returns whether any proc was awake.
+fn look(shared: &Shared, seen: &mut [Seen]) -> bool {
+    let now = Instant::now();
+    let mut awake = false;
+    for (index, (s, p)) in seen.iter_mut().zip(shared.procs.iter()).enumerate() {
+        let turns = p.watch.turns.load(Ordering::Relaxed);
+        // Relaxed: a hint; a proc that has just gone to sleep is seen asleep next tick.
+        let asleep = p.sleeping.load(Ordering::Relaxed);
+        awake |= !asleep;
+        if asleep || turns != s.turns {
+            s.turns = turns;
+            s.since = now;
+            if s.hogged {
+                s.hogged = false;
+                p.watch.preempt.store(0, Ordering::Relaxed);
+                shared.hogs.fetch_sub(1, Ordering::Relaxed);
+            }
+            continue;
+        }
+        if s.hogged {
+            // Still hogged: let a sleeping proc look at what it left waiting.
+            if p.has_queued() || p.held.is_full() || p.timers_due(now) {
+                shared.wake_sleeper();
+            }
+        } else if now.duration_since(s.since) >= TIME_SLICE {
+            s.hogged = true;
+            s.reported = false;
+            p.watch
+                .preempt
+                .store(MARK | u64::from(turns), Ordering::Relaxed);
+            // Relaxed: procs read it as a hint before they lock the hogged proc's timers.
+            shared.hogs.fetch_add(1, Ordering::Relaxed);
+            shared.wake_sleeper();
+        } else {
+            continue;
+        }
+        if !s.reported && stuck_work(shared, p, now) {
+            s.reported = true;
+            report(shared, index, now.duration_since(s.since));
+        }
+    }
+    awake
+}
+
+/// Whether hogged proc `p` is seen holding up work that no other proc can take: wake-ups of
+/// its fibers in its inbox; on a runtime of one proc also due timers and work pushed from
+/// outside the runtime. (What the hog queued on a one-proc runtime is private to the proc.)
+fn stuck_work(shared: &Shared, p: &ProcShared, now: Instant) -> bool {
+    if !p.inbox.is_empty() {
+        return true;
+    }
+    shared.procs.len() == 1 && (p.timers_due(now) || p.has_queued() || !shared.injector.is_empty())
+}
+
+/// Says on stderr that proc `index` has run one thread for `ran` and holds up work that
+/// cannot move.
+fn report(shared: &Shared, index: usize, ran: Duration) {
+    let p = &shared.procs[index];
+    let alone = shared.procs.len() == 1;
+    let running = p.watch.running.load(Ordering::Relaxed);
+    let kind = if running & TASK_BIT != 0 {
+        "task"
+    } else {
+        "fiber"
+    };
+    let thread = crate::sched::dump::describe_thread(running & !TASK_BIT);
+    let what = if alone {
+        "it is the runtime's only proc, so nothing else of the runtime runs meanwhile (its \
+         other threads, timers and I/O wake-ups wait)"
+    } else {
+        "its fibers wait for it (started fibers never move); other procs take its queued \
+         tasks, unstarted fibers and due timers"
+    };
+    hog_log(&format!(
+        "pcml: {kind} {thread} has run on proc {index} for {} ms without a sync point; {what}. \
+         Call pcml::consume_budget() in long loops (consume_budget_async().await in a task), \
+         or run the computation with pcml::spawn_blocking",
+        ran.as_millis()
+    ));
+}
+
+/// Where hog reports go (stderr).
+fn hog_log(text: &str) {
+    eprintln!("{text}");
+}
