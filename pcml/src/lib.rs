@@ -56,6 +56,7 @@ pub mod event;
 pub mod fiber;
 pub mod io;
 pub mod lock;
+pub mod log;
 pub(crate) mod loom;
 pub mod mailbox;
 pub mod mp;

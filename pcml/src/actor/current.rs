@@ -136,6 +136,14 @@ pub(super) struct FiberActor {
     life: Option<Life>,
 }
 
+/// Makes room in a [`FIBERS`] table for slot `slot`. Out of line: the table grows to the
+/// proc's most fibers once, and the common path stays small enough to inline.
+#[cold]
+#[inline(never)]
+fn grow(t: &mut Vec<Option<Entry>>, slot: usize) {
+    t.resize_with(slot + 1, || None);
+}
+
 impl FiberActor {
     /// Enters the calling fiber's actor, whose life is `life`.
     pub(super) fn enter(mut life: Life) -> Self {
@@ -150,7 +158,7 @@ impl FiberActor {
         let prev = FIBERS.with(|t| {
             let mut t = t.borrow_mut();
             if t.len() <= slot {
-                t.resize_with(slot + 1, || None);
+                grow(&mut t, slot);
             }
             t[slot].replace((id, rec))
         });

@@ -459,8 +459,8 @@ pub(crate) fn finish<M: Send + 'static>(
         // one. So there is nobody to tell and nothing to close: the mailbox goes with the
         // record when that reference is dropped, right after, and the lock `die` takes (an
         // atomic read-modify-write) is not needed. The common end of an actor nobody kept.
-        if let Some(report) = report {
-            eprintln!("pcml: {} died unobserved: {report}", rec.id);
+        if reason.is_abnormal() {
+            crate::log::actor_ended(rec.id, &reason, report.as_deref(), false);
         }
         return;
     }
@@ -468,8 +468,8 @@ pub(crate) fn finish<M: Send + 'static>(
         Died::Leaving(remains) => remains,
         Died::Quietly => {
             // Nobody watches it.
-            if let Some(report) = report {
-                eprintln!("pcml: {} died unobserved: {report}", rec.id);
+            if reason.is_abnormal() {
+                crate::log::actor_ended(rec.id, &reason, report.as_deref(), false);
             }
             return;
         }
@@ -478,11 +478,9 @@ pub(crate) fn finish<M: Send + 'static>(
     drop(remains.parked);
     drop(remains.left);
     let ext = remains.ext;
-    let observed = ext.as_ref().is_some_and(|e| e.has_observers());
-    if let Some(report) = report
-        && !observed
-    {
-        eprintln!("pcml: {} died unobserved: {report}", rec.id);
+    if reason.is_abnormal() {
+        let observed = ext.as_ref().is_some_and(|e| e.has_observers());
+        crate::log::actor_ended(rec.id, &reason, report.as_deref(), observed);
     }
     if let Some(ext) = ext {
         (*ext).notify(rec.id, &reason);

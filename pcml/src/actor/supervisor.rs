@@ -426,6 +426,13 @@ impl Supervisor {
             }
             recent.push_back(now);
             if recent.len() > max_restarts as usize {
+                crate::log::supervisor_gave_up(
+                    ctx.id(),
+                    &kids[i].spec.name,
+                    &reason,
+                    max_restarts,
+                    period,
+                );
                 terminate_all(&mut ctx, &mut kids, None).await;
                 raise(
                     ctx.id(),
@@ -439,12 +446,19 @@ impl Supervisor {
             match strategy {
                 Strategy::OneForOne => {
                     kids[i].restarts += 1;
+                    crate::log::child_restarted(
+                        ctx.id(),
+                        &kids[i].spec.name,
+                        &reason,
+                        kids[i].restarts,
+                    );
                     start_child(&ctx, &mut kids[i]);
                 }
                 Strategy::OneForAll => {
                     terminate_all(&mut ctx, &mut kids, Some(i)).await;
                     for k in kids.iter_mut() {
                         k.restarts += 1;
+                        crate::log::child_restarted(ctx.id(), &k.spec.name, &reason, k.restarts);
                         start_child(&ctx, k);
                     }
                 }

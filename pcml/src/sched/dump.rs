@@ -346,9 +346,12 @@ impl SpawnBuilder {
     {
         let site = Location::caller();
         let name = self.name;
-        crate::try_spawn(move || {
-            let _l = Labelled::enter(name, site);
-            f()
+        let label = name.clone();
+        crate::log::with_spawn_label(label.as_ref(), site, || {
+            crate::try_spawn(move || {
+                let _l = Labelled::enter(name, site);
+                f()
+            })
         })
     }
 
@@ -375,9 +378,12 @@ impl SpawnBuilder {
     {
         let site = Location::caller();
         let name = self.name;
-        crate::try_spawn_on(proc, move || {
-            let _l = Labelled::enter(name, site);
-            f()
+        let label = name.clone();
+        crate::log::with_spawn_label(label.as_ref(), site, || {
+            crate::try_spawn_on(proc, move || {
+                let _l = Labelled::enter(name, site);
+                f()
+            })
         })
     }
 
@@ -396,9 +402,12 @@ impl SpawnBuilder {
         }
         let site = Location::caller();
         let name = self.name;
-        Ok(crate::spawn_task(async move {
-            let _l = Labelled::enter(name, site);
-            fut.await
+        let label = name.clone();
+        Ok(crate::log::with_spawn_label(label.as_ref(), site, || {
+            crate::spawn_task(async move {
+                let _l = Labelled::enter(name, site);
+                fut.await
+            })
         }))
     }
 }

@@ -143,7 +143,7 @@ impl Driver {
                 }
                 // Nothing sensible to retry: stop, and let every waiter see its source closed
                 // rather than hang.
-                eprintln!("pcml: the I/O driver stopped: epoll_wait failed: {e}");
+                crate::log::io_driver_error("the I/O driver stopped: epoll_wait failed", &e);
                 break;
             }
             for ev in events.iter() {
@@ -239,7 +239,7 @@ impl Driver {
         // Release: pairs with the driver thread's Acquire load after `poll` returns.
         self.stopped.store(true, Ordering::Release);
         if let Err(e) = self.waker.wake() {
-            eprintln!("pcml: could not wake the I/O driver to stop it: {e}");
+            crate::log::io_driver_error("could not wake the I/O driver to stop it", &e);
             return;
         }
         let handle = lock(&self.thread).take();

@@ -207,6 +207,17 @@ impl JoinError {
     }
 }
 
+impl JoinError {
+    /// A panic's full report (message, location, backtrace if captured).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn panic_report(&self) -> Option<&str> {
+        match &self.0.repr {
+            Repr::Panicked { report, .. } => Some(report),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> Option<&str> {
     payload
         .downcast_ref::<&'static str>()
@@ -290,6 +301,7 @@ impl<T> JoinState<T> {
 
     /// Publishes the thread's outcome and wakes the joiner. Called once.
     pub(crate) fn complete(&self, outcome: Result<T, JoinError>) {
+        crate::log::exited(self.id, outcome.as_ref().err());
         // SAFETY: before DONE only the completer touches `result`.
         self.result.with_mut(|r| unsafe { *r = Some(outcome) });
         // AcqRel: the Release half publishes `result` to the handle's Acquire loads; the Acquire
@@ -486,11 +498,9 @@ impl<T: Send> JoinTarget<T> for JoinState<T> {
     }
 }
 
-/// Prints the failure of a thread whose result nobody will see.
+/// Reports the failure of a thread whose result nobody will see.
 pub(crate) fn report_unobserved(e: &JoinError) {
-    if e.is_panic() {
-        eprintln!("{e} (its JoinHandle was dropped, so nobody joined it)");
-    }
+    crate::log::unobserved_failure(e);
 }
 
 /// An owned permission to wait for a thread's result.

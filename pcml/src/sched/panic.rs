@@ -103,11 +103,15 @@ pub(crate) fn install_hook() {
                     // The previous hook would print a backtrace on a stack too small for it.
                     let msg = crate::sched::join::payload_message(info.payload())
                         .unwrap_or("Box<dyn Any>");
+                    let note = no_backtrace_note(left);
                     match info.location() {
-                        Some(loc) => eprintln!("pcml fiber panicked at {loc}:\n{msg}"),
-                        None => eprintln!("pcml fiber panicked:\n{msg}"),
+                        Some(loc) => crate::log::hook_output(format_args!(
+                            "pcml fiber panicked at {loc}:\n{msg}\n{note}"
+                        )),
+                        None => crate::log::hook_output(format_args!(
+                            "pcml fiber panicked:\n{msg}\n{note}"
+                        )),
                     }
-                    eprintln!("{}", no_backtrace_note(left));
                     return;
                 }
                 previous(info);

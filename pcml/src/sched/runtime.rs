@@ -601,11 +601,15 @@ impl Runtime {
             MainState::Deadlock {
                 blocked,
                 waiting_for_stack,
-            } => Err(RuntimeError::Deadlock {
-                blocked,
-                waiting_for_stack,
-                dump: dump.unwrap_or_default(),
-            }),
+            } => {
+                let dump = dump.unwrap_or_default();
+                crate::log::deadlock(blocked, waiting_for_stack, &dump);
+                Err(RuntimeError::Deadlock {
+                    blocked,
+                    waiting_for_stack,
+                    dump,
+                })
+            }
             MainState::Running => unreachable!("MainSlot::wait returns settled states"),
         }
     }

@@ -437,6 +437,8 @@ where
             // SAFETY: as above.
             unsafe { self.free() };
         }
+        // Ended without its join state (the joiner takes the outcome straight).
+        crate::log::exited(self.join.id, outcome.as_ref().err());
         Some(outcome)
     }
 }
@@ -486,12 +488,17 @@ where
 
     fn run(&self) {
         let f = self.take().expect("pcml: a fiber body ran twice");
-        if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
-            if worker::context().is_some_and(|c| c.is_shutting_down()) {
-                // Dropped at shutdown: let the unwind reach the coroutine's root.
-                resume_unwind(p);
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(()) => crate::log::exited(self.id, None),
+            Err(p) => {
+                if worker::context().is_some_and(|c| c.is_shutting_down()) {
+                    // Dropped at shutdown: let the unwind reach the coroutine's root.
+                    resume_unwind(p);
+                }
+                let e = crate::sched::panic::join_error(self.id, p);
+                crate::log::exited(self.id, Some(&e));
+                crate::sched::join::report_unobserved(&e);
             }
-            crate::sched::join::report_unobserved(&crate::sched::panic::join_error(self.id, p));
         }
     }
 
@@ -530,6 +537,7 @@ where
         return Err(f);
     }
     let id = ThreadId::next();
+    crate::log::spawned(id, crate::log::Kind::Fiber);
     let value = LoneFiber {
         id,
         f: PlainCell::new(Some(f)),
@@ -589,6 +597,7 @@ where
     T: Send + 'static,
 {
     let id = ThreadId::next();
+    crate::log::spawned(id, crate::log::Kind::Fiber);
     let value = FiberCell {
         refs: RefCount::new(2),
         join: JoinState::new_inline(id),
@@ -827,6 +836,7 @@ where
 {
     let shared = with_runtime("pcml::spawn_blocking", Arc::clone);
     let id = ThreadId::next();
+    crate::log::spawned(id, crate::log::Kind::Blocking);
     let join = JoinState::new(id);
     let handle = JoinHandle::new(join.clone());
     BlockingPool::submit(

@@ -155,12 +155,12 @@ unsafe impl<F: Future + Send, J: Sync> Sync for TaskCell<F, J> where F::Output: 
 
 /// Where a finished task's outcome goes.
 pub(crate) trait Completion<T>: Send + Sync + 'static {
-    /// Takes the outcome of the task (once).
-    fn complete(&self, outcome: Result<T, crate::JoinError>);
+    /// Takes the outcome of task `id` (once).
+    fn complete(&self, id: ThreadId, outcome: Result<T, crate::JoinError>);
 }
 
 impl<T: Send + 'static> Completion<T> for JoinState<T> {
-    fn complete(&self, outcome: Result<T, crate::JoinError>) {
+    fn complete(&self, _id: ThreadId, outcome: Result<T, crate::JoinError>) {
         JoinState::complete(self, outcome);
     }
 }
@@ -170,9 +170,10 @@ impl<T: Send + 'static> Completion<T> for JoinState<T> {
 pub(crate) struct Detached;
 
 impl<T> Completion<T> for Detached {
-    fn complete(&self, outcome: Result<T, crate::JoinError>) {
-        if let Err(e) = outcome {
-            crate::sched::join::report_unobserved(&e);
+    fn complete(&self, id: ThreadId, outcome: Result<T, crate::JoinError>) {
+        crate::log::exited(id, outcome.as_ref().err());
+        if let Err(e) = &outcome {
+            crate::sched::join::report_unobserved(e);
         }
     }
 }
@@ -317,7 +318,7 @@ where
             self.future.with_mut(|f| unsafe { *f = None });
             // Release: nothing reads the future after DONE; orders the drop before it.
             state.store(DONE, Ordering::Release);
-            self.join.complete(outcome);
+            self.join.complete(self.header.id, outcome);
             return TaskRun::Finished;
         }
         if self.header.registry_key.load(Ordering::Relaxed) == NOT_REGISTERED {
@@ -354,7 +355,7 @@ where
                 Ok(()) => crate::JoinError::cancelled(self.header.id),
                 Err(p) => crate::sched::panic::join_error(self.header.id, p),
             };
-            self.join.complete(Err(outcome));
+            self.join.complete(self.header.id, Err(outcome));
         }
     }
 }
@@ -381,7 +382,7 @@ where
             Ok(()) => crate::JoinError::aborted(self.header.id),
             Err(p) => crate::sched::panic::join_error(self.header.id, p),
         };
-        self.join.complete(Err(outcome));
+        self.join.complete(self.header.id, Err(outcome));
         TaskRun::Finished
     }
 
@@ -557,6 +558,7 @@ where
     F::Output: Send + 'static,
     J: Completion<F::Output>,
 {
+    crate::log::spawned(id, crate::log::Kind::Task);
     // Written straight into its block (`Box::new` built the cell on the stack, then copied
     // it there, future and all).
     let mut cell = Box::<TaskCell<F, J>>::new_uninit();
