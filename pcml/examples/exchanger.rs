@@ -12,7 +12,9 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pcml::event::{BaseEvent, Blocked, Event, Match, OwnWaiter, Waiter};
+use pcml::event::Event;
+
+use pcml::event::base::{BaseEvent, Blocked, Match, OwnWaiter, Waiter};
 
 /// Two threads meet and swap values; cheap to clone (all clones are the same exchanger).
 pub struct Exchanger<T> {

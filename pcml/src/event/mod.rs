@@ -103,6 +103,7 @@
 //! - Guard, `with_nack` and wrapper functions never run with a channel locked or a record
 //!   `Claimed`; a panic in them propagates to the syncing thread with the protocol settled.
 
+pub mod base;
 pub(crate) mod branch;
 pub mod guide;
 pub(crate) mod nack;
@@ -120,7 +121,8 @@ use std::future::IntoFuture;
 use self::branch::{Branch, DirectBase, DirectLeaf, Leaf, Mapped, SharedMap};
 use self::sync::Prepared;
 
-pub use self::rep::{BaseEvent, Blocked, Commit, Match, OwnWaiter, SelfSynch, TrySynch, Waiter};
+pub use self::rep::BaseEvent;
+pub(crate) use self::rep::{Blocked, Commit, Match, OwnWaiter, SelfSynch, Waiter};
 pub use self::shared::SharedEvent;
 pub use self::sync::SyncFuture;
 
@@ -215,7 +217,8 @@ impl<T: Send + 'static> Event<T> {
     /// phases of [`BaseEvent`].
     ///
     /// ```
-    /// use pcml::event::{BaseEvent, Blocked, Event, OwnWaiter};
+    /// use pcml::event::{Event};
+    /// use pcml::event::base::{BaseEvent, Blocked, OwnWaiter};
     ///
     /// /// An event that is always enabled with a fixed value (what `always` does).
     /// struct Ready(Option<u8>);

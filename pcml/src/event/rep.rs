@@ -684,7 +684,8 @@ pub enum Blocked<O> {
 /// A one-shot flag whose event is enabled once set (Figure 15's `cvar`):
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use pcml::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch, Waiter};
+/// use pcml::event::{Event};
+/// use pcml::event::base::{BaseEvent, Blocked, OwnWaiter, SelfSynch, Waiter};
 ///
 /// #[derive(Default)]
 /// struct Flag { state: Mutex<(bool, Vec<Waiter>)> }
@@ -764,7 +765,7 @@ pub trait BaseEvent: Send + 'static {
     /// default the event's type name. Override it to name the object (and its state).
     ///
     /// ```
-    /// use pcml::event::{BaseEvent, Blocked, OwnWaiter};
+    /// use pcml::event::base::{BaseEvent, Blocked, OwnWaiter};
     /// struct Forever;
     /// impl BaseEvent for Forever {
     ///     type Output = ();
