@@ -1,0 +1,629 @@
+//! pcml nodes against real Erlang nodes: each test starts its own EPMD on a private port and
+//! its own `erl` nodes on 127.0.0.1, and kills them (by pid) when it ends. Tests that need
+//! `erl` print why they skip when it is absent (`.ci/run` installs it).
+//!
+//! The property tests of the frame decoder at the end need no Erlang.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pcml::actor::{self, Ctx, ExitReason, Signal};
+use pcml_dist::term::{Atom, ErlPid, FromTerm, Term, atom, is_atom, tuple};
+use pcml_dist::{DistError, Node, NodeBuilder};
+
+/// How long any one wait for Erlang may take before the test fails.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A child process killed and reaped on drop.
+struct Kid(Child);
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn have_erl() -> bool {
+    let ok = Command::new("erl")
+        .args(["-noshell", "-eval", "halt()."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        println!("skipped: `erl` is not installed (apt-get install erlang-base; .ci/run does)");
+    }
+    ok
+}
+
+static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
+
+/// A private EPMD.
+struct Epmd {
+    port: u16,
+    _kid: Kid,
+}
+
+fn epmd() -> Epmd {
+    // A port nobody listens on, different for each test of this process.
+    let base = 20000 + (std::process::id() % 2000) as u16 * 10;
+    loop {
+        let port = base + NEXT_PORT.fetch_add(1, Ordering::Relaxed);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
+        }
+        let kid = Kid(Command::new("epmd")
+            .args(["-port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("epmd runs"));
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < WAIT, "epmd did not start on {port}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        return Epmd { port, _kid: kid };
+    }
+}
+
+/// An `erl` node running `script`, whose output lines the test reads.
+struct Erl {
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    kid: Kid,
+}
+
+fn erl(e: &Epmd, name: &str, cookie: &str, script: &str) -> Erl {
+    let mut kid = Command::new("erl")
+        .args([
+            "-name",
+            &format!("{name}@127.0.0.1"),
+            "-setcookie",
+            cookie,
+            "-noshell",
+            "-noinput",
+            "-eval",
+            script,
+        ])
+        .env("ERL_EPMD_PORT", e.port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("erl runs");
+    let out = kid.stdout.take().expect("stdout is piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines() {
+            let Ok(l) = l else { return };
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    Erl {
+        lines: rx,
+        seen: Vec::new(),
+        kid: Kid(kid),
+    }
+}
+
+impl Erl {
+    /// The first line that starts with `prefix` (waiting in pcml time, so the node runs).
+    fn expect(&mut self, prefix: &str) -> String {
+        let t = Instant::now();
+        loop {
+            match self.lines.try_recv() {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if l.starts_with(prefix) {
+                        return l;
+                    }
+                }
+                Err(mpsc::TryRecvError::Empty) => {
+                    assert!(
+                        t.elapsed() < WAIT,
+                        "no line {prefix:?} from erl; it printed {:?}",
+                        self.seen
+                    );
+                    pcml::time::sleep(Duration::from_millis(5));
+                }
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    panic!(
+                        "erl ended without printing {prefix:?}; it printed {:?}",
+                        self.seen
+                    )
+                }
+            }
+        }
+    }
+
+    /// Kills the Erlang node now.
+    fn kill(&mut self) {
+        let _ = self.kid.0.kill();
+        let _ = self.kid.0.wait();
+    }
+}
+
+fn node(e: &Epmd, name: &str, cookie: &str) -> Node {
+    NodeBuilder::new(&format!("{name}@127.0.0.1"))
+        .cookie(cookie)
+        .epmd_port(e.port)
+        .start()
+        .expect("the node starts")
+}
+
+/// A raw `Term` actor answering `{Pid, T}` with `{echo, T}`, ending on `stop`.
+fn spawn_echo(node: &Node) -> pcml::actor::Pid<Term> {
+    let n = node.clone();
+    actor::spawn(move |mut ctx: Ctx<Term>| {
+        loop {
+            let t = ctx.receive();
+            if is_atom(&t, "stop") {
+                return;
+            }
+            if let Ok((from, msg)) = <(ErlPid, Term)>::from_term(t) {
+                let _ = n
+                    .pid_of::<Term>(&from)
+                    .unwrap()
+                    .send(tuple(vec![atom("echo"), msg]));
+            }
+        }
+    })
+}
+
+/// Runs `f` on a 2-proc pcml runtime.
+fn run(f: impl FnOnce() + Send + 'static) {
+    pcml::Runtime::builder()
+        .procs(2)
+        .build()
+        .unwrap()
+        .block_on(f)
+        .unwrap();
+}
+
+#[test]
+fn send_both_ways_and_names() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p1", "c1");
+        let echo = spawn_echo(&node);
+        node.register("t1echo", &echo).unwrap();
+        let (tx, rx) = pcml::chan::unbounded::<ErlPid>();
+        let spy = actor::spawn(move |mut ctx: Ctx<(ErlPid, Term)>| {
+            let (from, _) = ctx.receive();
+            let _ = tx.send(from);
+        });
+        node.register("t1spy", &spy).unwrap();
+        let mut erl = erl(
+            &e,
+            "e1",
+            "c1",
+            r#"P = 'p1@127.0.0.1',
+            pong = net_adm:ping(P),
+            true = lists:member(P, nodes()),
+            {t1echo, P} ! {self(), hello},
+            receive {echo, hello} -> io:format("ECHO hello~n") end,
+            {t1echo, P} ! {self(), [1, -7, 2.5, <<"b">>, "str", {a, #{k => v}}, 12345678901234567890]},
+            receive {echo, Y} -> io:format("ECHO ~w~n", [Y]) end,
+            register(erlbox, self()),
+            {t1spy, P} ! {self(), here},
+            receive {from_pcml, X} -> io:format("NAMED ~w~n", [X]) end,
+            receive {direct, Z} -> Z ! {reply, self()}, io:format("DIRECT~n") end,
+            receive {typed, S} -> io:format("TYPED ~w~n", [S]) end,
+            {t1echo, P} ! stop,
+            io:format("DONE~n"),
+            receive never -> ok end."#,
+        );
+        assert_eq!(erl.expect("ECHO"), "ECHO hello");
+        assert_eq!(
+            erl.expect("ECHO"),
+            "ECHO [1,-7,2.5,<<98>>,[115,116,114],{a,#{k => v}},12345678901234567890]"
+        );
+        let erl_pid = rx.recv().unwrap();
+        assert_eq!(erl_pid.node.name, "e1@127.0.0.1");
+        assert!(node.nodes().contains(&"e1@127.0.0.1".to_string()));
+        // A registered Erlang process, by name.
+        node.send_named("e1@127.0.0.1", "erlbox", (Atom::from("from_pcml"), 42u8))
+            .unwrap();
+        assert_eq!(erl.expect("NAMED"), "NAMED 42");
+        // A pcml actor's pid given to Erlang, which answers it.
+        let mut me = Ctx::<(Atom, ErlPid)>::new();
+        let my_erl = node.erl_pid(&me.pid());
+        node.send(&erl_pid, (Atom::from("direct"), my_erl)).unwrap();
+        erl.expect("DIRECT");
+        let (tag, from) = me.receive();
+        assert_eq!((tag.name.as_str(), &from), ("reply", &erl_pid));
+        // A typed pcml pid for the Erlang process.
+        let typed = node.pid_of::<(Atom, String)>(&erl_pid).unwrap();
+        typed
+            .send((Atom::from("typed"), "str".to_string()))
+            .unwrap();
+        assert_eq!(erl.expect("TYPED"), "TYPED <<115,116,114>>");
+        erl.expect("DONE");
+        // The echo ended on `stop`, and its name with it.
+        let t = Instant::now();
+        while echo.is_alive() {
+            assert!(t.elapsed() < WAIT);
+            pcml::time::sleep(Duration::from_millis(5));
+        }
+        assert!(matches!(
+            node.send_named("p1@127.0.0.1", "t1echo", atom("x")),
+            Err(DistError::NoProcess(_))
+        ));
+    });
+}
+
+/// Waits (in pcml time) for a thread to finish and returns its result.
+fn join_thread<T: Send + 'static>(h: std::thread::JoinHandle<T>) -> T {
+    let t = Instant::now();
+    while !h.is_finished() {
+        assert!(t.elapsed() < WAIT, "a helper thread hangs");
+        pcml::time::sleep(Duration::from_millis(5));
+    }
+    h.join().unwrap()
+}
+
+#[test]
+fn links_and_monitors_both_ways() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p2", "c2");
+        let mut me = Ctx::<Term>::new();
+        node.register("t2ctl", &me.pid()).unwrap();
+        let a = actor::spawn(|mut ctx: Ctx<Term>| {
+            loop {
+                ctx.receive();
+            }
+        });
+        let b = actor::spawn(|mut ctx: Ctx<Term>| {
+            ctx.receive();
+        });
+        node.register("t2b", &b).unwrap();
+        let c = actor::spawn(|mut ctx: Ctx<Term>| {
+            loop {
+                ctx.receive();
+            }
+        });
+        let c_mon = me.monitor(&c);
+        let mut erl = erl(
+            &e,
+            "e2",
+            "c2",
+            r#"P = 'p2@127.0.0.1',
+            register(ctl, self()),
+            process_flag(trap_exit, true),
+            pong = net_adm:ping(P),
+            io:format("READY~n"),
+            receive {pids, A, C} -> ok end,
+            link(A),
+            {t2ctl, P} ! linked_a,
+            receive {'EXIT', A, R1} -> io:format("EXIT_A ~w~n", [R1]) end,
+            M = monitor(process, {t2b, P}),
+            {t2ctl, P} ! monitoring_b,
+            receive {'DOWN', M, process, Who, R2} -> io:format("DOWN_B ~w ~w~n", [Who, R2]) end,
+            M2 = monitor(process, A),
+            receive {'DOWN', M2, process, _, R3} -> io:format("DOWN_DEAD ~w~n", [R3]) end,
+            link(A),
+            receive {'EXIT', A, R4} -> io:format("LINK_DEAD ~w~n", [R4]) end,
+            exit(C, kill),
+            W = spawn(fun() -> receive go -> exit({shutdown, crash}) end end),
+            {t2ctl, P} ! {worker, W},
+            V = spawn(fun() -> process_flag(trap_exit, true),
+                               receive {'EXIT', _, Why} -> io:format("EXIT_V ~w~n", [Why]) end end),
+            {t2ctl, P} ! {victim, V},
+            receive never -> ok end."#,
+        );
+        erl.expect("READY");
+        let (a_erl, c_erl) = (node.erl_pid(&a), node.erl_pid(&c));
+        node.send_named("e2@127.0.0.1", "ctl", (atom("pids"), a_erl, c_erl))
+            .unwrap();
+        // Erlang links to a pcml actor, which is killed: Erlang gets the reason.
+        assert!(is_atom(&me.receive(), "linked_a"));
+        a.kill("boom");
+        assert_eq!(erl.expect("EXIT_A"), "EXIT_A boom");
+        // Erlang monitors a pcml actor by name; it ends normally.
+        assert!(is_atom(&me.receive(), "monitoring_b"));
+        b.send(atom("stop")).unwrap();
+        assert_eq!(erl.expect("DOWN_B"), "DOWN_B {t2b,'p2@127.0.0.1'} normal");
+        // Monitoring and linking a dead pcml actor: noproc.
+        assert_eq!(erl.expect("DOWN_DEAD"), "DOWN_DEAD noproc");
+        assert_eq!(erl.expect("LINK_DEAD"), "LINK_DEAD noproc");
+        // Erlang's exit(C, kill).
+        assert_eq!(
+            me.receive_signal(),
+            Signal::Down {
+                monitor: c_mon,
+                actor: c.id(),
+                reason: ExitReason::Killed("killed".into())
+            }
+        );
+        // A pcml actor links to and monitors an Erlang process, which exits.
+        let w = <(Atom, ErlPid)>::from_term(me.receive()).unwrap().1;
+        let wp = node.pid_of::<Term>(&w).unwrap();
+        me.trap_exits(true);
+        me.link(&wp);
+        let w_mon = me.monitor(&wp);
+        wp.send(atom("go")).unwrap();
+        let crash = ExitReason::Killed("{shutdown,crash}".into());
+        let mut got = vec![me.receive_signal(), me.receive_signal()];
+        got.sort_by_key(|s| matches!(s, Signal::Down { .. }));
+        assert_eq!(
+            got,
+            vec![
+                Signal::Exit {
+                    from: wp.id(),
+                    reason: crash.clone()
+                },
+                Signal::Down {
+                    monitor: w_mon,
+                    actor: wp.id(),
+                    reason: crash
+                },
+            ]
+        );
+        assert_eq!(node.remote_of(wp.id()), Some(w));
+        // A pcml actor linked to an Erlang process dies: the process gets the reason.
+        let v = <(Atom, ErlPid)>::from_term(me.receive()).unwrap().1;
+        let vp = node.pid_of::<Term>(&v).unwrap();
+        let d = actor::spawn(move |mut ctx: Ctx<()>| {
+            ctx.link(&vp);
+            ctx.receive();
+        });
+        pcml::time::sleep(Duration::from_millis(50));
+        d.kill("bye");
+        assert_eq!(erl.expect("EXIT_V"), "EXIT_V bye");
+    });
+}
+
+#[test]
+fn node_down_both_ways() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p3", "c3");
+        let mut me = Ctx::<ErlPid>::new();
+        node.register("t3ctl", &me.pid()).unwrap();
+        let mut doomed = erl(
+            &e,
+            "e3b",
+            "c3",
+            r#"{t3ctl, 'p3@127.0.0.1'} ! self(), receive never -> ok end."#,
+        );
+        let w = me.receive();
+        let wp = node.pid_of::<Term>(&w).unwrap();
+        let mon = me.monitor(&wp);
+        // Let the proxy's own monitor reach Erlang before the node dies.
+        pcml::time::sleep(Duration::from_millis(100));
+        doomed.kill();
+        assert_eq!(
+            me.receive_signal(),
+            Signal::Down {
+                monitor: mon,
+                actor: wp.id(),
+                reason: ExitReason::Killed("noconnection".into())
+            }
+        );
+        assert!(!node.nodes().contains(&"e3b@127.0.0.1".to_string()));
+        let mut watcher = erl(
+            &e,
+            "e3a",
+            "c3",
+            r#"P = 'p3@127.0.0.1',
+            pong = net_adm:ping(P),
+            monitor_node(P, true),
+            io:format("UP~n"),
+            receive {nodedown, P} -> io:format("NODEDOWN~n") end,
+            receive never -> ok end."#,
+        );
+        watcher.expect("UP");
+        node.stop();
+        watcher.expect("NODEDOWN");
+    });
+}
+
+#[test]
+fn wrong_cookie_is_refused() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p4", "right");
+        let mut erl = erl(
+            &e,
+            "e4",
+            "wrong",
+            r#"R = net_adm:ping('p4@127.0.0.1'), io:format("PING ~w~n", [R]),
+            receive never -> ok end."#,
+        );
+        assert_eq!(erl.expect("PING"), "PING pang");
+        match node.connect("e4@127.0.0.1") {
+            Err(DistError::Cookie(why)) => assert!(why.contains("cookie"), "{why}"),
+            other => panic!("expected a cookie error, got {other:?}"),
+        }
+        assert!(node.nodes().is_empty());
+    });
+}
+
+/// Handshakes with a pcml node as `raw@127.0.0.1`, over a plain socket.
+fn raw_connect(port: u16, cookie: &str) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    let send = |s: &mut std::net::TcpStream, b: &[u8]| {
+        let mut out = (b.len() as u16).to_be_bytes().to_vec();
+        out.extend_from_slice(b);
+        s.write_all(&out).unwrap();
+    };
+    let recv = |s: &mut std::net::TcpStream| {
+        let mut l = [0u8; 2];
+        s.read_exact(&mut l).unwrap();
+        let mut b = vec![0u8; u16::from_be_bytes(l) as usize];
+        s.read_exact(&mut b).unwrap();
+        b
+    };
+    let name = b"raw@127.0.0.1";
+    let mut hello = vec![b'N'];
+    hello.extend_from_slice(&0x1_0307_3fbdu64.to_be_bytes());
+    hello.extend_from_slice(&7u32.to_be_bytes());
+    hello.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    hello.extend_from_slice(name);
+    send(&mut s, &hello);
+    assert_eq!(recv(&mut s), b"sok");
+    let ch = recv(&mut s);
+    let challenge = u32::from_be_bytes([ch[9], ch[10], ch[11], ch[12]]);
+    let digest = |c: u32| -> [u8; 16] {
+        use md5::Digest;
+        let mut h = md5::Md5::new();
+        h.update(cookie.as_bytes());
+        h.update(c.to_string().as_bytes());
+        h.finalize().into()
+    };
+    let mut reply = vec![b'r'];
+    reply.extend_from_slice(&99u32.to_be_bytes());
+    reply.extend_from_slice(&digest(challenge));
+    send(&mut s, &reply);
+    let ack = recv(&mut s);
+    assert_eq!(ack[1..], digest(99));
+    s
+}
+
+/// Whether the peer closes `s` (reads to the end, skipping ticks).
+fn closed_by_peer(s: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let mut b = [0u8; 256];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn malformed_and_oversized_frames_close_the_connection() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p5", "c5");
+        let echo = spawn_echo(&node);
+        node.register("t5echo", &echo).unwrap();
+        let port = node.port();
+        let bad_frames: Vec<Vec<u8>> = vec![
+            vec![0x7f, 0xff, 0xff, 0xff], // 2 GiB announced
+            vec![0, 0, 0, 8, 112, 131, 108, 255, 255, 255, 255, 0], // a list of 4G elements
+            vec![0, 0, 0, 3, 7, 7, 7],    // no pass-through byte
+            {
+                // nesting 1000 deep
+                let mut f = vec![112, 131];
+                for _ in 0..1000 {
+                    f.extend_from_slice(&[104, 1]);
+                }
+                f.push(106);
+                let mut out = (f.len() as u32).to_be_bytes().to_vec();
+                out.extend(f);
+                out
+            },
+            vec![0, 0, 0, 4, 112, 131, 82, 0], // an atom cache reference
+        ];
+        for f in bad_frames {
+            let closed = join_thread(std::thread::spawn(move || {
+                use std::io::Write;
+                let mut s = raw_connect(port, "c5");
+                s.write_all(&f).unwrap();
+                closed_by_peer(&mut s)
+            }));
+            assert!(closed, "the node kept a connection after a bad frame");
+        }
+        // The node still serves: a registered send from a raw peer is answered.
+        let reply = join_thread(std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut s = raw_connect(port, "c5");
+            let from = Term::from(ErlPid::new("raw@127.0.0.1", 1, 0, 7));
+            let ctrl = tuple(vec![
+                Term::from(pcml_dist::term::FixInteger::from(6)),
+                from.clone(),
+                atom(""),
+                atom("t5echo"),
+            ]);
+            let mut body = vec![112];
+            ctrl.encode(&mut body).unwrap();
+            tuple(vec![from, atom("hi")]).encode(&mut body).unwrap();
+            let mut out = (body.len() as u32).to_be_bytes().to_vec();
+            out.extend(body);
+            s.write_all(&out).unwrap();
+            // Frames until a SEND carrying {echo, hi}.
+            loop {
+                let mut l = [0u8; 4];
+                s.read_exact(&mut l).unwrap();
+                let mut b = vec![0u8; u32::from_be_bytes(l) as usize];
+                s.read_exact(&mut b).unwrap();
+                if b.is_empty() {
+                    continue;
+                }
+                let (ctrl, n) = pcml_dist::wire::decode_term(&b[1..]).unwrap();
+                if ctrl.to_string().starts_with("{2,") {
+                    return pcml_dist::wire::decode_term(&b[1 + n..]).unwrap().0;
+                }
+            }
+        }));
+        assert_eq!(reply, tuple(vec![atom("echo"), atom("hi")]));
+    });
+}
+
+#[test]
+fn a_hundred_erlang_processes_and_a_hundred_actors() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p6", "c6");
+        for i in 0..100 {
+            let n = node.clone();
+            let a = actor::spawn(move |mut ctx: Ctx<(ErlPid, i64, i64)>| {
+                loop {
+                    let (from, who, k) = ctx.receive();
+                    let reply = n.pid_of::<(Atom, i64, i64)>(&from).unwrap();
+                    let _ = reply.send((Atom::from("reply"), who * 1000, k));
+                }
+            });
+            node.register(&format!("t6_{i}"), &a).unwrap();
+        }
+        let mut erl = erl(
+            &e,
+            "e6",
+            "c6",
+            r#"P = 'p6@127.0.0.1', pong = net_adm:ping(P), Parent = self(),
+            [spawn(fun() ->
+                Name = list_to_atom("t6_" ++ integer_to_list(I)),
+                [begin
+                    {Name, P} ! {self(), I, K},
+                    receive {reply, R, K} when R =:= I * 1000 -> ok end
+                 end || K <- lists:seq(1, 20)],
+                Parent ! {done, I}
+             end) || I <- lists:seq(0, 99)],
+            [receive {done, I} -> ok end || I <- lists:seq(0, 99)],
+            io:format("ALL 100~n"),
+            receive never -> ok end."#,
+        );
+        erl.expect("ALL 100");
+    });
+}
