@@ -54,6 +54,7 @@ pub mod bounded;
 pub mod chan;
 pub mod event;
 pub mod fiber;
+pub mod guide;
 pub mod io;
 pub mod lock;
 pub mod log;
