@@ -10,6 +10,7 @@
 //! | [`library`] | the CML library: channels of every kind, sync variables, locks, RPC, time |
 //! | [`actors`] | Erlang-style actors: mailboxes, selective receive, links, monitors, supervisors |
 //! | [`sockets`] | TCP and UDP as events: a server with idle timeouts in one `select!` |
+//! | [`production`] | long computations, the fiber cap, placement, allocators, dumps and logs |
 //! | [`from_go`] | goroutines, channels, `select`, `close` and `range`, `time.After` |
 //! | [`from_crossbeam`] | crossbeam-channel's API next to pcml's |
 //! | [`from_tokio`] | tasks, `.await`, `tokio::select!`, timeouts, mixing the two runtimes |
@@ -26,4 +27,5 @@ pub mod from_go;
 pub mod from_tokio;
 pub mod getting_started;
 pub mod library;
+pub mod production;
 pub mod sockets;
