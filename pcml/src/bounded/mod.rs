@@ -2,6 +2,21 @@
 //! thread over synchronous channels): a FIFO buffer of fixed capacity whose senders block
 //! while it is full and whose receivers block while it is empty.
 //!
+//! ```
+//! use pcml::BoundedChan;
+//!
+//! pcml::run(|| {
+//!     let ch = BoundedChan::new(2);
+//!     ch.send(1);
+//!     ch.send(2); // the buffer is full now: a third send would wait for a receive
+//!     assert_eq!(ch.try_send(3), Err(pcml::bounded::TrySendError::Full(3)));
+//!     let c = ch.clone();
+//!     let late = pcml::spawn(move || c.send(3)); // waits for room
+//!     assert_eq!((ch.recv(), ch.recv(), ch.recv()), (1, 2, 3));
+//!     late.join().unwrap();
+//! });
+//! ```
+//!
 //! Both directions are events: [`BoundedChan::send_evt`] is enabled while there is room (or a
 //! receiver is waiting), [`BoundedChan::recv_evt`] while a message is buffered, so either
 //! composes in `choose`/`select` and works from fibers, OS threads and async code (`.await`).

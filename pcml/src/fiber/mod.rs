@@ -1,5 +1,20 @@
 //! Fibers: stackful threads in direct style (seeds 002 and 004), on corosensei.
 //!
+//! You do not use this module directly: [`pcml::spawn`](crate::spawn) makes a fiber, and any
+//! pcml operation may suspend it.
+//!
+//! ```
+//! pcml::run(|| {
+//!     // Each fiber blocks in a join or a receive without holding up its proc.
+//!     let ch = pcml::Chan::new();
+//!     let c = ch.clone();
+//!     let producer = pcml::spawn(move || (0..3).for_each(|i| c.send(i)));
+//!     let sum: u32 = (0..3).map(|_| ch.recv()).sum();
+//!     producer.join().unwrap();
+//!     assert_eq!(sum, 3);
+//! });
+//! ```
+//!
 //! A fiber runs a closure on a contiguous stack of its own and can suspend anywhere, deep in
 //! ordinary Rust code, which is what lets `ev.sync()`, `ch.recv()` and `h.join()` look like
 //! plain blocking calls. Seed 002 weighs this representation (a contiguous stack per thread)

@@ -1,5 +1,24 @@
 //! Locks for pcml threads: a [`Mutex`], a counting [`Semaphore`] and a reusable [`Barrier`].
 //!
+//! ```
+//! use pcml::{Mutex, Semaphore};
+//!
+//! pcml::run(|| {
+//!     let (counter, permits) = (Mutex::new(0), Semaphore::new(2));
+//!     let workers: Vec<_> = (0..10)
+//!         .map(|_| {
+//!             let (counter, permits) = (counter.clone(), permits.clone());
+//!             pcml::spawn(move || {
+//!                 let _permit = permits.acquire(); // at most two at a time
+//!                 *counter.lock() += 1;
+//!             })
+//!         })
+//!         .collect();
+//!     workers.into_iter().for_each(|w| w.join().unwrap());
+//!     assert_eq!(*counter.lock(), 10);
+//! });
+//! ```
+//!
 //! Unlike `std::sync`'s, a pcml lock blocks only the thread that waits: a fiber suspends (its
 //! proc runs other threads), a plain OS thread parks, an async task awaits. The mutex and the
 //! semaphore are communication objects like an [`MVar`](crate::MVar): acquiring is an event

@@ -3,6 +3,17 @@
 //! buffered, so receiving composes in `choose`/`select` and works from fibers, OS threads and
 //! async code (`.await`).
 //!
+//! ```
+//! use pcml::Mailbox;
+//!
+//! pcml::run(|| {
+//!     let mb = Mailbox::new();
+//!     (1..=3).for_each(|i| mb.send(i)); // never waits
+//!     assert_eq!((mb.recv(), mb.recv(), mb.try_recv()), (1, 2, Some(3)));
+//!     assert_eq!(mb.try_recv(), None);
+//! });
+//! ```
+//!
 //! Built on the public [`BaseEvent`] API: a `std::sync::Mutex` around the buffer and a queue
 //! of blocked receivers, each with a one-value slot. A send hands its message straight to the
 //! first live blocked receiver (winning its sync, delivering into its slot, publishing), else

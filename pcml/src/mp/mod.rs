@@ -1,5 +1,20 @@
 //! Procs: the multiprocessor layer (seed 004, sections 4 and 5).
 //!
+//! ```
+//! use pcml::ProcLocal;
+//!
+//! let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+//! rt.block_on(|| {
+//!     assert_eq!(pcml::procs(), 2);
+//!     assert!(pcml::current_proc().is_some_and(|p| p < 2));
+//!     // One counter per proc, no sharing between them.
+//!     let hits = ProcLocal::new(|_proc| 0u64);
+//!     hits.set(hits.get() + 1);
+//!     assert_eq!(hits.get(), 1);
+//! })
+//! .unwrap();
+//! ```
+//!
 //! A *proc* is one worker OS thread of a runtime; a runtime has `procs()` of them, by default
 //! `std::thread::available_parallelism()`. Each proc runs pcml threads one at a time, with no
 //! preemption. The layer offers what seed 004's MP interface offers: the number of procs, the

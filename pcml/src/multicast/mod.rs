@@ -1,6 +1,20 @@
 //! Multicast channels (CML's `Multicast`, from the CML library of seed 003's authors): one
 //! sender, many readers, each reader seeing every message sent after it joined.
 //!
+//! ```
+//! use pcml::Multicast;
+//!
+//! pcml::run(|| {
+//!     let news = Multicast::new();
+//!     let early = news.port();
+//!     news.send("first");
+//!     let late = news.port(); // sees only what is sent from now on
+//!     news.send("second");
+//!     assert_eq!((early.recv(), early.recv()), ("first", "second"));
+//!     assert_eq!(late.recv(), "second");
+//! });
+//! ```
+//!
 //! A [`Multicast`] hands out [`Port`]s. [`Multicast::send`] never blocks and delivers a clone
 //! of the message to every live port; each port buffers its messages and is read like a
 //! [`Mailbox`]: [`Port::recv`], [`Port::try_recv`], and [`Port::recv_evt`], an event that

@@ -1,6 +1,20 @@
 //! Remote procedure calls between threads as events (CML's `SimpleRPC`; seed 003, Figure 4's
 //! `rpcEvt`).
 //!
+//! ```
+//! use std::time::Duration;
+//!
+//! pcml::run(|| {
+//!     let (client, server) = pcml::rpc::channel::<u64, u64>();
+//!     pcml::spawn(move || loop {
+//!         let (n, reply) = server.recv();
+//!         let _ = reply.send(n * n); // false if the caller stopped waiting
+//!     });
+//!     assert_eq!(client.call(12), 144);
+//!     assert_eq!(client.call_evt(3).sync_timeout(Duration::from_secs(60)), Some(9));
+//! });
+//! ```
+//!
 //! [`channel`] makes a connected [`Client`] and [`Server`]. A client's
 //! [`call_evt`](Client::call_evt) is an event, so a call composes in `choose`/`select`: with a
 //! timeout, with calls to other servers, and from fibers, OS threads or async code

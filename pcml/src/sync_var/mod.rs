@@ -1,6 +1,23 @@
 //! Synchronous variables (CML's `SyncVar`, seed 001's MVars): [`IVar`], a write-once cell, and
 //! [`MVar`], a cell that is either full or empty.
 //!
+//! ```
+//! use pcml::{IVar, MVar};
+//!
+//! pcml::run(|| {
+//!     let result = IVar::new();
+//!     let r = result.clone();
+//!     pcml::spawn(move || r.put("done").unwrap());
+//!     assert_eq!(result.get(), "done"); // waits until it is written; every reader sees it
+//!     assert!(result.put("again").is_err()); // written once
+//!
+//!     let slot = MVar::new();
+//!     let s = slot.clone();
+//!     pcml::spawn(move || s.put(1));
+//!     assert_eq!(slot.take(), 1); // waits until full, leaves it empty
+//! });
+//! ```
+//!
 //! Both are communication objects built on the public [`BaseEvent`] API, like a user's own
 //! primitive would be: a mutex around the cell and its queues of waiters, each waiter paired
 //! with a one-value slot. (The mutex is `std::sync::Mutex`, reached through the crate's loom

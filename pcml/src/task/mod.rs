@@ -1,6 +1,26 @@
 //! Async tasks: stackless threads, i.e. Rust futures (seed 001's indirect style, seed 002's heap
 //! frames).
 //!
+//! ```
+//! pcml::run(|| {
+//!     let (tx, rx) = pcml::chan::bounded::<u32>(4);
+//!     let producer = pcml::spawn_task(async move {
+//!         for i in 1..=4 {
+//!             tx.send_async(i).await.unwrap();
+//!         }
+//!     });
+//!     let consumer = pcml::spawn_task(async move {
+//!         let mut sum = 0;
+//!         while let Ok(v) = rx.recv_async().await {
+//!             sum += v;
+//!         }
+//!         sum
+//!     });
+//!     producer.join().unwrap();
+//!     assert_eq!(consumer.join().unwrap(), 10);
+//! });
+//! ```
+//!
 //! A task is a `Send + 'static` future that runs on the same procs as fibers. It holds no stack
 //! of its own (its frame is the future's state, on the heap), so millions can exist at once,
 //! and it migrates freely between procs: it is stealable whenever it is scheduled. Its waker
