@@ -974,17 +974,39 @@ impl fmt::Debug for CVar {
 
 impl CVar {
     /// An unsignalled condition variable.
+    ///
+    /// ```
+    /// assert!(!pcml::CVar::new().is_signalled());
+    /// ```
     pub fn new() -> Self {
         Self { flag: IVar::new() }
     }
 
     /// Signals it, waking every waiter; signalling again does nothing.
+    ///
+    /// ```
+    /// let c = pcml::CVar::new();
+    /// c.signal();
+    /// c.signal(); // does nothing
+    /// assert!(c.is_signalled());
+    /// ```
     pub fn signal(&self) {
         // A second signal finds the flag set: nothing to do, as in CML.
         let _ = self.flag.put(());
     }
 
     /// Blocks until it is signalled (at once if it already is).
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let go = pcml::CVar::new();
+    ///     let g = go.clone();
+    ///     let starter = pcml::spawn(move || g.signal());
+    ///     go.wait(); // returns once the other fiber signalled
+    ///     starter.join().unwrap();
+    ///     go.wait(); // at once from now on
+    /// });
+    /// ```
     pub fn wait(&self) {
         self.flag.get()
     }
@@ -1005,6 +1027,13 @@ impl CVar {
     }
 
     /// Whether it has been signalled.
+    ///
+    /// ```
+    /// let c = pcml::CVar::new();
+    /// assert!(!c.is_signalled());
+    /// c.signal();
+    /// assert!(c.is_signalled());
+    /// ```
     pub fn is_signalled(&self) -> bool {
         self.flag.try_get().is_some()
     }

@@ -142,6 +142,21 @@ pub fn sleep_async(d: Duration) -> Sleep {
 }
 
 /// The future of [`sleep_async`]. Dropping it before its deadline cancels its timer.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// pcml::run(|| {
+///     pcml::spawn_task(async {
+///         let nap = pcml::time::sleep_async(Duration::from_millis(1));
+///         let deadline = nap.deadline();
+///         nap.await;
+///         assert!(std::time::Instant::now() >= deadline);
+///     })
+///     .join()
+///     .unwrap();
+/// });
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
@@ -159,6 +174,14 @@ impl std::fmt::Debug for Sleep {
 
 impl Sleep {
     /// When the sleep ends.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let before = Instant::now();
+    /// let nap = pcml::time::sleep_async(Duration::from_secs(5));
+    /// assert!(nap.deadline() >= before + Duration::from_secs(5));
+    /// ```
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
