@@ -275,10 +275,91 @@ pub fn decode_term(b: &[u8]) -> Result<(Term, usize), FrameError> {
     }
 }
 
-/// Encodes `t` (with its version byte) at the end of `out`.
-pub(crate) fn encode_into(t: &Term, out: &mut Vec<u8>) {
-    t.encode(&mut *out)
-        .expect("pcml-dist: encoding a term into memory cannot fail");
+/// Encodes `t` in the external term format (with its version byte 131) at the end of
+/// `out`.
+///
+/// Containers are written here and leaves by `eetf`: `eetf` 0.12 writes a list of small
+/// integers that holds a negative one as a string of bytes, so `[-1]` would arrive as
+/// `[255]`.
+///
+/// ```
+/// use pcml_dist::term::{IntoTerm, Term};
+/// use pcml_dist::wire::{decode_term, encode_into};
+///
+/// let t = vec![-1i32, 7].into_term();
+/// let mut b = Vec::new();
+/// encode_into(&t, &mut b);
+/// assert_eq!(decode_term(&b).unwrap().0, t);
+/// ```
+pub fn encode_into(t: &Term, out: &mut Vec<u8>) {
+    out.push(131);
+    encode_body(t, out);
+}
+
+fn encode_body(t: &Term, out: &mut Vec<u8>) {
+    match t {
+        Term::Tuple(tu) => {
+            match u8::try_from(tu.elements.len()) {
+                Ok(n) => out.extend_from_slice(&[104, n]),
+                Err(_) => {
+                    out.push(105);
+                    out.extend_from_slice(&(tu.elements.len() as u32).to_be_bytes());
+                }
+            }
+            for e in &tu.elements {
+                encode_body(e, out);
+            }
+        }
+        Term::List(l) if l.elements.is_empty() => out.push(106),
+        Term::List(l) => {
+            let bytes: Option<Vec<u8>> = l
+                .elements
+                .iter()
+                .map(|e| match e {
+                    Term::FixInteger(i) => u8::try_from(i.value).ok(),
+                    _ => None,
+                })
+                .collect();
+            match bytes {
+                Some(b) if b.len() <= usize::from(u16::MAX) => {
+                    out.push(107);
+                    out.extend_from_slice(&(b.len() as u16).to_be_bytes());
+                    out.extend_from_slice(&b);
+                }
+                _ => {
+                    out.push(108);
+                    out.extend_from_slice(&(l.elements.len() as u32).to_be_bytes());
+                    for e in &l.elements {
+                        encode_body(e, out);
+                    }
+                    out.push(106);
+                }
+            }
+        }
+        Term::ImproperList(l) => {
+            out.push(108);
+            out.extend_from_slice(&(l.elements.len() as u32).to_be_bytes());
+            for e in &l.elements {
+                encode_body(e, out);
+            }
+            encode_body(&l.last, out);
+        }
+        Term::Map(m) => {
+            out.push(116);
+            out.extend_from_slice(&(m.map.len() as u32).to_be_bytes());
+            for (k, v) in &m.map {
+                encode_body(k, out);
+                encode_body(v, out);
+            }
+        }
+        leaf => {
+            let at = out.len();
+            leaf.encode(&mut *out)
+                .expect("pcml-dist: encoding a term into memory cannot fail");
+            // Drop the version byte `eetf` wrote.
+            out.remove(at);
+        }
+    }
 }
 
 /// A whole frame (length, pass-through, control, message) for `ctrl` and `msg`.
