@@ -294,3 +294,130 @@ fn consume_budget_lets_others_run_during_a_long_loop() {
         })
         .unwrap();
 }
+
+/// A choice between a sender on the chooser's own proc and one on the other proc, each always
+/// ready to send again: neither gets fewer than a third of the wins, although the remote
+/// sender's next offer has to cross procs (its wake-up goes through its home proc's inbox),
+/// while the local one's would only wait for its proc's next turn.
+#[test]
+fn a_choice_between_a_local_and_a_remote_sender_is_fair() {
+    const ROUNDS: usize = 20_000;
+    let (remote, local) = rt(2)
+        .block_on(|| {
+            let (a, b) = (pcml::Chan::<u8>::new(), pcml::Chan::<u8>::new());
+            let (a2, b2) = (a.clone(), b.clone());
+            let here = pcml::current_proc().unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let (s1, s2) = (stop.clone(), stop.clone());
+            let remote_sender = pcml::spawn_on(1 - here, move || {
+                while !s1.load(Ordering::Relaxed) {
+                    a2.send(1);
+                }
+            });
+            let local_sender = pcml::spawn_on(here, move || {
+                while !s2.load(Ordering::Relaxed) {
+                    b2.send(2);
+                }
+            });
+            // Both senders are running (each has sent once) before the count begins.
+            assert_eq!(a.recv(), 1);
+            assert_eq!(b.recv(), 2);
+            let mut wins = [0usize; 3];
+            for _ in 0..ROUNDS {
+                wins[pcml::select([a.recv_evt(), b.recv_evt()]) as usize] += 1;
+            }
+            // Both senders are left blocked in a send; the runtime drops them when main ends.
+            stop.store(true, Ordering::Relaxed);
+            drop((remote_sender, local_sender));
+            (wins[1], wins[2])
+        })
+        .unwrap();
+    eprintln!("remote sender won {remote}, local sender {local} of {ROUNDS}");
+    assert_eq!(remote + local, ROUNDS);
+    assert!(
+        remote >= ROUNDS / 3 && local >= ROUNDS / 3,
+        "unfair choice: the remote sender won {remote}, the local one {local} of {ROUNDS}"
+    );
+}
+
+/// The fairness rule never holds a choice up for a partner that is gone: a remote sender that
+/// sends a few messages and ends, beside a local one that never stops.
+#[test]
+fn a_remote_sender_that_ends_does_not_hold_up_a_choice() {
+    let (remote, local) = rt(2)
+        .block_on(|| {
+            let (a, b) = (pcml::Chan::<u8>::new(), pcml::Chan::<u8>::new());
+            let (a2, b2) = (a.clone(), b.clone());
+            let here = pcml::current_proc().unwrap();
+            let remote_sender = pcml::spawn_on(1 - here, move || {
+                for _ in 0..10 {
+                    a2.send(1);
+                }
+            });
+            let stop = Arc::new(AtomicBool::new(false));
+            let s2 = stop.clone();
+            let _local_sender = pcml::spawn_on(here, move || {
+                while !s2.load(Ordering::Relaxed) {
+                    b2.send(2);
+                }
+            });
+            // Until the remote sender has ended, then 2,000 choices more.
+            let mut wins = [0usize; 3];
+            while wins[1] < 10 {
+                wins[pcml::select([a.recv_evt(), b.recv_evt()]) as usize] += 1;
+            }
+            remote_sender.join().unwrap();
+            for _ in 0..2_000 {
+                wins[pcml::select([a.recv_evt(), b.recv_evt()]) as usize] += 1;
+            }
+            stop.store(true, Ordering::Relaxed);
+            (wins[1], wins[2])
+        })
+        .unwrap();
+    assert_eq!(remote, 10);
+    assert!(local >= 2_000);
+}
+
+/// Nor for a partner whose proc is busy with something else: the remote sender's proc then
+/// runs a fiber that computes without a pause (here until the chooser is done), and the
+/// choice goes on with the local sender.
+#[test]
+fn a_remote_proc_busy_elsewhere_does_not_hold_up_a_choice() {
+    let local = rt(2)
+        .block_on(|| {
+            let (a, b) = (pcml::Chan::<u8>::new(), pcml::Chan::<u8>::new());
+            let (a2, b2) = (a.clone(), b.clone());
+            let here = pcml::current_proc().unwrap();
+            let there = 1 - here;
+            let done = Arc::new(AtomicBool::new(false));
+            let busy_until_done = done.clone();
+            let _remote_sender = pcml::spawn_on(there, move || {
+                a2.send(1);
+                // Woken by the choice that took the message above, this fiber's proc first
+                // runs the busy fiber, which is already queued there.
+                a2.send(1);
+            });
+            let busy = pcml::spawn_on(there, move || {
+                while !busy_until_done.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            let s2 = done.clone();
+            let _local_sender = pcml::spawn_on(here, move || {
+                while !s2.load(Ordering::Relaxed) {
+                    b2.send(2);
+                }
+            });
+            let mut local = 0;
+            for _ in 0..2_000 {
+                if pcml::select([a.recv_evt(), b.recv_evt()]) == 2 {
+                    local += 1;
+                }
+            }
+            done.store(true, Ordering::Relaxed);
+            busy.join().unwrap();
+            local
+        })
+        .unwrap();
+    assert!(local >= 1_998, "the local sender won {local} of 2,000");
+}

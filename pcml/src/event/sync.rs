@@ -228,10 +228,13 @@ fn commit_single<T>(ev: Event<T>) -> Result<T, (Event<T>, bool)> {
 fn poll_and_commit<T>(p: Prepared<T>) -> Result<T, Prepared<T>> {
     let mut p = p;
     let n = p.branches.len();
+    if n > 1 {
+        worker::settle_owed();
+    }
     if p.biased || n == 1 {
         for i in 0..n {
             let b = p.branch(i);
-            if b.poll() && b.try_do() {
+            if b.poll() && try_commit(b, n) {
                 return Ok(p.finish(i));
             }
         }
@@ -252,7 +255,7 @@ fn poll_and_commit<T>(p: Prepared<T>) -> Result<T, Prepared<T>> {
             } else {
                 nth_set_bit(enabled, random_below(enabled.count_ones() as usize))
             };
-            if p.branch(i).try_do() {
+            if try_commit(p.branch(i), n) {
                 return Ok(p.finish(i));
             }
             enabled &= !(1 << i);
@@ -261,12 +264,26 @@ fn poll_and_commit<T>(p: Prepared<T>) -> Result<T, Prepared<T>> {
         let mut enabled: Vec<usize> = (0..n).filter(|&i| p.branch(i).poll()).collect();
         while !enabled.is_empty() {
             let i = enabled.swap_remove(random_below(enabled.len()));
-            if p.branch(i).try_do() {
+            if try_commit(p.branch(i), n) {
                 return Ok(p.finish(i));
             }
         }
     }
     Err(p)
+}
+
+/// Commits branch `b` of a choice of `n` branches (its `do` phase). Partners that a choice of
+/// several branches wakes on other procs owe it their turn (see the `sched` docs, "Fair choice
+/// across procs").
+#[inline(always)]
+fn try_commit<T>(b: &mut dyn Branch<T>, n: usize) -> bool {
+    if n == 1 {
+        return b.try_do();
+    }
+    worker::begin_choice_commit();
+    let committed = b.try_do();
+    worker::end_choice_commit();
+    committed
 }
 
 /// The index of the `k`-th set bit of `bits` (from 0, lowest first); `k < bits.count_ones()`.
@@ -299,6 +316,22 @@ impl<T> Pending<T> {
 
     /// Blocks every branch from `start` round. `Some(i)` if branch `i` committed now.
     fn block_all(&mut self, start: usize) -> Option<usize> {
+        // A branch that commits here (a partner came since the polling phase) takes part in
+        // the fairness across procs as a commit of the polling phase does.
+        let n = self.p.branches.len();
+        if n > 1 {
+            worker::begin_choice_commit();
+        }
+        let committed = self.block_each(start);
+        if n > 1 {
+            worker::end_choice_commit();
+        }
+        committed
+    }
+
+    /// [`block_all`](Self::block_all)'s loop.
+    #[inline(always)]
+    fn block_each(&mut self, start: usize) -> Option<usize> {
         let n = self.p.branches.len();
         for k in 0..n {
             let i = (start + k) % n;

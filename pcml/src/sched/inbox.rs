@@ -46,6 +46,25 @@ impl<T> Inbox<T> {
         self.len.load(Ordering::Relaxed) == 0
     }
 
+    /// Moves the messages that `take` selects into `out` (the owner only; the others stay, in
+    /// order).
+    pub(crate) fn take_if(&self, mut take: impl FnMut(&T) -> bool, out: &mut Vec<T>) {
+        if self.is_empty() {
+            return;
+        }
+        let mut items = self.items.lock().unwrap();
+        let mut i = 0;
+        while i < items.len() {
+            if take(&items[i]) {
+                out.push(items.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        // Relaxed: under the lock, which orders it with every push.
+        self.len.store(items.len(), Ordering::Relaxed);
+    }
+
     /// Moves every message into `out` (which the owner keeps to reuse its buffer).
     pub(crate) fn drain_into(&self, out: &mut Vec<T>) {
         if self.is_empty() {

@@ -53,15 +53,46 @@
 //!   it does not keep the thread with work off a core), then sleeps until its next timer or a
 //!   wake-up.
 //!
-//! ## A known limit: choices between a local and a remote partner
+//! ## Fair choice across procs
 //!
-//! A fiber woken on its own proc re-offers when that proc next runs it; a fiber of another
-//! proc re-offers when its proc has drained its inbox and run it, which on a busy machine may
-//! wait for the OS to give that proc a core. So a loop of `select` between a partner on the
-//! chooser's proc and one on another proc, both always ready, favours the local one: with
-//! `spawn_on` placing them so, the remote sender won 1 to 5 of 20,000 choices in runs on this
-//! machine under load. Place such partners on one proc (or let the scheduler place them) when
-//! a fair share between them matters.
+//! A choice picks uniformly among the branches enabled when it looks (see `event`), but that
+//! alone is not fair between partners that re-offer at different speeds. A fiber woken on the
+//! chooser's own proc re-offers only once the chooser has suspended and the proc runs it; a
+//! fiber of another proc re-offers once its own proc has drained the wake-up and run it, which
+//! may be sooner (that proc is idle and spinning) or much later (its thread has no core). Left
+//! alone, a loop of `select` between a sender on its proc and one on another, both always
+//! ready, gave the remote sender between 0 and 5 of 20,000 wins on the 2-core machine this is
+//! developed on, and in some runs most of them.
+//!
+//! So partners of a choice take turns, whatever proc they live on:
+//! - **A remote partner's wake-up leaves when the chooser suspends.** A choice that takes the
+//!   offer of a fiber of another proc queues its wake-up in its own proc's inbox, which the
+//!   proc's loop drains once the chooser has blocked or yielded: the remote fiber re-offers no
+//!   sooner than a local one that the choice woke would.
+//! - **That fiber owes the chooser's proc a turn.** Its proc runs it at once when the wake-up
+//!   arrives, and sends back word (`Paid`) when it has suspended again, with its next offer
+//!   in place.
+//! - **Local partners wait for owed turns.** While turns are owed to a proc, the fibers of
+//!   that proc that its choices wake wait, runnable but not queued, until every owed turn is
+//!   paid: the local partner re-offers no sooner than the remote one. A choice takes the
+//!   payments waiting in its proc's inbox before it looks at its branches.
+//!
+//! The choice itself never waits: it takes whatever is enabled, or blocks as usual. What waits
+//! is the local partner whose offer it took, and not for ever: every 2 ms the waiting proc
+//! reads the CPU time of the procs that owe it, and gives their turns up if one of them ran
+//! 1 ms or more without paying (it is busy with something else, a long computation say: the
+//! partner is then treated as gone); one that did not run has no core, and waiting for it is
+//! the fair thing to do, since the waiting proc parks meanwhile. After 500 ms the turns are
+//! given up whatever happened. A partner that ends, or blocks on something else, pays as it
+//! suspends. On a runtime of one proc nothing is ever owed, and the rule costs a choice a few
+//! thread-local loads and stores and their tests (callgrind, `examples/choose1` over 4
+//! channels: 3,552 instructions per message against 3,531, +0.6%); it adds nothing to a plain
+//! send or receive, a spawn or a join.
+//!
+//! With the rule, the loop above gives each sender between 8,450 and 11,550 of 20,000 wins
+//! (tests/sched_steal.rs, repeated on the loaded 2-core machine). Its price is on the
+//! cross-proc path: one more inbox message per remote partner taken by a choice, and a
+//! cross-proc wake-up that leaves when the chooser suspends rather than at once.
 //!
 //! ## What crossing procs costs, and how it grows
 //!
@@ -103,8 +134,8 @@
 //! says exactly what is and is not detected.
 //!
 //! # Invariants
-//! - See `worker` for the run-queue and sleep invariants, `join` for results, `blocker` for
-//!   wake-ups.
+//! - See `worker` for the run-queue and sleep invariants, `owed` for the turns owed across
+//!   procs, `join` for results, `blocker` for wake-ups.
 
 pub(crate) mod blocker;
 pub(crate) mod blocking;
@@ -115,6 +146,7 @@ pub(crate) mod inbox;
 pub(crate) mod io;
 pub(crate) mod join;
 pub(crate) mod outside;
+pub(crate) mod owed;
 pub(crate) mod panic;
 pub(crate) mod registry;
 pub(crate) mod runtime;

@@ -28,6 +28,7 @@ use crate::sched::blocking::BlockingPool;
 use crate::sched::held::HeldSlot;
 use crate::sched::inbox::Inbox;
 use crate::sched::timer::TimerHeap;
+use crate::sched::worker::NO_CLOCK;
 use crate::sched::worker::{self, InboxMsg, ProcShared, Shared};
 use crate::task::TaskRegistry;
 
@@ -424,6 +425,7 @@ impl Builder {
                         held: HeldSlot::new(),
                         watch: CachePadded::new(Default::default()),
                         timers: CachePadded::new(SpinLock::new(TimerHeap::new(i))),
+                        cpu_clock: std::sync::atomic::AtomicI32::new(NO_CLOCK),
                     })
                 })
                 .collect(),

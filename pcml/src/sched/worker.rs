@@ -42,7 +42,8 @@
 //!
 //! # Invariants
 //! - A started fiber is in exactly one of: running (its coroutine taken out of its slot), its
-//!   proc's `ready` queue (state `Ready`), or blocked (state `Blocked`, coroutine in its slot).
+//!   proc's `ready` queue (state `Ready`), waiting behind turns owed to its proc (state
+//!   `Ready`, in `owed`), or blocked (state `Blocked`, coroutine in its slot).
 //! - A fiber's `token` is non-zero only while it is blocking or blocked; the first wake-up that
 //!   carries it sets it to zero, so a repeated or stale wake-up does nothing.
 //! - `RefCell` borrows of the proc's structures never span a coroutine switch or a task poll.
@@ -70,6 +71,7 @@ use crate::sched::blocking::BlockingPool;
 use crate::sched::fibers::{FiberState, FiberTable};
 use crate::sched::held::HeldSlot;
 use crate::sched::inbox::Inbox;
+use crate::sched::owed::{self, Check, Owed};
 use crate::sched::runtime::MainSlot;
 use crate::sched::spawn::SpareCell;
 use crate::sched::timer::{OnFire, TimerCell, TimerHeap};
@@ -122,7 +124,28 @@ pub(crate) enum InboxMsg {
     Abort { slot: usize, id: ThreadId },
     /// Describe this proc's threads for a dump (`sched::dump`).
     Dump(Arc<crate::sched::dump::Request>),
+    /// As `Wake`, from a choice on proc `from`: the woken fiber runs at once, and `from` is
+    /// told when it has suspended again (`Paid`). See `owed`.
+    WakeOwed {
+        slot: usize,
+        token: u64,
+        from: usize,
+        epoch: u32,
+    },
+    /// A fiber of proc `by` woken by a choice here (a `WakeOwed` of `epoch`) has run.
+    Paid { by: usize, epoch: u32 },
+    /// To a proc's own inbox, by a choice of its running fiber: send this `WakeOwed` to
+    /// `proc` once the proc is back in its loop (the chooser has suspended). See `owed`.
+    SendOwed {
+        proc: usize,
+        slot: usize,
+        token: u64,
+        epoch: u32,
+    },
 }
+
+/// `ProcShared::cpu_clock` before the proc's thread has set it.
+pub(crate) const NO_CLOCK: i32 = i32::MIN;
 
 /// What a proc shares with the others.
 pub(crate) struct ProcShared {
@@ -161,6 +184,9 @@ pub(crate) struct ProcShared {
     /// procs only while the watchdog has marked this one as hogged (`fire_hogged_timers`);
     /// on a line of its own, away from the fields idle procs poll.
     pub(crate) timers: CachePadded<SpinLock<TimerHeap>>,
+    /// The CPU clock of the proc's thread (`NO_CLOCK` until it starts): procs owed a turn by
+    /// this one read it (`owed`).
+    pub(crate) cpu_clock: std::sync::atomic::AtomicI32,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -453,6 +479,12 @@ pub(crate) struct Context {
     own_held: OneLine<RefCell<Option<NewFiber>>>,
     /// Whether this is the runtime's only proc.
     alone: bool,
+    /// The length of `ready` before the running choice's commit, if turns were owed then
+    /// (`usize::MAX` otherwise).
+    ready_mark: Cell<usize>,
+    /// Turns that fibers of other procs owe this one, and the fibers of this proc that wait
+    /// for them (runnable, state `Ready`, but not in `ready`): see `owed`.
+    owed: RefCell<Owed>,
     /// Another proc's held fiber as this proc last saw it: the victim's entry, its slot's
     /// ticket, and when (see `held_waited`).
     held_seen: Cell<Option<(usize, u32, Instant)>>,
@@ -678,11 +710,101 @@ fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
     if let Some(ctx) = context()
         && ctx.shared.id == runtime
     {
+        if CHOOSING.get() {
+            // A choice took this fiber's offer: it owes this proc a turn (see `owed`).
+            let epoch = ctx.owed.borrow_mut().owe(proc);
+            OWED.set(OWED.get() + 1);
+            // Sent once the chooser has suspended, as a fiber of this proc that the choice
+            // woke would run no sooner: to this proc's own inbox, which its loop drains next.
+            let msg = InboxMsg::SendOwed {
+                proc,
+                slot,
+                token,
+                epoch,
+            };
+            ctx.me().inbox.push(msg);
+            return;
+        }
         ctx.shared.send_to(proc, InboxMsg::Wake { slot, token });
         return;
     }
     if let Some(shared) = crate::sched::registry::lookup(runtime) {
         shared.send_to(proc, InboxMsg::Wake { slot, token });
+    }
+}
+
+thread_local! {
+    /// Set while this thread commits a branch of a choice of several branches
+    /// (`begin_choice_commit`).
+    static CHOOSING: Cell<bool> = const { Cell::new(false) };
+    /// On a proc's worker thread: `Owed::total` of its context, which a choice reads without
+    /// looking the context up.
+    static OWED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Begins the commit (`do` phase) of a branch of a choice of several branches: until
+/// [`end_choice_commit`], fibers of other procs that it wakes owe this proc their turn, and
+/// while some do, the fibers of this proc that it wakes wait for them (see the `sched` docs,
+/// "Fair choice across procs"). Costs a thread-local store, load and test at each end when
+/// nothing is owed (always, on a runtime of one proc); no state is kept in registers across
+/// the commit, and nothing needs undoing if it unwinds (a flag left set only makes the next
+/// remote wake-up from this thread ask for a `Paid`).
+#[inline(always)]
+pub(crate) fn begin_choice_commit() {
+    CHOOSING.with(|c| c.set(true));
+    if OWED.with(|o| o.get()) != 0 {
+        mark_ready();
+    }
+}
+
+/// At the start of a choice of several branches: while turns are owed to this proc, takes the
+/// payments already in its inbox, so that fibers that waited for them are queued before the
+/// choice looks at its branches (they were due to re-offer by then).
+#[inline(always)]
+pub(crate) fn settle_owed() {
+    if OWED.with(|o| o.get()) != 0 {
+        take_payments();
+    }
+}
+
+#[cold]
+fn take_payments() {
+    if let Some(ctx) = context() {
+        let mut paid = Vec::new();
+        ctx.me()
+            .inbox
+            .take_if(|m| matches!(m, InboxMsg::Paid { .. }), &mut paid);
+        for m in paid {
+            if let InboxMsg::Paid { by, epoch } = m {
+                ctx.paid(by, epoch);
+            }
+        }
+    }
+}
+
+/// Ends what [`begin_choice_commit`] began.
+#[inline(always)]
+pub(crate) fn end_choice_commit() {
+    CHOOSING.with(|c| c.set(false));
+    if OWED.with(|o| o.get()) != 0 {
+        hold_back_woken();
+    }
+}
+
+/// Notes where the ready queue ends before a choice's commit, while turns are owed.
+#[cold]
+fn mark_ready() {
+    if let Some(ctx) = context() {
+        ctx.ready_mark.set(ctx.ready.borrow().len());
+    }
+}
+
+/// After a choice's commit while turns are owed: the fibers that it woke here wait `behind`.
+#[cold]
+fn hold_back_woken() {
+    if let Some(ctx) = context() {
+        let mark = ctx.ready_mark.replace(usize::MAX);
+        ctx.hold_back_woken(mark);
     }
 }
 
@@ -1236,15 +1358,130 @@ impl Context {
         let me = &self.shared.procs[self.index];
         let mut buf = std::mem::take(&mut *self.inbox_buf.borrow_mut());
         me.inbox.drain_into(&mut buf);
+        let mut run_now = Vec::new();
         for msg in buf.drain(..) {
             match msg {
                 InboxMsg::Wake { slot, token } => self.wake_local(slot, token),
                 InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
                 InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
                 InboxMsg::Dump(req) => self.answer_dump(&req),
+                InboxMsg::WakeOwed {
+                    slot,
+                    token,
+                    from,
+                    epoch,
+                } => {
+                    if self.take_blocked(slot, token) {
+                        run_now.push((slot, from, epoch));
+                    } else {
+                        // Stale: the fiber was woken otherwise (or is gone); nothing owed.
+                        let by = self.index;
+                        self.shared.send_to(from, InboxMsg::Paid { by, epoch });
+                    }
+                }
+                InboxMsg::Paid { by, epoch } => self.paid(by, epoch),
+                InboxMsg::SendOwed {
+                    proc,
+                    slot,
+                    token,
+                    epoch,
+                } => {
+                    let from = self.index;
+                    let msg = InboxMsg::WakeOwed {
+                        slot,
+                        token,
+                        from,
+                        epoch,
+                    };
+                    self.shared.send_to(proc, msg);
+                }
             }
         }
         *self.inbox_buf.borrow_mut() = buf;
+        for (slot, from, epoch) in run_now {
+            if !self.shutting_down.get() {
+                self.resume_fiber(slot);
+            }
+            let by = self.index;
+            self.shared.send_to(from, InboxMsg::Paid { by, epoch });
+        }
+    }
+
+    /// Consumes the wake-up of the blocked fiber in `slot` if its token is still `token`,
+    /// marking it `Ready` without queueing it (the caller runs it); whether it did.
+    fn take_blocked(&self, slot: usize, token: u64) -> bool {
+        let Some(e) = self.fibers.get(slot) else {
+            return false;
+        };
+        if token == 0 || e.token.get() != token || e.state.get() != FiberState::Blocked {
+            return false;
+        }
+        e.token.set(0);
+        e.state.set(FiberState::Ready);
+        true
+    }
+
+    /// The commit of a choice that ends woke the fibers queued in `ready` from `ready_before`
+    /// on, while partners of other procs owed this proc their turn: they wait behind until
+    /// those have run (see `owed`).
+    fn hold_back_woken(&self, ready_before: usize) {
+        let mut ready = self.ready.borrow_mut();
+        if ready.len() <= ready_before {
+            return;
+        }
+        if self
+            .owed
+            .borrow_mut()
+            .hold(ready.drain(ready_before..), Instant::now())
+        {
+            // Counted as a source of wake-ups, so deadlock detection does not take a proc
+            // parked with fibers behind for one with nothing to do. SeqCst: read by
+            // `is_quiescent` after the sleepers' SeqCst fences.
+            self.shared.wake_sources.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A fiber of proc `by` woken by a choice here has run (`InboxMsg::Paid`).
+    fn paid(&self, by: usize, epoch: u32) {
+        let mut owed = self.owed.borrow_mut();
+        let all_paid = owed.paid(by, epoch);
+        OWED.set(owed.total());
+        drop(owed);
+        if all_paid {
+            self.release_behind();
+        }
+    }
+
+    /// Queues the fibers waiting behind (every debt is paid or given up).
+    fn release_behind(&self) {
+        let mut owed = self.owed.borrow_mut();
+        if !owed.has_behind() {
+            return;
+        }
+        self.ready.borrow_mut().extend(owed.take_behind());
+        // SeqCst: as the increment in `hold_back_woken`.
+        self.shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// With fibers behind, looks at the procs that owe this one a turn when it is time to
+    /// (`Owed::check`); returns whether it gave their debts up and released the fibers.
+    fn check_owed(&self) -> bool {
+        if !self.owed.borrow().has_behind() {
+            return false;
+        }
+        let procs = &self.shared.procs;
+        let check = self.owed.borrow_mut().check(Instant::now(), |p| {
+            match procs[p].cpu_clock.load(Ordering::Relaxed) {
+                NO_CLOCK => None,
+                clock => owed::cpu_time(clock),
+            }
+        });
+        if check == Check::GaveUp {
+            OWED.set(0);
+            self.release_behind();
+            return true;
+        }
+        false
     }
 
     /// Adds this proc's threads to a dump: every started fiber with its state and, if blocked,
@@ -1297,6 +1534,7 @@ impl Context {
         if t == 0 {
             self.timer_turn.set(TIMER_EVERY);
             self.fire_due_timers();
+            self.check_owed();
         } else {
             self.timer_turn.set(t - 1);
         }
@@ -1743,7 +1981,7 @@ impl Context {
                     crate::loom::spin_loop();
                 }
             }
-            if self.fire_due_timers() {
+            if self.fire_due_timers() || self.check_owed() {
                 found = true;
                 break;
             }
@@ -1787,6 +2025,9 @@ impl Context {
             if sh.procs.iter().any(|p| p.held.is_full()) {
                 let grace = Instant::now() + HELD_GRACE;
                 next = Some(next.map_or(grace, |d| d.min(grace)));
+            }
+            if let Some(due) = self.owed.borrow().next_check() {
+                next = Some(next.map_or(due, |d| d.min(due)));
             }
             match next {
                 Some(deadline) => {
@@ -1849,6 +2090,8 @@ impl Context {
             cancel_runnable(r);
         }
         self.ready.borrow_mut().clear();
+        self.release_behind();
+        self.ready.borrow_mut().clear();
         while let Some(r) = self.woken.pop() {
             cancel_runnable(r);
         }
@@ -1904,6 +2147,8 @@ pub(crate) fn run_worker(
         own_held: OneLine::new(RefCell::new(None)),
         alone: shared_procs == 1,
         held_seen: Cell::new(None),
+        ready_mark: Cell::new(usize::MAX),
+        owed: RefCell::new(Owed::new(shared_procs)),
         fibers: FiberTable::new(),
         inbox_buf: RefCell::new(Vec::new()),
         injector_turn: Cell::new(INJECTOR_EVERY),
@@ -1920,6 +2165,10 @@ pub(crate) fn run_worker(
         recheck: Cell::new(crate::sched::outside::RECHECK_MIN),
     };
     CONTEXT.with(|c| c.set(&ctx));
+    if let Some(clock) = owed::this_thread_clock() {
+        // Relaxed: read only as a hint (an unset clock makes a debt count as busy).
+        ctx.me().cpu_clock.store(clock, Ordering::Relaxed);
+    }
     let _own = crate::sched::outside::OwnThread::enter();
     overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
     struct Clear;
