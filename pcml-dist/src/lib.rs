@@ -118,6 +118,8 @@ pub enum DistError {
     Term(term::TermError),
     /// The node has been stopped.
     Stopped,
+    /// A call got no answer in time.
+    Timeout,
 }
 
 impl DistError {
@@ -156,6 +158,7 @@ impl fmt::Display for DistError {
             } => write!(f, "{pid} takes {actual}, not {expected}"),
             DistError::Term(e) => write!(f, "{e}"),
             DistError::Stopped => f.write_str("the node has been stopped"),
+            DistError::Timeout => f.write_str("no answer in time"),
         }
     }
 }

@@ -628,6 +628,48 @@ impl Node {
         Ok(())
     }
 
+    /// Calls the `gen_server` registered as `name` on `node` (Erlang's
+    /// `gen_server:call({Name, Node}, Request, Timeout)`): sends
+    /// `{'$gen_call', {Pid, Ref}, Request}` from `me` and waits for the `{Ref, Reply}`
+    /// answer for at most `timeout`. Other messages stay in `me`'s mailbox, in order.
+    ///
+    /// # Errors
+    /// [`DistError::Timeout`] if no answer comes in time (a late answer stays in the
+    /// mailbox, as in Erlang), or the errors of [`send_named`](Self::send_named).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use pcml::actor::Ctx;
+    /// use pcml_dist::term::{Term, atom, tuple};
+    ///
+    /// pcml::run(|| {
+    ///     let node = pcml_dist::NodeBuilder::new("a@127.0.0.1").cookie("c").start().unwrap();
+    ///     let mut me = Ctx::<Term>::new();
+    ///     let reply = node.call(&mut me, "erl@127.0.0.1", "my_server", atom("ping"), Duration::from_secs(5));
+    ///     println!("{reply:?}");
+    /// });
+    /// ```
+    pub fn call(
+        &self,
+        me: &mut Ctx<Term>,
+        node: &str,
+        name: &str,
+        request: impl IntoTerm,
+        timeout: Duration,
+    ) -> Result<Term, DistError> {
+        let r: Term = self.make_ref().into_term();
+        let from = term::tuple(vec![self.erl_pid(&me.pid()).into(), r.clone()]);
+        let msg = term::tuple(vec![atom("$gen_call"), from, request.into_term()]);
+        self.send_named(node, name, msg)?;
+        let want = r.clone();
+        let is_reply = move |m: &Term| matches!(m, Term::Tuple(t) if t.elements.len() == 2 && t.elements[0] == want);
+        match me.receive_match_timeout(timeout, is_reply) {
+            Some(Term::Tuple(mut t)) => Ok(t.elements.pop().expect("a reply has two elements")),
+            Some(_) => unreachable!("the predicate accepts only replies"),
+            None => Err(DistError::Timeout),
+        }
+    }
+
     /// The Erlang process a proxy stands for, given the proxy's id (as a [`Signal::Exit`]
     /// or [`Signal::Down`] from it carries).
     ///

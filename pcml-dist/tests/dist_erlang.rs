@@ -628,6 +628,47 @@ fn a_hundred_erlang_processes_and_a_hundred_actors() {
     });
 }
 
+#[test]
+fn gen_server_call_and_timeout() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p7", "c7");
+        let mut erl = erl(
+            &e,
+            "e7",
+            "c7",
+            r#"register(silent, self()), io:format("READY~n"), receive never -> ok end."#,
+        );
+        erl.expect("READY");
+        let mut me = Ctx::<Term>::new();
+        me.pid().send(atom("unrelated")).unwrap();
+        let request = tuple(vec![
+            atom("call"),
+            atom("erlang"),
+            atom("binary_to_atom"),
+            pcml_dist::term::IntoTerm::into_term(vec!["hello"]),
+            pcml_dist::term::IntoTerm::into_term(node.erl_pid(&me.pid())),
+        ]);
+        let reply = node
+            .call(&mut me, "e7@127.0.0.1", "rex", request, WAIT)
+            .unwrap();
+        assert_eq!(reply, atom("hello"));
+        let late = node.call(
+            &mut me,
+            "e7@127.0.0.1",
+            "silent",
+            atom("ping"),
+            Duration::from_millis(200),
+        );
+        assert!(matches!(late, Err(DistError::Timeout)), "{late:?}");
+        // The message that was there before the calls is still there.
+        assert_eq!(me.try_receive(), Some(atom("unrelated")));
+    });
+}
+
 mod decoder {
     //! Property tests of the decoder of terms from peers: any bytes give a term or an error,
     //! never a panic or a huge allocation, and every term this crate encodes decodes back.
