@@ -27,7 +27,7 @@ use super::{StreamInner, TcpStream};
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::io::try_io;
 use crate::sched::io::{Dir, closed_error, lock};
-use crate::sync_var::waiters::{Offer, Queue, Slot, delivered};
+use crate::sync_var::waiters::{self, Offer, Queue, Slot, delivered};
 
 /// The most bytes one `read(2)` of a read event asks for.
 const CHUNK: usize = 16 * 1024;
@@ -254,7 +254,7 @@ impl StreamInner {
                 return;
             };
             if let Some(commit) = offer.w.synch_spinning() {
-                *lock(&offer.slot) = Some(v);
+                *waiters::lock(&offer.slot) = Some(v);
                 commit.publish();
             } else {
                 // Its sync completed elsewhere meanwhile: keep what was read for it.
@@ -285,7 +285,7 @@ impl StreamInner {
             q.closed = true;
             while let Some((_, (offer, _))) = q.receivers.take_match(None) {
                 if let Some(commit) = offer.w.synch_spinning() {
-                    *lock(&offer.slot) = Some(Err(stream_dropped()));
+                    *waiters::lock(&offer.slot) = Some(Err(stream_dropped()));
                     commit.publish();
                 }
             }
