@@ -46,6 +46,9 @@
 //! - **Nodes** connect on demand ([`Node::connect`] is `net_adm:ping`), tick at the
 //!   cluster's `net_ticktime`, and see each other go down.
 //!
+//! The [`guide`] takes an Erlang user from `net_adm:ping` to a supervised pcml worker serving
+//! an Erlang client.
+//!
 //! # Not supported
 //! Hot code loading, `global`, `rpc` calls and `spawn` into a pcml node (a pcml node has no
 //! modules to call), the atom cache and fragmented messages (not advertised, so peers do not
@@ -62,6 +65,7 @@
 
 mod conn;
 mod epmd;
+pub mod guide;
 mod handshake;
 mod node;
 pub mod term;

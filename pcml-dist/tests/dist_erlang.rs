@@ -669,6 +669,58 @@ fn gen_server_call_and_timeout() {
     });
 }
 
+/// The guide's supervised counter, called from Erlang.
+#[test]
+fn supervised_worker_serves_erlang() {
+    use pcml::actor::{ChildSpec, Strategy, Supervisor};
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "p8", "c8");
+        let n = node.clone();
+        let _sup = Supervisor::new(Strategy::OneForOne)
+            .child(ChildSpec::new("t8counter", move || {
+                let node = n.clone();
+                actor::spawn(move |mut ctx: Ctx<Term>| {
+                    node.register("t8counter", &ctx.pid()).unwrap();
+                    let mut total = 0i64;
+                    loop {
+                        let t = ctx.receive();
+                        if let Ok((_, from, k)) = <(Atom, ErlPid, i64)>::from_term(t.clone()) {
+                            assert!(k >= 0, "negative add");
+                            total += k;
+                            let _ = node.send(&from, (Atom::from("ok"), total));
+                        } else if let Ok((_, from)) = <(Atom, ErlPid)>::from_term(t) {
+                            let _ = node.send(&from, (Atom::from("total"), total));
+                        }
+                    }
+                })
+            }))
+            .start();
+        let mut erl = erl(
+            &e,
+            "e8",
+            "c8",
+            r#"C = {t8counter, 'p8@127.0.0.1'},
+            C ! {add, self(), 5}, receive R1 -> io:format("R1 ~w~n", [R1]) end,
+            Ref = monitor(process, C),
+            C ! {add, self(), -1},
+            receive {'DOWN', Ref, process, Who, Why} -> io:format("DOWN ~w ~w~n", [Who, Why]) end,
+            timer:sleep(200),
+            C ! {total, self()}, receive R2 -> io:format("R2 ~w~n", [R2]) end,
+            receive never -> ok end."#,
+        );
+        assert_eq!(erl.expect("R1"), "R1 {ok,5}");
+        assert_eq!(
+            erl.expect("DOWN"),
+            "DOWN {t8counter,'p8@127.0.0.1'} {panic,<<110,101,103,97,116,105,118,101,32,97,100,100>>}"
+        );
+        assert_eq!(erl.expect("R2"), "R2 {total,0}");
+    });
+}
+
 mod decoder {
     //! Property tests of the decoder of terms from peers: any bytes give a term or an error,
     //! never a panic or a huge allocation, and every term this crate encodes decodes back.
