@@ -21,7 +21,7 @@
 //!
 //! Run: `cargo run --release -p pcml --example chat -- 127.0.0.1:7878 60`, then connect a few
 //! terminals with `nc 127.0.0.1 7878` (the second argument is the idle limit in seconds).
-//! `/quit` leaves. `pcml/tests/net_chat.rs` runs `serve` with loopback clients.
+//! `/quit` leaves. `pcml/tests/net/chat.rs` runs `serve` with loopback clients.
 //!
 
 use std::io::ErrorKind;

@@ -64,7 +64,7 @@
 //! ## A whole example: an exchanger
 //! Two threads meet and swap values. This is `pcml/examples/exchanger.rs` (run it with
 //! `cargo run --release -p pcml --example exchanger`); the tests in
-//! `pcml/tests/event_custom.rs` sync it from fibers on two procs, OS threads, pcml tasks and
+//! `pcml/tests/event/custom.rs` sync it from fibers on two procs, OS threads, pcml tasks and
 //! tokio, in choices with itself and with timeouts, and drop pending `.await`s.
 //!
 #![doc = concat!("```\n", include_str!("../../examples/exchanger.rs"), "```")]

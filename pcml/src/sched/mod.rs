@@ -90,7 +90,7 @@
 //! send or receive, a spawn or a join.
 //!
 //! With the rule, the loop above gives each sender between 8,450 and 11,550 of 20,000 wins
-//! (tests/sched_steal.rs, repeated on the loaded 2-core machine). Its price is on the
+//! (tests/sched/steal.rs, repeated on the loaded 2-core machine). Its price is on the
 //! cross-proc path: one more inbox message per remote partner taken by a choice, and a
 //! cross-proc wake-up that leaves when the chooser suspends rather than at once.
 //!

@@ -2,7 +2,7 @@
 //! is cancelled (the server's reply reports it and does not block) and the server goes on
 //! serving; servers choosing between requests and other events; a cross-proc stress.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

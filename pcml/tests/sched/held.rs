@@ -2,7 +2,7 @@
 //! spawned and then joined runs inline as itself; one that is not joined still runs, in
 //! order with the others; panics and exits still reach the joiner; shutdown cancels it.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! dropped once), and a new waker at each poll. Also `Chan::recv_async`/`Chan::send_async`,
 //! which take the same path without an event.
 
-mod common;
+use crate::common;
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;

@@ -1,7 +1,7 @@
 //! BoundedChan: FIFO with a capacity; blocked senders in order; events in choices (a losing
 //! send never enqueues); fibers, OS threads, pcml tasks and tokio; a cross-proc stress.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

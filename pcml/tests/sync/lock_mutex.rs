@@ -2,7 +2,7 @@
 //! hand-off; lock_evt in choices; no lost lock when a sync loses or a future is dropped;
 //! panics release; a lock-order deadlock is reported; a cross-proc stress.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};

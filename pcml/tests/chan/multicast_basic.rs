@@ -1,7 +1,7 @@
 //! Multicast: every port sees every later message, in order; copies; dropped ports; fibers,
 //! OS threads, choices, pcml tasks and tokio; a cross-proc stress.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! everyone, and a flood (an 8 MiB line, 100 clients that never read) is bounded while the
 //! others keep being served.
 
-#[path = "../examples/chat.rs"]
+#[path = "../../examples/chat.rs"]
 #[allow(dead_code)] // the example's `main`
 mod chat;
 

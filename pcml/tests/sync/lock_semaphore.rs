@@ -2,7 +2,7 @@
 //! release and forget; acquire_evt in choices; no permit lost when a sync loses or a future
 //! is dropped; a cross-proc stress.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -1,7 +1,7 @@
 //! The guide's user-defined base event (`examples/exchanger.rs`) in every context: it must
 //! behave like a built-in communication object.
 
-#[path = "../examples/exchanger.rs"]
+#[path = "../../examples/exchanger.rs"]
 mod exchanger;
 
 use std::time::Duration;

@@ -1,0 +1,9 @@
+//! Sockets: TCP and UDP as events, echo servers, the chat example, file descriptors.
+//!
+//! One test binary per area (linking is most of a test build); each module is one
+//! topic.
+
+mod chat;
+mod echo;
+mod events;
+mod udp_fd;

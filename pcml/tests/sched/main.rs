@@ -1,0 +1,16 @@
+//! The scheduler: spawning and joining, stacks, stealing, held fibers, panics, task order, procs.
+//!
+//! One test binary per area (linking is most of a test build); each module is one
+//! topic.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod held;
+mod join_evt;
+mod mp_procs;
+mod panic;
+mod spawn;
+mod stack;
+mod steal;
+mod task_order;

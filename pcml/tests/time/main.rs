@@ -1,0 +1,8 @@
+//! Time: sleeps, timeouts and timers.
+//!
+//! One test binary per area (linking is most of a test build); each module is one
+//! topic.
+
+mod events;
+mod sleep;
+mod timer_churn;
