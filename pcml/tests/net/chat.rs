@@ -5,7 +5,7 @@
 
 #[path = "../../examples/chat.rs"]
 #[allow(dead_code)] // the example's `main`
-mod chat;
+mod example;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -45,7 +45,7 @@ impl Client {
     }
 }
 
-/// Starts `chat::serve` on a fresh runtime in the background; returns its address, its stop
+/// Starts `example::serve` on a fresh runtime in the background; returns its address, its stop
 /// signal and the thread that returns the number of clients served.
 fn start(idle: Duration) -> (SocketAddr, CVar, std::thread::JoinHandle<usize>) {
     let stop = CVar::new();
@@ -59,7 +59,7 @@ fn start(idle: Duration) -> (SocketAddr, CVar, std::thread::JoinHandle<usize>) {
             .block_on(move || {
                 let listener = TcpListener::bind("127.0.0.1:0").unwrap();
                 tx.send(listener.local_addr().unwrap()).unwrap();
-                chat::serve(listener, idle, s)
+                example::serve(listener, idle, s)
             })
             .unwrap()
     });
@@ -326,9 +326,9 @@ fn a_flood_is_bounded_and_the_others_keep_being_served() {
 
     // Memory stayed bounded: at most every client's queue limit at once, and the process
     // never came near what the unbounded server took (856 MB with these numbers).
-    let most = chat::QUEUED_MAX.load(std::sync::atomic::Ordering::Relaxed);
+    let most = example::QUEUED_MAX.load(std::sync::atomic::Ordering::Relaxed);
     assert!(
-        most <= (SILENT + 4) * chat::OUTBOX_BYTES,
+        most <= (SILENT + 4) * example::OUTBOX_BYTES,
         "{most} bytes queued at the peak"
     );
     let hwm = vm_hwm_kib();
