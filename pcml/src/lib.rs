@@ -35,11 +35,27 @@
 //! `sysctl -w vm.max_map_count=262144` (as root), or use async tasks for very many threads.
 //!
 //! ## Platform
-//! Linux only: the I/O driver is epoll, fiber stacks are `mmap`ed with guard pages and a stack overflow is
-//! caught on a `sigaltstack`, and deadlock detection lists `/proc/self/task`. Building for any
+//! Linux only: the I/O driver is epoll, fiber stacks are `mmap`ed with guard pages and a stack
+//! overflow is caught on a `sigaltstack`, and deadlock detection lists `/proc/self/task`. Building for any
 //! other operating system stops with a compile error that says so. Tested on Debian 12, x86_64;
 //! other architectures that the stack-switching crate `corosensei` supports (aarch64, riscv64,
 //! ...) should work but are not tested.
+//!
+//! ## References
+//! The docs cite these by author and year.
+//! - Reppy, Russo and Xiao 2009: John Reppy, Claudio V. Russo and Yingqi Xiao, *Parallel
+//!   Concurrent ML*, ICFP 2009. The event protocol (Waiting, Claimed, Synched), its model
+//!   checking, and the spawn, ping-pong and primes benchmarks.
+//! - Morrisett and Tolmach 1992: J. Gregory Morrisett and Andrew Tolmach, *A Portable
+//!   Multiprocessor Interface for Standard ML of New Jersey*, Carnegie Mellon University
+//!   technical report CMU-CS-92-155, 1992. Procs, proc-local data, spin locks.
+//! - Deleuze 2010: Christophe Deleuze, *Light weight concurrency in OCaml: continuations,
+//!   monads, events, and friends*, 2010. Direct and indirect style threads, MVars and FIFOs.
+//! - Farvardin 2017: Kavon Farvardin, *Weighing Continuations for Concurrency*, 2017. Stack
+//!   strategies for lightweight threads.
+//! - Krook 2020: Robert Krook, *Region-based Memory Management and Actor Model Concurrency*,
+//!   master's thesis, Chalmers University of Technology, 2020. The actor API and its benchmarks
+//!   against Erlang.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
