@@ -19,7 +19,9 @@
 //!   interrupted. A kill completes the actor's blocked receives (direct, async, or a receive
 //!   event it syncs on) and, for a fiber actor, also cancels the fiber wherever else it is
 //!   blocked or at its next blocking point or yield (`Record::abort_fiber`, the cancellation
-//!   of `JoinHandle::abort`).
+//!   of `JoinHandle::abort`); an async actor's task is cancelled the same way
+//!   (`Record::enter_task` keeps its address), so it drops its body's future instead of
+//!   polling it again.
 //! - A killed actor unwinds its stack (destructors run) with a private payload that its root
 //!   catches; do not `catch_unwind` around receives and carry on, or the next receive unwinds
 //!   again.
@@ -244,6 +246,7 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn kill(&self, reason: ExitReason);
     /// The reason the actor was killed with, if it was.
     fn kill_reason(&self) -> Option<ExitReason>;
+
     /// Ends the actor (its body is done): see `actor::finish`.
     fn finish(&self, reason: ExitReason, report: Option<String>);
     /// Closes the mailbox of an actor dropped unfinished at shutdown, telling nobody.
@@ -415,8 +418,17 @@ impl<M: Send + 'static> Peer for Record<M> {
             let _ = deliver(&o, Err(reason.clone()));
         }
         let b = st.take_parked();
+        // An async actor awaiting anything: its task is cancelled, so its next run drops
+        // the body's future (every pending sync in it loses) instead of polling it, and the
+        // actor's `Life` ends it with this kill's reason.
+        // SAFETY: the actor is alive (checked above, under the lock), so its future, and the
+        // task holding it, exist (`State::task`).
+        let task = st.task.as_ref().map(|t| unsafe { t.upgrade() });
         drop(st);
         wake(b);
+        if let Some(t) = task {
+            t.abort();
+        }
         // A fiber actor blocked anywhere else (a channel, a choice, a join, a sleep...) is
         // cancelled there: its sync loses every branch and it unwinds to its root, which
         // ends it with this kill's reason.

@@ -90,8 +90,9 @@
 //!   `select` too), and also a channel, a choice, an `MVar`, a join, a sleep, a socket. Its
 //!   sync there is abandoned as a loss (offers withdrawn, negative acknowledgements fired,
 //!   nothing taken), and a running fiber actor dies at its next blocking point or yield. An
-//!   async actor dies of a kill only at its receives (awaiting something else, it is not
-//!   woken by the kill).
+//!   async actor likewise dies wherever it awaits in pcml: its task is cancelled, and the
+//!   body's future dropped, which abandons every pending sync in it as a loss; a running one
+//!   dies when it next returns pending.
 //!   A killed actor unwinds its stack (destructors run) with a private payload that its
 //!   root catches: do not catch it and carry on, or the next receive unwinds again.
 //! - Erlang's `self()` is [`Ctx::pid`], or the free function [`self_pid`] where no context is
@@ -513,6 +514,12 @@ impl Life {
 impl Drop for Life {
     fn drop(&mut self) {
         if let Some(rec) = self.rec.take() {
+            if let Some(reason) = rec.kill_reason() {
+                // An async actor's task cancelled by a kill (`Peer::kill`): its body's future
+                // has been dropped (its pending syncs lost); it dies of the kill.
+                rec.finish(reason, None);
+                return;
+            }
             // Dropped unfinished: the runtime is shutting down. Close the mailbox (breaking
             // cycles of pids held in messages) and tell nobody: their threads are going too.
             rec.close();
@@ -642,7 +649,14 @@ where
     F: FnOnce(Ctx<M>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    // The record, for `enter` below: it runs while the task (not yet scheduled) holds the
+    // body, whose context holds the record.
+    let rec: *const record::Record<M> = &*ctx.rec;
     let body = async move {
+        // A local declared before the body's future, so that a cancelled task (a kill, see
+        // `Peer::kill`) drops that future, withdrawing its pending syncs, before `life` ends
+        // the actor.
+        let life = life;
         let me = life
             .rec
             .as_ref()
@@ -670,9 +684,11 @@ where
         life.end(outcome);
     };
     // On a proc, a task with no join state; elsewhere (a blocking-pool thread, or no runtime,
-    // which panics) the general detached spawn.
-    if let Err(body) = crate::task::spawn_unjoined(body) {
-        crate::sched::spawn::spawn_task_detached(body);
+    // which panics) the general detached spawn. From before its first run a kill cancels it.
+    // SAFETY: see `rec` above: the record is alive while `enter` runs.
+    let enter = move |task: &crate::task::TaskRef| unsafe { (*rec).enter_task(task) };
+    if let Err((body, enter)) = crate::task::spawn_unjoined(body, enter) {
+        crate::sched::spawn::spawn_task_detached(body, enter);
     }
 }
 

@@ -57,6 +57,7 @@ use crate::event::{BaseEvent, Blocked, OwnWaiter};
 use crate::mp::{Counted, Counts, RefCount, SpinLock, SpinLockGuard};
 use crate::sched::blocker::{self, Blocker};
 use crate::sync_var::waiters::{Offer, Queue, Slot, complete_self, deliver, delivered};
+use crate::task::{TaskAddr, TaskRef};
 
 use super::link::{Ext, Peer};
 use super::{ActorId, ExitReason};
@@ -153,6 +154,11 @@ pub(crate) struct State<M> {
     pub(crate) alive: bool,
     /// Links, monitors, signals, names: allocated on first use.
     pub(crate) ext: Option<Box<Ext>>,
+    /// An async actor's task, holding no reference count (`Record::enter_task`), so that a
+    /// kill cancels it wherever it awaits. Set once, before the task is first scheduled;
+    /// upgraded to a counted reference only under the lock while `alive`, that is while the
+    /// actor's future, and so its task, exists (the future's drop ends the actor first).
+    pub(crate) task: Option<TaskAddr>,
 }
 
 /// Where a parked selective receive stopped scanning.
@@ -232,6 +238,7 @@ impl<M: 'static> Record<M> {
                 offers: None,
                 alive: true,
                 ext: None,
+                task: None,
             }),
         });
         // SAFETY: written just above.
@@ -1097,6 +1104,20 @@ impl<M> Record<M> {
         if prev & FIBER_KILLED != 0 {
             // Killed before it started: it unwinds at its first blocking point or yield.
             killed_before_start(runtime, proc, slot, id);
+        }
+    }
+
+    /// Called with an async actor's task before it is first scheduled: from here a kill
+    /// cancels the task wherever its body awaits (see `State::task`); killed already, the
+    /// task is cancelled now and its body never runs.
+    pub(crate) fn enter_task(&self, task: &TaskRef) {
+        let mut st = self.lock();
+        st.task = Some(TaskAddr::of(task));
+        // Relaxed: written under this lock (`Peer::kill`).
+        let killed = self.killed.load(Ordering::Relaxed);
+        drop(st);
+        if killed {
+            task.abort();
         }
     }
 

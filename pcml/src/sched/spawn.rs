@@ -807,13 +807,13 @@ where
 ///
 /// # Panics
 /// Outside a pcml runtime.
-pub(crate) fn spawn_task_detached<F>(fut: F)
+pub(crate) fn spawn_task_detached<F>(fut: F, before: impl FnOnce(&crate::task::TaskRef))
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     with_runtime("pcml::actor::spawn_async", |shared| {
-        crate::task::spawn_detached_on_runtime(shared, fut)
+        crate::task::spawn_detached_on_runtime(shared, fut, before)
     })
 }
 

@@ -95,6 +95,38 @@ pub(crate) trait Task: Send + Sync {
     fn run(&self, this: &TaskRef) -> TaskRun;
     /// Drops the future of an unfinished task. Only after the procs have stopped.
     fn drop_future(&self);
+    /// Cancels the task (`JoinHandle::abort`): its next run drops its future instead of
+    /// polling it.
+    fn abort(&self);
+}
+
+/// A task's address, holding no reference count: for a record that must reach a task only
+/// while it knows the task's future is alive (an async actor's, see `actor::record`).
+pub(crate) struct TaskAddr(NonNull<dyn Task>);
+
+// SAFETY: only an address; what may be done with it is `upgrade`'s contract.
+unsafe impl Send for TaskAddr {}
+// SAFETY: as above.
+unsafe impl Sync for TaskAddr {}
+
+impl TaskAddr {
+    /// The address of `task`.
+    pub(crate) fn of(task: &TaskRef) -> Self {
+        TaskAddr(task.as_non_null())
+    }
+
+    /// A counted reference to the task.
+    ///
+    /// # Safety
+    /// The task's cell is alive (its future has not been dropped, for instance).
+    pub(crate) unsafe fn upgrade(&self) -> TaskRef {
+        // SAFETY: the cell is alive (our caller's promise); the count taken here is the one
+        // the new reference gives up.
+        unsafe {
+            self.0.as_ref().header().refs.count();
+            TaskRef::from_counted(self.0)
+        }
+    }
 }
 
 /// What every task has, whatever its future.
@@ -361,6 +393,10 @@ where
         }
     }
 
+    fn abort(&self) {
+        self.abort_task();
+    }
+
     fn drop_future(&self) {
         // SAFETY: the procs have stopped, so no thread holds the task in RUNNING.
         let fut = self.future.with_mut(|f| unsafe { (*f).take() });
@@ -529,8 +565,11 @@ where
 /// Spawns `fut` as a task of `shared` with no join handle (an actor's body, which reports its
 /// own end): no handle to make and drop, so one reference count and one join-state update
 /// fewer per task. A panic that escapes `fut` is reported as an unjoined thread's would be.
-pub(crate) fn spawn_detached_on_runtime<F>(shared: &Arc<Shared>, fut: F)
-where
+pub(crate) fn spawn_detached_on_runtime<F>(
+    shared: &Arc<Shared>,
+    fut: F,
+    before: impl FnOnce(&TaskRef),
+) where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
@@ -538,6 +577,7 @@ where
     let cell = new_cell(shared, fut, JoinState::new_inline_detached(id), id, 1);
     // SAFETY: `new_cell` counted this one reference, for the run queue.
     let task = unsafe { TaskRef::from_counted(cell) };
+    before(&task);
     shared.count_live(1);
     worker::push_runnable(shared, Runnable::Task(task));
 }
@@ -545,18 +585,21 @@ where
 /// Spawns `fut` as a task with no join handle and no join state at all (see [`Detached`]):
 /// the lightest task, for an actor's body, which reports its own end. Only from a proc of a
 /// runtime (the common case: an actor spawned by an actor); elsewhere it returns `fut` back
-/// for [`spawn_detached_on_runtime`]'s path.
-pub(crate) fn spawn_unjoined<F>(fut: F) -> Result<(), F>
+/// for [`spawn_detached_on_runtime`]'s path. `before` sees the task before it is scheduled.
+#[inline]
+pub(crate) fn spawn_unjoined<F, B>(fut: F, before: B) -> Result<(), (F, B)>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
+    B: FnOnce(&TaskRef),
 {
     let Some(ctx) = worker::context() else {
-        return Err(fut);
+        return Err((fut, before));
     };
     let cell = new_cell(&ctx.shared, fut, Detached, ThreadId::next(), 1);
     // SAFETY: `new_cell` counted this one reference, for the run queue.
     let task = unsafe { TaskRef::from_counted(cell) };
+    before(&task);
     // On this proc: its own counter, with no second look-up of the context.
     ctx.count_live_here(1);
     worker::push_runnable(&ctx.shared, Runnable::Task(task));

@@ -586,3 +586,160 @@ fn a_fiber_actor_killed_before_it_starts_dies_at_its_first_blocking_point() {
         })
         .unwrap();
 }
+
+/// Expected: a kill reaches an async actor wherever it awaits in pcml, not only in its own
+/// receives: a channel event, a choice with a nack, an MVar, a join, a sleep, a socket, a
+/// yield loop. The pending sync is dropped as a loss (offers withdrawn, nacks fire, nothing
+/// taken), its destructors run, and its links and monitors learn the kill's reason.
+#[test]
+fn kills_reach_async_actors_awaiting_outside_their_mailbox() {
+    use pcml::event::{choose, with_nack};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    struct Count(Arc<AtomicUsize>);
+    impl Drop for Count {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    type Body = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+    for procs in [1, 2] {
+        pcml::Runtime::builder()
+            .procs(procs)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                let mut me = Ctx::<()>::new();
+                me.trap_exits(true);
+                let mut ready = Ctx::<()>::new();
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let ch = pcml::Chan::<u8>::new();
+                let mv = pcml::MVar::<u8>::new();
+                let nacked = pcml::IVar::new();
+                let forever = pcml::Chan::<()>::new();
+                let socket = Arc::new(pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap());
+                let mut pids = Vec::new();
+                let spawn = |me: &Ctx<()>, body: Body| {
+                    let (r, d) = (ready.pid(), Count(dropped.clone()));
+                    me.spawn_link_async(move |_: Ctx<u8>| async move {
+                        let _d = d;
+                        r.send(()).unwrap();
+                        body.await;
+                    })
+                };
+                let c = ch.clone();
+                pids.push(spawn(
+                    &me,
+                    Box::pin(async move {
+                        c.recv_evt().await;
+                    }),
+                ));
+                let (c, n) = (ch.clone(), nacked.clone());
+                pids.push(spawn(
+                    &me,
+                    Box::pin(async move {
+                        choose([
+                            with_nack(move |nack| {
+                                pcml::spawn(move || {
+                                    nack.sync();
+                                    n.put(()).unwrap()
+                                });
+                                c.recv_evt()
+                            }),
+                            pcml::time::timeout_evt(Duration::from_secs(3600)).wrap(|()| 0),
+                        ])
+                        .await;
+                    }),
+                ));
+                let m = mv.clone();
+                pids.push(spawn(
+                    &me,
+                    Box::pin(async move {
+                        m.take_evt().await;
+                    }),
+                ));
+                let f = forever.clone();
+                pids.push(spawn(
+                    &me,
+                    Box::pin(async move {
+                        let _ = pcml::spawn_task(async move { f.recv_evt().await }).await;
+                    }),
+                ));
+                pids.push(spawn(
+                    &me,
+                    Box::pin(pcml::time::sleep_async(Duration::from_secs(3600))),
+                ));
+                let s = socket.clone();
+                pids.push(spawn(
+                    &me,
+                    Box::pin(async move {
+                        let mut buf = [0u8; 16];
+                        let _ = s.recv_from_async(&mut buf).await;
+                    }),
+                ));
+                pids.push(spawn(
+                    &me,
+                    Box::pin(async {
+                        loop {
+                            pcml::yield_async().await;
+                        }
+                    }),
+                ));
+                for _ in 0..pids.len() {
+                    ready.receive();
+                }
+                // Let them reach their awaits (a kill before that is seen there too).
+                pcml::time::sleep(Duration::from_millis(10));
+                for p in &pids {
+                    p.kill("stop");
+                }
+                for _ in 0..pids.len() {
+                    match me.receive_signal() {
+                        Signal::Exit { reason, .. } => {
+                            assert_eq!(reason, ExitReason::Killed("stop".into()))
+                        }
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+                assert_eq!(dropped.load(Ordering::SeqCst), pids.len());
+                nacked.get();
+                assert!(ch.send_evt(1).poll().is_none(), "no receive offer is left");
+                mv.put(3);
+                assert_eq!(mv.take(), 3, "nothing was taken from the MVar");
+                // The datagram goes to the next reader, not to the dead actor.
+                let to = socket.local_addr().unwrap();
+                let sender = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                sender.send_to(b"hi", to).unwrap();
+                let mut buf = [0u8; 16];
+                assert_eq!(socket.recv_from(&mut buf).unwrap().0, 2);
+                // The joined task runs on: the join's loss does not cancel it.
+                forever.send(());
+            })
+            .unwrap();
+    }
+}
+
+/// Expected: an async actor killed before its first poll never runs its body: its monitor
+/// gets the kill's reason, and nothing it would have awaited is touched.
+#[test]
+fn an_async_actor_killed_before_it_runs_dies_of_the_kill() {
+    pcml::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let mut me = Ctx::<()>::new();
+            let ch = pcml::Chan::<u8>::new();
+            let c = ch.clone();
+            let (pid, _) = me.spawn_monitor_async(move |_: Ctx<u8>| async move {
+                c.recv_evt().await;
+            });
+            pid.kill("early");
+            let Signal::Down { reason, .. } = me.receive_signal() else {
+                unreachable!()
+            };
+            assert_eq!(reason, ExitReason::Killed("early".into()));
+            assert!(ch.send_evt(1).poll().is_none());
+        })
+        .unwrap();
+}
