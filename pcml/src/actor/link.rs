@@ -511,8 +511,9 @@ impl<M> SignalEvt<M> {
 
 impl<M: Send + 'static> Pid<M> {
     /// Kills the actor with reason [`ExitReason::Killed`]`(why)`, whether or not it traps
-    /// exits (Erlang's `exit(Pid, kill)`). It ends at its next receive; its links and monitors
-    /// are told. Killing a dead actor does nothing.
+    /// exits (Erlang's `exit(Pid, kill)`). It ends where it blocks or awaits in pcml (what it
+    /// waited for there is abandoned as a loss), or, if it is running, at its next blocking
+    /// point; its links and monitors are told. Killing a dead actor does nothing.
     ///
     /// ```
     /// use pcml::actor::{self, Ctx, ExitReason, Signal};

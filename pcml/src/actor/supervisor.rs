@@ -50,9 +50,9 @@
 //! ```
 //!
 //! A start function that panics takes the supervisor down (and, through the links, the children
-//! already started). Killing a child is cooperative (it ends at its next receive), and the
-//! supervisor waits for each killed child's exit, so a child that computes forever without
-//! receiving holds up a one-for-all restart or a stop: Erlang's brutal kill after a shutdown
+//! already started). Killing a child is cooperative (it ends wherever it blocks or awaits in
+//! pcml, or at its next blocking point), and the supervisor waits for each killed child's
+//! exit, so a child that computes forever without synchronizing holds up a one-for-all restart or a stop: Erlang's brutal kill after a shutdown
 //! timeout has no equivalent here.
 //!
 //! # Invariants
