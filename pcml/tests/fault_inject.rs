@@ -534,3 +534,102 @@ fn a_hog_on_a_one_proc_runtime_is_reported() {
     assert!(report.contains("fault_inject.rs"), "spawn site: {out}");
     assert!(report.contains("consume_budget"), "{out}");
 }
+
+/// An allocator that fails one allocation, the `FAIL_AT`-th after it is armed (only in the
+/// child case below; otherwise it is the system allocator).
+struct FailOnce;
+
+static FAIL_ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static FAIL_AT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: every call is passed to the system allocator, except one allocation that returns
+// null, which `GlobalAlloc` allows.
+unsafe impl std::alloc::GlobalAlloc for FailOnce {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        use std::sync::atomic::Ordering::Relaxed;
+        if FAIL_ARMED.load(Relaxed) && FAIL_AT.fetch_sub(1, Relaxed) == 0 {
+            FAIL_ARMED.store(false, Relaxed);
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as the caller promises.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with `layout`.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: FailOnce = FailOnce;
+
+/// Runs a small program (fibers, tasks, channels, timers, an actor on two procs) with the
+/// `PCML_FAIL_AT`-th allocation after the runtime starts failing, and prints `DONE` if it
+/// finished.
+#[test]
+fn child_allocation_failure() {
+    if !child_case("child_allocation_failure") {
+        return;
+    }
+    let at: usize = std::env::var("PCML_FAIL_AT").unwrap().parse().unwrap();
+    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    FAIL_AT.store(at, std::sync::atomic::Ordering::Relaxed);
+    FAIL_ARMED.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sum = rt
+        .block_on(|| {
+            let ch = pcml::Chan::new();
+            let hs: Vec<_> = (0..20u64)
+                .map(|i| {
+                    let c = ch.clone();
+                    pcml::spawn(move || c.send(i))
+                })
+                .collect();
+            let t = pcml::spawn_task(async {
+                pcml::time::sleep_async(std::time::Duration::from_millis(1)).await;
+                7u64
+            });
+            let mut me = pcml::actor::Ctx::<u64>::new();
+            let pid = me.pid();
+            pcml::actor::spawn(move |_: pcml::actor::Ctx<()>| pid.send(1).unwrap());
+            let sum: u64 = (0..20).map(|_| ch.recv()).sum();
+            hs.into_iter().for_each(|h| h.join().unwrap());
+            sum + t.join().unwrap() + me.receive()
+        })
+        .unwrap();
+    FAIL_ARMED.store(false, std::sync::atomic::Ordering::Relaxed);
+    println!("DONE {sum}");
+}
+
+/// Expected: an allocation that fails anywhere in pcml (a proc, a fiber, a task, the
+/// watchdog) ends the process the way Rust's standard library does, with "memory allocation
+/// of N bytes failed" on stderr and an abort (SIGABRT): never a crash of another kind, a hang
+/// or a wrong result. (Rust gives a library no way to recover from a failed `Box` or `Vec`
+/// allocation; pcml returns errors for the resources it can see run out: stacks, threads,
+/// file descriptors.) A failure late enough hits nothing and the program finishes.
+#[test]
+fn allocation_failure_aborts_with_a_clear_message() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut aborted = 0;
+    for at in [0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 100_000_000] {
+        let o = run_child(
+            "child_allocation_failure",
+            &[("PCML_FAIL_AT", &at.to_string())],
+        );
+        let out = text(&o);
+        if o.status.success() {
+            assert!(
+                String::from_utf8_lossy(&o.stdout).contains("DONE 198"),
+                "{out}"
+            );
+            continue;
+        }
+        aborted += 1;
+        assert_eq!(o.status.signal(), Some(6), "SIGABRT at {at}: {out}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("memory allocation of"),
+            "at {at}: {out}"
+        );
+    }
+    assert!(aborted > 0, "no injected failure hit an allocation");
+}
