@@ -39,8 +39,10 @@
 //!   do (the watchdog wakes one to look). [`consume_budget`] yields at once on a hogged proc,
 //!   whatever its count.
 //! - **Work that cannot move, waits.** A started fiber never leaves its proc (its stack holds
-//!   addresses of the proc's thread-local data), nor does a fiber placed with `spawn_on`. On a
-//!   runtime of one proc nothing can move at all. Then the watchdog says so on stderr, once
+//!   addresses of the proc's thread-local data), nor does a fiber placed with `spawn_on`.
+//!   Nor, today, does a task that the hog itself woke on its proc while work the task had
+//!   spawned was still queued there (the proc keeps such a task in a private list until that
+//!   work has run). On a runtime of one proc nothing can move at all. Then the watchdog says so on stderr, once
 //!   per episode, naming the thread (its id, name and spawn site if it was spawned through a
 //!   [`SpawnBuilder`](crate::SpawnBuilder); a thread that `join` runs on its joiner's stack
 //!   is named as itself if it was spawned so, else as its joiner) when it sees work held up: wake-ups of the proc's fibers waiting in
