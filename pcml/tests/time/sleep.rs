@@ -48,12 +48,15 @@ fn sleeping_tasks_wake_in_deadline_order() {
     let order = rt(2)
         .block_on(|| {
             let log = Arc::new(Mutex::new(Vec::new()));
-            let hs: Vec<_> = [50u64, 10, 30]
+            // The deadlines are fixed here, before any task runs, and lie 100 ms apart, so a
+            // task that is slow to start (a loaded machine) cannot change their order.
+            let hs: Vec<_> = [210u64, 10, 110]
                 .into_iter()
                 .map(|ms| {
                     let log = log.clone();
+                    let nap = pcml::time::sleep_async(Duration::from_millis(ms));
                     pcml::spawn_task(async move {
-                        pcml::time::sleep_async(Duration::from_millis(ms)).await;
+                        nap.await;
                         log.lock().unwrap().push(ms);
                     })
                 })
@@ -64,7 +67,7 @@ fn sleeping_tasks_wake_in_deadline_order() {
             Arc::try_unwrap(log).unwrap().into_inner().unwrap()
         })
         .unwrap();
-    assert_eq!(order, vec![10, 30, 50]);
+    assert_eq!(order, vec![10, 110, 210]);
 }
 
 #[test]
