@@ -51,7 +51,11 @@
 //! - **An idle proc spins, then parks.** It looks for work for 100 us (50 us on its core, then
 //!   giving the core away between looks, so on a machine with more runnable threads than cores
 //!   it does not keep the thread with work off a core), then sleeps until its next timer or a
-//!   wake-up.
+//!   wake-up. Only so many idle procs spin at once: half as many as the procs the machine's
+//!   cores can run together (one on a 2-core machine, whatever the number of procs); the
+//!   others look for 10 us (taking over if a spinner finds work meanwhile) and park. One spinner finds new work as soon as several would, and with
+//!   more procs than cores (a `procs` setting taken from a bigger machine) spinners would take
+//!   cores from the procs that have work.
 //!
 //! ## Fair choice across procs
 //!
@@ -65,10 +69,11 @@
 //! developed on, and in some runs most of them.
 //!
 //! So partners of a choice take turns, whatever proc they live on:
-//! - **A remote partner's wake-up leaves when the chooser suspends.** A choice that takes the
-//!   offer of a fiber of another proc queues its wake-up in its own proc's inbox, which the
-//!   proc's loop drains once the chooser has blocked or yielded: the remote fiber re-offers no
-//!   sooner than a local one that the choice woke would.
+//! - **A remote partner's wake-up leaves at the turn a local one would run.** A choice that
+//!   takes the offer of a fiber of another proc queues its wake-up in its own proc's inbox;
+//!   once the chooser has blocked or yielded, the proc's loop counts the fibers then ready and
+//!   sends the wake-up after as many turns: the remote fiber re-offers no sooner than a local
+//!   one that the choice woke would (and not before the local fibers queued ahead of it).
 //! - **That fiber owes the chooser's proc a turn.** Its proc runs it at once when the wake-up
 //!   arrives, and sends back word (`Paid`) when it has suspended again, with its next offer
 //!   in place.

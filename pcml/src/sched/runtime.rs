@@ -435,6 +435,7 @@ impl Builder {
             detect_deadlock: self.detect_deadlock,
             shutdown: AtomicBool::new(false),
             num_searching: AtomicUsize::new(0),
+            spin_limit: (procs.min(cores()) / 2).max(1),
             num_sleeping: AtomicUsize::new(0),
             live_external: AtomicIsize::new(0),
             running_fibers: AtomicUsize::new(0),

@@ -89,6 +89,8 @@ const SPIN: Duration = Duration::from_micros(100);
 /// idle machine here (ping-pong across 2 procs: 0.76 M against 3.4 M msgs/s), so the hot phase
 /// covers ordinary hand-off latencies.
 const SPIN_HOT: Duration = Duration::from_micros(50);
+/// How long an idle proc looks for work when `spin_limit` others already spin (see `idle`).
+const SPIN_OVER_LIMIT: Duration = Duration::from_micros(10);
 /// How long work must wait in another proc's queues before an idle proc takes it (see
 /// `Context::left_there`). A proc that spawns a thread and then blocks runs it within a
 /// microsecond or two; an idle proc that took it at once would pin it far from the threads it
@@ -135,12 +137,15 @@ pub(crate) enum InboxMsg {
     /// A fiber of proc `by` woken by a choice here (a `WakeOwed` of `epoch`) has run.
     Paid { by: usize, epoch: u32 },
     /// To a proc's own inbox, by a choice of its running fiber: send this `WakeOwed` to
-    /// `proc` once the proc is back in its loop (the chooser has suspended). See `owed`.
+    /// `proc` once the proc is back in its loop (the chooser has suspended) and has taken as
+    /// many turns as it had fibers ready then (`after`, `usize::MAX` until counted), as a
+    /// fiber of its own that the choice woke would wait for them. See `owed`.
     SendOwed {
         proc: usize,
         slot: usize,
         token: u64,
         epoch: u32,
+        after: usize,
     },
 }
 
@@ -207,6 +212,9 @@ pub(crate) struct Shared {
     pub(crate) shutdown: AtomicBool,
     /// Procs spinning while idle.
     pub(crate) num_searching: AtomicUsize,
+    /// How many idle procs may spin at once (see `Context::idle`): half the procs that the
+    /// machine's cores can run at once, at least one.
+    pub(crate) spin_limit: usize,
     /// Procs parked or about to park.
     pub(crate) num_sleeping: AtomicUsize,
     /// Threads started minus finished by threads that are not this runtime's procs; with the
@@ -721,6 +729,7 @@ fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
                 slot,
                 token,
                 epoch,
+                after: usize::MAX,
             };
             ctx.me().inbox.push(msg);
             return;
@@ -1385,16 +1394,28 @@ impl Context {
                     slot,
                     token,
                     epoch,
-                } => {
-                    let from = self.index;
-                    let msg = InboxMsg::WakeOwed {
+                    after,
+                } if !self.shutting_down.get() && after != 0 => {
+                    // One drain per turn while it waits (it keeps the inbox non-empty).
+                    let after = if after == usize::MAX {
+                        self.ready.borrow().len()
+                    } else {
+                        after - 1
+                    };
+                    let msg = InboxMsg::SendOwed {
+                        proc,
                         slot,
                         token,
-                        from,
                         epoch,
+                        after,
                     };
-                    self.shared.send_to(proc, msg);
+                    if after == 0 {
+                        self.send_owed(msg);
+                    } else {
+                        me.inbox.push(msg);
+                    }
                 }
+                msg @ InboxMsg::SendOwed { .. } => self.send_owed(msg),
             }
         }
         *self.inbox_buf.borrow_mut() = buf;
@@ -1404,6 +1425,27 @@ impl Context {
             }
             let by = self.index;
             self.shared.send_to(from, InboxMsg::Paid { by, epoch });
+        }
+    }
+
+    /// Sends the `WakeOwed` of a `SendOwed` whose turn has come.
+    fn send_owed(&self, msg: InboxMsg) {
+        if let InboxMsg::SendOwed {
+            proc,
+            slot,
+            token,
+            epoch,
+            ..
+        } = msg
+        {
+            let from = self.index;
+            let msg = InboxMsg::WakeOwed {
+                slot,
+                token,
+                from,
+                epoch,
+            };
+            self.shared.send_to(proc, msg);
         }
     }
 
@@ -1968,7 +2010,12 @@ impl Context {
             turns.load(Ordering::Relaxed).wrapping_add(1),
             Ordering::Relaxed,
         );
-        sh.num_searching.fetch_add(1, Ordering::SeqCst);
+        // Only `spin_limit` idle procs spin at once; the others look for `SPIN_OVER_LIMIT`
+        // (becoming spinners if some stop meanwhile: a proc that just handed work to the
+        // spinner is likely to get work back from it) and park. With more procs than cores,
+        // idle procs that all spin keep the threads that have work off the cores, and one
+        // spinner finds new work as soon as several would.
+        let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit;
         let start = Instant::now();
         let mut found = false;
         'spin: loop {
@@ -1988,6 +2035,15 @@ impl Context {
             // Collect ready I/O here rather than wait for the driver thread to get a core
             // (it wakes our fibers through our own queue: `has_work` sees them next look).
             sh.poll_io_now();
+            if !may_spin {
+                // Relaxed: a hint; the count includes this proc.
+                if sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
+                    may_spin = true;
+                } else if start.elapsed() >= SPIN_OVER_LIMIT {
+                    break;
+                }
+                continue;
+            }
             let spun = start.elapsed();
             if spun >= SPIN {
                 break;
