@@ -721,6 +721,59 @@ fn supervised_worker_serves_erlang() {
     });
 }
 
+/// Ticks keep an idle connection up, and a peer that falls silent (stopped with SIGSTOP) is
+/// down after the tick time.
+#[test]
+fn ticks_and_silence() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = NodeBuilder::new("p9@127.0.0.1")
+            .cookie("c9")
+            .epmd_port(e.port)
+            .net_ticktime(Duration::from_secs(2))
+            .start()
+            .unwrap();
+        let mut me = Ctx::<ErlPid>::new();
+        node.register("t9ctl", &me.pid()).unwrap();
+        let mut erl = erl(
+            &e,
+            "e9",
+            "c9",
+            r#"net_kernel:set_net_ticktime(2, 0),
+            {t9ctl, 'p9@127.0.0.1'} ! self(), receive never -> ok end."#,
+        );
+        let w = me.receive();
+        let wp = node.pid_of::<Term>(&w).unwrap();
+        let mon = me.monitor(&wp);
+        // Idle for twice the tick time: both sides tick, nobody gives up.
+        pcml::time::sleep(Duration::from_secs(4));
+        assert!(node.nodes().contains(&"e9@127.0.0.1".to_string()));
+        assert!(me.try_receive_signal().is_none());
+        let pid = erl.kid.0.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-STOP", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let down = me.receive_signal();
+        let _ = Command::new("kill").args(["-CONT", &pid]).status();
+        assert_eq!(
+            down,
+            Signal::Down {
+                monitor: mon,
+                actor: wp.id(),
+                reason: ExitReason::Killed("noconnection".into())
+            }
+        );
+        erl.kill();
+    });
+}
+
 mod decoder {
     //! Property tests of the decoder of terms from peers: any bytes give a term or an error,
     //! never a panic or a huge allocation, and every term this crate encodes decodes back.
