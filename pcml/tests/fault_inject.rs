@@ -482,7 +482,7 @@ fn child_hog_on_one_proc() {
                 break;
             }
             all.push_str(&String::from_utf8_lossy(&buf[..n]));
-            if all.contains("has run on proc 0") {
+            if all.contains("has computed on proc 0") {
                 println!("REPORT {}", all.trim());
                 s.store(true, Ordering::SeqCst);
             }

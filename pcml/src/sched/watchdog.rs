@@ -226,6 +226,8 @@ struct Seen {
     turns: u32,
     /// When it was first seen at that value.
     since: Instant,
+    /// The CPU time of the proc's thread then (`None` if its clock cannot be read).
+    cpu_since: Option<Duration>,
     /// Whether the watchdog has marked the proc as hogged.
     hogged: bool,
     /// Whether it has reported this episode.
@@ -249,6 +251,7 @@ fn run(shared: &Shared) {
         .map(|p| Seen {
             turns: p.watch.turns.load(Ordering::Relaxed),
             since: now,
+            cpu_since: proc_cpu(p),
             hogged: false,
             reported: false,
         })
@@ -272,6 +275,7 @@ fn run(shared: &Shared) {
         for (s, p) in seen.iter_mut().zip(shared.procs.iter()) {
             s.turns = p.watch.turns.load(Ordering::Relaxed);
             s.since = now;
+            s.cpu_since = proc_cpu(p);
         }
     }
 }
@@ -299,6 +303,7 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> bool {
         if asleep || turns != s.turns {
             s.turns = turns;
             s.since = now;
+            s.cpu_since = proc_cpu(p);
             if s.hogged {
                 s.hogged = false;
                 p.watch.preempt.store(0, Ordering::Relaxed);
@@ -324,11 +329,28 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> bool {
             continue;
         }
         if !s.reported && stuck_work(shared, p, now) {
-            s.reported = true;
-            report(shared, index, now.duration_since(s.since));
+            // Report only a thread that computed: a proc whose OS thread had no core (a busy
+            // machine) also stops taking turns, and moving its work helps then too, but its
+            // thread is no hog. Without a readable clock, wall time stands in.
+            let ran = match (s.cpu_since, proc_cpu(p)) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => now.duration_since(s.since),
+            };
+            if ran >= TIME_SLICE * 3 / 4 {
+                s.reported = true;
+                report(shared, index, ran);
+            }
         }
     }
     awake
+}
+
+/// The CPU time the thread of proc `p` has used so far, if its clock can be read.
+fn proc_cpu(p: &ProcShared) -> Option<Duration> {
+    match p.cpu_clock.load(Ordering::Relaxed) {
+        crate::sched::worker::NO_CLOCK => None,
+        clock => crate::sched::owed::cpu_time(clock),
+    }
 }
 
 /// Whether hogged proc `p` is seen holding up work that no other proc can take: wake-ups of
@@ -361,7 +383,8 @@ fn report(shared: &Shared, index: usize, ran: Duration) {
          tasks, unstarted fibers and due timers"
     };
     hog_log(&format!(
-        "pcml: {kind} {thread} has run on proc {index} for {} ms without a sync point; {what}. \
+        "pcml: {kind} {thread} has computed on proc {index} for {} ms of CPU time without a \
+         sync point; {what}. \
          Call pcml::consume_budget() in long loops (consume_budget_async().await in a task), \
          or run the computation with pcml::spawn_blocking",
         ran.as_millis()
