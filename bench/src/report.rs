@@ -218,6 +218,22 @@ pub fn section_markdown(sec: &Section) -> String {
             let _ = writeln!(md, "| {} | {} | {} |", p.program, p.system, p.figure);
         }
     }
+    let sched: Vec<&Row> = sec.rows.iter().filter(|r| r.sched.is_some()).collect();
+    if !sched.is_empty() {
+        md.push_str(
+            "\nWhat pcml's scheduler did in the 2-proc rows' timed runs (`pcml::sched::metrics`; \
+             figures per proc, proc 0/proc 1):\n\n",
+        );
+        for r in sched {
+            let _ = writeln!(
+                md,
+                "- {}, {}: {}",
+                r.program,
+                r.system,
+                r.sched.as_deref().unwrap_or_default()
+            );
+        }
+    }
     if !sec.notes.is_empty() {
         md.push('\n');
         for n in &sec.notes {

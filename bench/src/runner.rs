@@ -157,12 +157,115 @@ pub fn check_eq<T: PartialEq + fmt::Debug>(what: &str, want: T, got: T) -> Resul
 
 /// Times `work`, which does `ops` operations and checks its own answer.
 pub fn timed(ops: u64, work: impl FnOnce() -> Result<()>) -> Result<Sample> {
+    let before = pcml::sched::metrics();
     let start = Instant::now();
     work()?;
-    Ok(Sample {
-        seconds: start.elapsed().as_secs_f64().max(1e-9),
-        ops,
-    })
+    let seconds = start.elapsed().as_secs_f64().max(1e-9);
+    sched_count(before, ops);
+    Ok(Sample { seconds, ops })
+}
+
+/// What pcml's scheduler did in the timed regions of the samples since the last
+/// [`sched_reset`]: per proc, resumes, polls, steals, parks, cross-proc wake-ups sent and
+/// received, summed over the samples, and the operations they did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchedCounts {
+    /// Per proc: resumes, polls, steals, injector batches, parks, wake-ups sent to other
+    /// procs, wake-ups received through the inbox.
+    pub procs: Vec<[u64; 7]>,
+    /// Operations of the samples counted.
+    pub ops: u64,
+}
+
+impl SchedCounts {
+    /// One line per operation: each counter divided by the operations, per proc.
+    ///
+    /// ```
+    /// use pcml_bench::runner::SchedCounts;
+    /// let c = SchedCounts { procs: vec![[10, 0, 0, 0, 1, 5, 5], [10, 0, 1, 0, 0, 5, 5]], ops: 1000 };
+    /// assert_eq!(
+    ///     c.per_op("msg"),
+    ///     "per msg: resumes 0.01/0.01, polls 0/0, cross-proc wakes sent 5.0e-3/5.0e-3 and \
+    ///      received 5.0e-3/5.0e-3, parks 1.0e-3/0; steals 0/1, injector batches 0/0 in 1000 msgs"
+    /// );
+    /// ```
+    pub fn per_op(&self, op: &str) -> String {
+        let n = self.ops.max(1) as f64;
+        let col = |i: usize, digits: usize| {
+            self.procs
+                .iter()
+                .map(|p| {
+                    let v = p[i] as f64 / n;
+                    if p[i] == 0 {
+                        "0".to_string()
+                    } else if v < 0.01 {
+                        format!("{v:.1e}")
+                    } else {
+                        format!("{v:.*}", digits)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        let all = |i: usize| {
+            self.procs
+                .iter()
+                .map(|p| p[i].to_string())
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        format!(
+            "per {op}: resumes {}, polls {}, cross-proc wakes sent {} and received {}, parks {}; \
+             steals {}, injector batches {} in {} {op}s",
+            col(0, 2),
+            col(1, 2),
+            col(5, 2),
+            col(6, 2),
+            col(4, 2),
+            all(2),
+            all(3),
+            self.ops
+        )
+    }
+}
+
+static SCHED: std::sync::Mutex<Option<SchedCounts>> = std::sync::Mutex::new(None);
+
+/// Forgets the scheduler counts gathered so far (a new pcml runtime starts).
+pub fn sched_reset() {
+    *SCHED.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// Takes the scheduler counts gathered since the last reset, if any sample ran on pcml.
+pub fn sched_take() -> Option<SchedCounts> {
+    SCHED.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// Adds what the runtime of the calling thread did since `before` (taken when a timed
+/// region began) to the counts; nothing off a pcml runtime.
+fn sched_count(before: Option<pcml::sched::RuntimeMetrics>, ops: u64) {
+    let (Some(before), Some(after)) = (before, pcml::sched::metrics()) else {
+        return;
+    };
+    let d = after.since(&before);
+    let mut g = SCHED.lock().unwrap_or_else(|e| e.into_inner());
+    let c = g.get_or_insert_with(SchedCounts::default);
+    c.procs.resize(d.procs().len().max(c.procs.len()), [0; 7]);
+    for (acc, p) in c.procs.iter_mut().zip(d.procs()) {
+        let add = [
+            p.resumes,
+            p.polls,
+            p.steals,
+            p.injector_pulls,
+            p.parks,
+            p.sent_wakes,
+            p.inbox_wakes,
+        ];
+        for (a, x) in acc.iter_mut().zip(add) {
+            *a += x;
+        }
+    }
+    c.ops += ops;
 }
 
 /// The async form of a warm-up and `runs` samples: awaits `one(size / 10 + 1)` once to warm
@@ -180,12 +283,12 @@ where
     one(size / 10 + 1).await?;
     let mut samples = Vec::with_capacity(runs);
     for _ in 0..runs {
+        let before = pcml::sched::metrics();
         let start = Instant::now();
         one(size).await?;
-        samples.push(Sample {
-            seconds: start.elapsed().as_secs_f64().max(1e-9),
-            ops,
-        });
+        let seconds = start.elapsed().as_secs_f64().max(1e-9);
+        sched_count(before, ops);
+        samples.push(Sample { seconds, ops });
     }
     Ok(samples)
 }
@@ -201,10 +304,10 @@ pub fn warm_runs(
     one()?;
     (0..runs)
         .map(|_| {
-            Ok(Sample {
-                seconds: one()?,
-                ops,
-            })
+            let before = pcml::sched::metrics();
+            let seconds = one()?;
+            sched_count(before, ops);
+            Ok(Sample { seconds, ops })
         })
         .collect()
 }

@@ -42,6 +42,21 @@ pub struct Row {
     pub note: String,
     /// Every figure measured, in the metric's unit (what [`Section::merge_round`] pools).
     pub values: Vec<f64>,
+    /// For a pcml row on 2 procs: what the scheduler did per operation in its timed runs
+    /// ([`SchedCounts::per_op`](crate::runner::SchedCounts::per_op)).
+    pub sched: Option<String>,
+}
+
+/// What one operation of `metric` is called, for per-operation figures.
+fn op_name(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Rate { unit } => {
+            let per_s = unit.strip_suffix("/s").unwrap_or(unit);
+            per_s.strip_suffix('s').unwrap_or(per_s)
+        }
+        Metric::NsPerOp { op } | Metric::BytesPerOp { op } => op,
+        Metric::Seconds => "op",
+    }
 }
 
 impl Row {
@@ -55,6 +70,11 @@ impl Row {
     ) -> Row {
         let ops = samples.first().map_or(0, |s| s.ops);
         let values: Vec<f64> = samples.iter().map(|s| metric.value(s)).collect();
+        // The counts gathered since the row's runtime started belong to this row.
+        let counts = crate::runner::sched_take();
+        let sched = counts
+            .filter(|_| system.starts_with("pcml") && procs == Some(2))
+            .map(|c| c.per_op(op_name(metric)));
         let outcome = match Stats::of(&values) {
             Some(s) => Outcome::Measured(s),
             None => Outcome::Skipped("no samples".to_string()),
@@ -68,6 +88,7 @@ impl Row {
             outcome,
             note: String::new(),
             values,
+            sched,
         }
     }
 
@@ -92,6 +113,7 @@ impl Row {
             },
             note: String::new(),
             values: values.to_vec(),
+            sched: None,
         }
     }
 
@@ -112,6 +134,7 @@ impl Row {
             outcome: Outcome::Skipped(why.to_string()),
             note: String::new(),
             values: Vec::new(),
+            sched: None,
         }
     }
 
@@ -126,6 +149,7 @@ impl Row {
             outcome: Outcome::Pending(why.to_string()),
             note: String::new(),
             values: Vec::new(),
+            sched: None,
         }
     }
 

@@ -95,10 +95,10 @@ pub use mailbox::Mailbox;
 pub use mp::{ProcLocal, SpinLock, current_proc, procs};
 pub use multicast::Multicast;
 pub use sched::{
-    BuildError, Builder, ConsumeBudget, Dump, JoinError, JoinHandle, Runtime, RuntimeError,
-    SpawnBuilder, SpawnError, ThreadDump, ThreadId, ThreadKind, ThreadState, YieldAsync,
-    consume_budget, consume_budget_async, current, current_name, dump, exit, run, spawn,
-    spawn_blocking, spawn_on, spawn_task, try_current, try_spawn, try_spawn_on, yield_async,
+    BuildError, Builder, ConsumeBudget, Dump, JoinError, JoinHandle, ObjectId, Runtime,
+    RuntimeError, SpawnBuilder, SpawnError, ThreadDump, ThreadId, ThreadKind, ThreadState,
+    YieldAsync, consume_budget, consume_budget_async, current, current_name, dump, exit, run,
+    spawn, spawn_blocking, spawn_on, spawn_task, try_current, try_spawn, try_spawn_on, yield_async,
     yield_now,
 };
 pub use sync_var::{CVar, IVar, MVar};

@@ -27,6 +27,7 @@
 //! | `pcml::sched` | TRACE | `exit` | `thread`, `reason` (`returned`, `panicked`, `exited`, `cancelled`) |
 //! | `pcml::sched` | WARN | `thread panicked` | `thread`, `report` (message, location, backtrace if `RUST_BACKTRACE`) |
 //! | `pcml::sched` | ERROR | `thread panicked and nobody joined it` | `thread`, `report` (printed without the feature) |
+//! | `pcml::sched` | WARN | the watchdog's report of a thread that holds its proc (`... has computed on proc P for N ms of CPU time without a sync point ...`) | `proc`, `ran_ms` (printed without the feature) |
 //! | `pcml::sched` | ERROR | `deadlock` | `blocked`, `waiting_for_stack`, `dump` (the runtime's [`Dump`](crate::Dump)) |
 //! | `pcml::actor` | DEBUG | `actor exited` | `actor`, `reason` (every end but a normal one) |
 //! | `pcml::actor` | ERROR | `actor crashed` | `actor`, `reason`, `report`, `observed` (a panic; printed without the feature when nobody watches the actor) |
@@ -287,6 +288,24 @@ pub(crate) fn supervisor_gave_up(
         "supervisor gave up"
     );
     let _ = (supervisor, child, reason, max_restarts, period);
+}
+
+/// The watchdog found proc `proc` running one thread for `ran` without a sync point; `text`
+/// says which and what to do.
+#[cold]
+pub(crate) fn hog(proc: usize, ran: Duration, text: &str) {
+    if to_stderr() {
+        eprintln!("{text}");
+    } else {
+        #[cfg(feature = "tracing")]
+        tracing::warn!(
+            target: "pcml::sched",
+            proc,
+            ran_ms = ran.as_millis() as u64,
+            "{text}"
+        );
+    }
+    let _ = (proc, ran);
 }
 
 /// The I/O driver failed: `what` says what it could not do.

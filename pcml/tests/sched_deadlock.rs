@@ -413,3 +413,69 @@ fn names_and_spawn_sites_of_builder_spawned_threads() {
         Err(pcml::SpawnError::NoRuntime)
     ));
 }
+
+#[test]
+fn threads_blocked_on_the_same_object_show_the_same_id() {
+    use pcml::{ThreadKind, ThreadState};
+    use std::time::Duration;
+    let rt = Runtime::builder().procs(2).build().unwrap();
+    let x = pcml::Chan::<u32>::new();
+    let os_rx = x.clone();
+    let os = std::thread::Builder::new()
+        .name("x-reader".into())
+        .spawn(move || os_rx.recv())
+        .unwrap();
+    let rt_got = rt.block_on(move || {
+        let y = pcml::Chan::<u32>::new();
+        let named = |n: &str, f: Box<dyn FnOnce() -> u32 + Send>| {
+            pcml::SpawnBuilder::new().name(n).spawn(f).unwrap()
+        };
+        let (x1, y1) = (x.clone(), y.clone());
+        let on_x = named("on-x", Box::new(move || x1.recv()));
+        let on_y = named("on-y", Box::new(move || y1.recv()));
+        let mut d = pcml::dump().unwrap();
+        let blocked = |d: &pcml::Dump, n: &str| {
+            d.threads()
+                .iter()
+                .any(|t| t.name() == Some(n) && t.state() == ThreadState::Blocked)
+        };
+        while !(["on-x", "on-y"].iter().all(|n| blocked(&d, n))
+            && d.threads().iter().any(|t| t.kind() == ThreadKind::OsThread))
+        {
+            pcml::time::sleep(Duration::from_millis(1));
+            d = pcml::dump().unwrap();
+        }
+        // Joined once started, so the join blocks rather than running it inline.
+        let joiner = named("joiner", Box::new(move || on_y.join().unwrap()));
+        while !blocked(&d, "joiner") {
+            pcml::time::sleep(Duration::from_millis(1));
+            d = pcml::dump().unwrap();
+        }
+        let obj = |n: &str| {
+            d.threads()
+                .iter()
+                .find(|t| t.name() == Some(n))
+                .unwrap()
+                .object()
+        };
+        let os_obj = d
+            .threads()
+            .iter()
+            .find(|t| t.kind() == ThreadKind::OsThread && t.name() == Some("x-reader"))
+            .unwrap()
+            .object();
+        assert!(obj("on-x").is_some(), "{d}");
+        assert_eq!(obj("on-x"), os_obj, "a fiber and an OS thread on x: {d}");
+        assert_ne!(obj("on-x"), obj("on-y"), "{d}");
+        assert!(obj("joiner").is_some(), "{d}");
+        assert_ne!(obj("joiner"), obj("on-y"), "{d}");
+        let id = obj("on-x").unwrap().to_string();
+        assert_eq!(d.to_string().matches(&id).count(), 2, "{d}");
+        x.send(1);
+        x.send(2);
+        y.send(3);
+        assert_eq!(joiner.join().unwrap(), 3);
+        on_x.join().unwrap()
+    });
+    assert_eq!(os.join().unwrap() + rt_got.unwrap(), 3);
+}

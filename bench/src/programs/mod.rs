@@ -472,6 +472,8 @@ where
         .procs(procs)
         .build()
         .map_err(|e| Error::Failed(format!("pcml runtime with {procs} procs: {e}")))?;
+    // The scheduler counts of this runtime's samples only (not of a calibration run's).
+    crate::runner::sched_reset();
     rt.block_on(main)
         .map_err(|e| Error::Failed(format!("pcml runtime: {e}")))?
 }

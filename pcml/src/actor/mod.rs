@@ -498,6 +498,7 @@ struct Life {
 impl Life {
     fn end(mut self, outcome: Result<(), Box<dyn Any + Send>>) {
         let rec = self.rec.take().expect("pcml: actor ended twice");
+        crate::sched::metrics::count_actor(-1);
         let (reason, report) = match outcome {
             Ok(()) => (ExitReason::Normal, None),
             // Cancelled by a kill where it blocked: it dies of that kill.
@@ -514,6 +515,7 @@ impl Life {
 impl Drop for Life {
     fn drop(&mut self) {
         if let Some(rec) = self.rec.take() {
+            crate::sched::metrics::count_actor(-1);
             if let Some(reason) = rec.kill_reason() {
                 // An async actor's task cancelled by a kill (`Peer::kill`): its body's future
                 // has been dropped (its pending syncs lost); it dies of the kill.
@@ -569,6 +571,7 @@ where
 fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>, Life) {
     let (pid, rec, life) = Record::new_spawned();
     current::on_new_actor(&rec);
+    crate::sched::metrics::count_actor(1);
     (
         Pid { rec: pid },
         Ctx {

@@ -852,7 +852,9 @@ impl<M> Record<M> {
 /// Parks the calling fiber or OS thread (not a task) until the next send or signal. Takes the
 /// lock guard so the blocker is installed before any sender can look.
 pub(crate) fn park<M>(what: &str, mut st: Guard<'_, M>) {
-    blocker::block_current(what, move |b| {
+    // The mailbox's state, for a dump: the same for every thread that parks on it.
+    let obj: *const State<M> = &*st;
+    blocker::block_current_on(what, obj, move |b| {
         st.parked = Some(b);
         drop(st);
     });

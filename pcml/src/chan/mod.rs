@@ -1024,7 +1024,7 @@ impl<T: Send + 'static> ChanInner<T> {
             slot: Slot::new(msg),
         };
         let wait = InPlaceWait::new(self, &offer);
-        blocker::block_current(what, |b| wait.queue(b, qs, ours));
+        blocker::block_current_on(what, self, |b| wait.queue(b, qs, ours));
         wait.finish()
     }
 }

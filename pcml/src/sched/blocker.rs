@@ -132,12 +132,24 @@ impl fmt::Debug for Blocker {
 /// Inside a pcml async task, which cannot block.
 #[inline(always)]
 pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
-    match worker::block_fiber(what, prepare) {
+    block_current_on(what, std::ptr::null::<()>(), prepare)
+}
+
+/// [`block_current`] on the object at `obj` (a channel's, a join state's, a mailbox's shared
+/// state): a dump shows its id, the same for every thread blocked on it.
+#[inline(always)]
+pub(crate) fn block_current_on<O: ?Sized>(
+    what: &str,
+    obj: *const O,
+    prepare: impl FnOnce(Blocker),
+) {
+    let obj = obj.cast::<()>().addr();
+    match worker::block_fiber(what, obj, prepare) {
         Ok(()) => {}
         Err(worker::NotAFiber::Task) => panic!(
             "pcml: {what} would block inside a pcml async task, which cannot block its proc; use `.await` instead"
         ),
-        Err(worker::NotAFiber::OsThread(prepare)) => block_thread(what, prepare),
+        Err(worker::NotAFiber::OsThread(prepare)) => block_thread(what, obj, prepare),
         Err(worker::NotAFiber::Shutdown) => panic!(
             "pcml: {what} would block in a fiber that is being dropped at runtime shutdown; \
              destructors of fibers must not block"
@@ -147,9 +159,9 @@ pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
 
 /// Parks the calling OS thread until unblocked.
 #[inline(never)]
-fn block_thread(what: &str, prepare: impl FnOnce(Blocker)) {
+fn block_thread(what: &str, obj: usize, prepare: impl FnOnce(Blocker)) {
     crate::sched::outside::used_pcml();
-    let _listed = crate::sched::dump::OsBlocked::enter(what);
+    let _listed = crate::sched::dump::OsBlocked::enter(what, obj);
     let signal = Arc::new(ThreadSignal {
         notified: AtomicBool::new(false),
         thread: crate::loom::thread::current(),

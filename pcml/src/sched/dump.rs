@@ -23,14 +23,16 @@
 //! A dump lists, for each thread: its id, its name if it was given one
 //! ([`SpawnBuilder::name`]; the main fiber is `main`), where it was spawned if it was spawned
 //! through a [`SpawnBuilder`], its proc, its state, and for a blocked fiber what it waits on:
-//! the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...) and,
-//! for a general sync (a choice, a wrapped or guarded event), every branch by its base event's
-//! type. OS threads blocked in a pcml operation are listed too, by their OS thread name.
+//! the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...), the
+//! object it blocked on ([`ObjectId`]: a channel, a joined thread, a mailbox; the same id for
+//! every thread blocked on the same object) and, for a general sync (a choice, a wrapped or
+//! guarded event), every branch by its base event's type (branches carry no object id). OS threads blocked in a pcml operation are listed too, by their OS thread name.
 //! [`Runtime::dump`](crate::Runtime::dump) dumps a runtime from anywhere, [`dump`] the calling
 //! thread's runtime; a deadlock error carries one ([`RuntimeError::Deadlock`]).
 //!
 //! # Implementation
-//! Blocking costs one store of a string pointer in the fiber's slot (`blocked_in`), and a
+//! Blocking costs two stores in the fiber's slot, a string pointer (`blocked_in`) and the
+//! object's address (`blocked_on`, hashed into an [`ObjectId`] only by a dump), and a
 //! general sync stores a pointer to its flattened event; nothing is walked until a dump is
 //! asked for. A thread that `join` ran inline on its joiner's stack (an unstarted fiber is run
 //! there rather than spawned elsewhere) shows as the fiber that owns the stack. Each proc describes its
@@ -95,9 +97,61 @@ pub struct ThreadDump {
     proc: Option<usize>,
     state: ThreadState,
     waits_on: Vec<String>,
+    object: Option<ObjectId>,
+}
+
+/// The id of an object threads block on (a channel, a join handle's thread, a mailbox), in
+/// a [`Dump`]: the same for every thread blocked on the same object while it lives.
+///
+/// ```
+/// let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(|| {
+///     let ch = pcml::Chan::<u8>::new();
+///     let (a, b) = (ch.clone(), ch.clone());
+///     let ra = pcml::SpawnBuilder::new().name("a").spawn(move || a.recv()).unwrap();
+///     let rb = pcml::SpawnBuilder::new().name("b").spawn(move || b.recv()).unwrap();
+///     pcml::yield_now(); // both block on the channel
+///     let dump = pcml::dump().unwrap();
+///     let on = |n| dump.threads().iter().find(|t| t.name() == Some(n)).unwrap().object();
+///     assert!(on("a").is_some());
+///     assert_eq!(on("a"), on("b"), "{dump}");
+///     ch.send(1);
+///     ch.send(2);
+///     assert_eq!(ra.join().unwrap() + rb.join().unwrap(), 3);
+/// })
+/// .unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(u64);
+
+impl ObjectId {
+    /// The id as a number.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "@{:08x}", self.0)
+    }
+}
+
+/// The id of the object at `addr` (`None` for 0): its address mixed and cut to 32 bits, so
+/// that ids are short and do not show addresses.
+fn object_id(addr: usize) -> Option<ObjectId> {
+    (addr != 0).then(|| ObjectId((addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32))
 }
 
 impl ThreadDump {
+    /// The object a blocked thread waits on, when it blocked on one object (a channel's
+    /// direct `send`/`recv`, a `join`, an actor's receive); threads blocked on the same
+    /// object show the same id. `None` for a choice (its branches are in
+    /// [`waits_on`](Self::waits_on)) and for sleeps.
+    pub fn object(&self) -> Option<ObjectId> {
+        self.object
+    }
+
     /// The thread's id (`None` for an OS thread).
     pub fn id(&self) -> Option<ThreadId> {
         self.id
@@ -154,6 +208,9 @@ impl fmt::Display for ThreadDump {
         }
         if let Some((first, rest)) = self.waits_on.split_first() {
             write!(f, " in {first}")?;
+            if let Some(o) = self.object {
+                write!(f, " on {o}")?;
+            }
             for r in rest {
                 write!(f, "\n      {r}")?;
             }
@@ -417,6 +474,7 @@ impl SpawnBuilder {
 struct OsWaiter {
     name: String,
     what: *const str,
+    obj: usize,
 }
 
 // SAFETY: `what` is only read while its thread is blocked, which keeps the string alive
@@ -429,7 +487,7 @@ static OS_WAITERS: Mutex<Vec<(u64, OsWaiter)>> = Mutex::new(Vec::new());
 pub(crate) struct OsBlocked(u64);
 
 impl OsBlocked {
-    pub(crate) fn enter(what: &str) -> Self {
+    pub(crate) fn enter(what: &str, obj: usize) -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         // Relaxed: only uniqueness matters.
         let key = NEXT.fetch_add(1, Ordering::Relaxed) as u64;
@@ -440,7 +498,7 @@ impl OsBlocked {
         OS_WAITERS
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((key, OsWaiter { name, what }));
+            .push((key, OsWaiter { name, what, obj }));
         OsBlocked(key)
     }
 }
@@ -479,6 +537,7 @@ pub(crate) fn fiber_dump(
     proc: usize,
     state: ThreadState,
     blocked_in: &str,
+    obj: usize,
     detail: Option<&dyn Describe>,
 ) -> ThreadDump {
     let (name, spawned_at) = label_of(id);
@@ -497,6 +556,11 @@ pub(crate) fn fiber_dump(
         proc: Some(proc),
         state,
         waits_on,
+        object: if state == ThreadState::Blocked {
+            object_id(obj)
+        } else {
+            None
+        },
     }
 }
 
@@ -548,6 +612,7 @@ pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
             proc: None,
             state: ThreadState::Pending,
             waits_on: Vec::new(),
+            object: None,
         });
     });
     for (_, w) in OS_WAITERS
@@ -564,6 +629,7 @@ pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
             state: ThreadState::Blocked,
             // SAFETY: the waiter is listed only while it is blocked in `what` (`OsBlocked`).
             waits_on: vec![unsafe { &*w.what }.to_string()],
+            object: object_id(w.obj),
         });
     }
     Dump {

@@ -44,6 +44,9 @@ pub(crate) struct FiberSlot {
     /// What the fiber blocked in (`block_fiber`'s `what`): set at each block, read only by a
     /// dump while the fiber is blocked (the string outlives the suspension).
     pub(crate) blocked_in: Cell<*const str>,
+    /// The address of the object it blocked on (`block_fiber`'s `obj`, 0 for none): set at
+    /// each block, read only by a dump while the fiber is blocked.
+    pub(crate) blocked_on: Cell<usize>,
     /// The event of a general sync (every branch), set by the sync while it blocks and
     /// cleared after (`worker::note_wait`); points into the fiber's stack, read only by a dump
     /// while the fiber is blocked.
@@ -103,6 +106,7 @@ impl FiberTable {
                 main,
                 guard,
                 blocked_in: Cell::new(""),
+                blocked_on: Cell::new(0),
                 wait_detail: Cell::new(None),
             })
         }

@@ -575,7 +575,7 @@ impl<T> JoinHandle<T> {
         // Work-first, as Cilk's join: a fiber joining a thread that has not started yet runs it
         // here instead of blocking while a proc starts it on a stack of its own.
         if !state.is_done() && !target.run_inline() && !state.is_done() {
-            blocker::block_current("JoinHandle::join", |b| state.register(b));
+            blocker::block_current_on("JoinHandle::join", state, |b| state.register(b));
             // A fiber is resumed only by its blocker; an OS thread's park loops on the flag.
             debug_assert!(state.is_done());
         }

@@ -150,6 +150,7 @@ pub(crate) mod held;
 pub(crate) mod inbox;
 pub(crate) mod io;
 pub(crate) mod join;
+pub mod metrics;
 pub(crate) mod outside;
 pub(crate) mod owed;
 pub(crate) mod panic;
@@ -163,8 +164,11 @@ pub(crate) mod worker;
 #[cfg(all(test, pcml_loom))]
 mod tests;
 
-pub use dump::{Dump, SpawnBuilder, ThreadDump, ThreadKind, ThreadState, current_name, dump};
+pub use dump::{
+    Dump, ObjectId, SpawnBuilder, ThreadDump, ThreadKind, ThreadState, current_name, dump,
+};
 pub use join::{JoinError, JoinHandle, ThreadId};
+pub use metrics::{ProcMetrics, RuntimeMetrics, metrics};
 pub use runtime::{BuildError, Builder, MAX_PROCS, Runtime, RuntimeError, run};
 pub use spawn::{
     SpawnError, YieldAsync, current, exit, spawn, spawn_blocking, spawn_on, spawn_task,

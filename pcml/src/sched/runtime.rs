@@ -426,6 +426,7 @@ impl Builder {
                         watch: CachePadded::new(Default::default()),
                         timers: CachePadded::new(SpinLock::new(TimerHeap::new(i))),
                         cpu_clock: std::sync::atomic::AtomicI32::new(NO_CLOCK),
+                        metrics: CachePadded::new(Default::default()),
                     })
                 })
                 .collect(),
@@ -450,6 +451,8 @@ impl Builder {
             watchdog: Parker::new(),
             watchdog_asleep: AtomicBool::new(false),
             hogs: AtomicUsize::new(0),
+            tasks_external: Default::default(),
+            actors_external: Default::default(),
         });
         crate::sched::registry::register(&shared);
         let mut threads = Vec::with_capacity(procs);
@@ -619,6 +622,28 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// A snapshot of the runtime's metrics: per proc, resumes, polls, steals, parks and
+    /// cross-proc wake-ups; live fibers, tasks and actors. See [the `metrics`
+    /// module](mod@crate::sched::metrics).
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    /// let m = rt.metrics();
+    /// assert_eq!(m.procs().len(), 2);
+    /// assert_eq!(m.live_fibers() + m.live_tasks() + m.live_actors(), 0);
+    /// // While it runs, from its threads:
+    /// let polls = rt
+    ///     .block_on(|| {
+    ///         pcml::spawn_task(async { 1 }).join().unwrap();
+    ///         pcml::sched::metrics().unwrap().total().polls
+    ///     })
+    ///     .unwrap();
+    /// assert!(polls >= 1);
+    /// ```
+    pub fn metrics(&self) -> crate::sched::RuntimeMetrics {
+        crate::sched::metrics::snapshot(&self.shared)
+    }
+
     /// Every thread of the runtime and what each waits on: see [the `dump` module](mod@crate::sched::dump). From
     /// any thread; while main runs or after a deadlock (the procs answer from their loops).
     ///

@@ -382,16 +382,15 @@ fn report(shared: &Shared, index: usize, ran: Duration) {
         "its fibers wait for it (started fibers never move); other procs take its queued \
          tasks, unstarted fibers and due timers"
     };
-    hog_log(&format!(
-        "pcml: {kind} {thread} has computed on proc {index} for {} ms of CPU time without a \
-         sync point; {what}. \
-         Call pcml::consume_budget() in long loops (consume_budget_async().await in a task), \
-         or run the computation with pcml::spawn_blocking",
-        ran.as_millis()
-    ));
-}
-
-/// Where hog reports go (stderr).
-fn hog_log(text: &str) {
-    eprintln!("{text}");
+    crate::log::hog(
+        index,
+        ran,
+        &format!(
+            "pcml: {kind} {thread} has computed on proc {index} for {} ms of CPU time without \
+             a sync point; {what}. Call pcml::consume_budget() in long loops \
+             (consume_budget_async().await in a task), or run the computation with \
+             pcml::spawn_blocking",
+            ran.as_millis()
+        ),
+    );
 }

@@ -71,6 +71,7 @@ use crate::sched::blocking::BlockingPool;
 use crate::sched::fibers::{FiberState, FiberTable};
 use crate::sched::held::HeldSlot;
 use crate::sched::inbox::Inbox;
+use crate::sched::metrics;
 use crate::sched::owed::{self, Check, Owed};
 use crate::sched::runtime::MainSlot;
 use crate::sched::spawn::SpareCell;
@@ -192,6 +193,9 @@ pub(crate) struct ProcShared {
     /// The CPU clock of the proc's thread (`NO_CLOCK` until it starts): procs owed a turn by
     /// this one read it (`owed`).
     pub(crate) cpu_clock: std::sync::atomic::AtomicI32,
+    /// This proc's metrics (`sched::metrics`): written by the proc only, read by snapshots;
+    /// on a line of its own.
+    pub(crate) metrics: CachePadded<crate::sched::metrics::ProcCounters>,
 }
 
 /// The state of a runtime shared by its procs and by the threads that talk to it.
@@ -248,6 +252,10 @@ pub(crate) struct Shared {
     /// Procs the watchdog has marked as hogged (`sched::watchdog`); read (Relaxed) by the
     /// procs every `TIMER_EVERY` turns and when idle, to fire those procs' due timers.
     pub(crate) hogs: AtomicUsize,
+    /// Tasks started minus ended off the procs (`sched::metrics`); Relaxed, read for metrics.
+    pub(crate) tasks_external: std::sync::atomic::AtomicI64,
+    /// Actors started minus ended off the procs (`sched::metrics`); Relaxed, read for metrics.
+    pub(crate) actors_external: std::sync::atomic::AtomicI64,
 }
 
 impl ProcShared {
@@ -559,10 +567,14 @@ pub(crate) enum NotAFiber<P> {
     Shutdown,
 }
 
-/// Blocks the running fiber: `prepare` gets its blocker, then the fiber suspends until the
-/// blocker is unblocked.
+/// Blocks the running fiber in `what` on the object at address `obj` (0: none; for a dump):
+/// `prepare` gets its blocker, then the fiber suspends until the blocker is unblocked.
 #[inline(always)]
-pub(crate) fn block_fiber<P: FnOnce(Blocker)>(what: &str, prepare: P) -> Result<(), NotAFiber<P>> {
+pub(crate) fn block_fiber<P: FnOnce(Blocker)>(
+    what: &str,
+    obj: usize,
+    prepare: P,
+) -> Result<(), NotAFiber<P>> {
     let Some(ctx) = context() else {
         return Err(NotAFiber::OsThread(prepare));
     };
@@ -587,6 +599,7 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(what: &str, prepare: P) -> Result<
             e.token.set(token);
             e.wake_pending.set(false);
             e.blocked_in.set(what);
+            e.blocked_on.set(obj);
             ctx.budget.set(BUDGET);
             prepare(Blocker::fiber(ctx.shared.id, ctx.index, slot, token));
             // Threads run inline on this stack count as live while it is blocked (see
@@ -718,6 +731,7 @@ fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
     if let Some(ctx) = context()
         && ctx.shared.id == runtime
     {
+        metrics::bump(&ctx.me().metrics.sent_wakes);
         if CHOOSING.get() {
             // A choice took this fiber's offer: it owes this proc a turn (see `owed`).
             let epoch = ctx.owed.borrow_mut().owe(proc);
@@ -1330,7 +1344,7 @@ impl Context {
 
     /// This proc's shared entry.
     #[inline]
-    fn me(&self) -> &ProcShared {
+    pub(crate) fn me(&self) -> &ProcShared {
         // SAFETY: `me` points into `self.shared`, alive as long as `self` (see the field).
         unsafe { self.me.as_ref() }
     }
@@ -1370,7 +1384,10 @@ impl Context {
         let mut run_now = Vec::new();
         for msg in buf.drain(..) {
             match msg {
-                InboxMsg::Wake { slot, token } => self.wake_local(slot, token),
+                InboxMsg::Wake { slot, token } => {
+                    metrics::bump(&me.metrics.inbox_wakes);
+                    self.wake_local(slot, token)
+                }
                 InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
                 InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
                 InboxMsg::Dump(req) => self.answer_dump(&req),
@@ -1546,7 +1563,8 @@ impl Context {
             } else {
                 ("", None)
             };
-            threads.push(fiber_dump(e.id, self.index, state, what, detail));
+            let obj = e.blocked_on.get();
+            threads.push(fiber_dump(e.id, self.index, state, what, obj, detail));
         });
         let unstarted = self.local.len()
             + self.own.borrow().len()
@@ -1763,7 +1781,10 @@ impl Context {
     fn steal_injector(&self) -> Option<Runnable> {
         loop {
             match self.shared.injector.steal_batch_and_pop(&self.local) {
-                Steal::Success(r) => return Some(r),
+                Steal::Success(r) => {
+                    metrics::bump(&self.me().metrics.injector_pulls);
+                    return Some(r);
+                }
                 Steal::Empty => return None,
                 Steal::Retry => {}
             }
@@ -1784,7 +1805,10 @@ impl Context {
             for (from, to) in queued.into_iter().filter(|_| waited) {
                 loop {
                     match from.steal_batch_and_pop(to) {
-                        Steal::Success(r) => return Some(r),
+                        Steal::Success(r) => {
+                            metrics::bump(&self.me().metrics.steals);
+                            return Some(r);
+                        }
                         Steal::Empty => break,
                         Steal::Retry => {}
                     }
@@ -1798,6 +1822,7 @@ impl Context {
             {
                 // Counted live from now on, here (see `hold_new`).
                 self.count_live_here(1);
+                metrics::bump(&self.me().metrics.steals);
                 return Some(Runnable::Fiber(f));
             }
         }
@@ -1871,6 +1896,7 @@ impl Context {
     }
 
     fn run_task(&self, task: TaskRef) {
+        metrics::bump(&self.me().metrics.polls);
         task.header().set_polled_at(self.index, self.new_len());
         let id = task.header().id;
         self.show_running(id.as_u64() | TASK_BIT);
@@ -1928,6 +1954,7 @@ impl Context {
         // SAFETY: called from the worker loop, with no fiber running and no slot borrowed.
         let inserted = unsafe { self.fibers.insert(co, id, main, guard) };
         debug_assert_eq!(inserted, slot);
+        metrics::add(&self.me().metrics.fibers, 1);
         self.resume_fiber(slot);
     }
 
@@ -1945,6 +1972,7 @@ impl Context {
             .get(slot)
             .expect("pcml: resumed a fiber that has no slot");
         debug_assert_ne!(e.state.get(), FiberState::Running);
+        metrics::bump(&self.me().metrics.resumes);
         e.state.set(FiberState::Running);
         self.show_running(e.id.as_u64());
         self.current.set(Current::Fiber {
@@ -1983,6 +2011,7 @@ impl Context {
                 // SAFETY: worker loop, no fiber running; `e` is not used after this.
                 let (co, _, _) = unsafe { self.fibers.remove(slot) };
                 self.stacks.borrow_mut().give(co.into_stack());
+                metrics::add(&self.me().metrics.fibers, -1);
                 self.fiber_finished();
             }
         }
@@ -2089,10 +2118,14 @@ impl Context {
                 Some(deadline) => {
                     let now = Instant::now();
                     if deadline > now {
+                        metrics::bump(&me.metrics.parks);
                         me.parker.park(Some(deadline - now));
                     }
                 }
-                None => me.parker.park(None),
+                None => {
+                    metrics::bump(&me.metrics.parks);
+                    me.parker.park(None)
+                }
             }
         }
         // Before anything this proc does awake is visible (deadlock detection across

@@ -370,6 +370,7 @@ where
             self.future.with_mut(|f| unsafe { *f = None });
             // Release: nothing reads the future after DONE; orders the drop before it.
             state.store(DONE, Ordering::Release);
+            crate::sched::metrics::count_task(-1);
             self.join.complete(self.header.id, outcome);
             return TaskRun::Finished;
         }
@@ -411,6 +412,7 @@ where
                 Ok(()) => crate::JoinError::cancelled(self.header.id),
                 Err(p) => crate::sched::panic::join_error(self.header.id, p),
             };
+            crate::sched::metrics::count_task(-1);
             self.join.complete(self.header.id, Err(outcome));
         }
     }
@@ -438,6 +440,7 @@ where
             Ok(()) => crate::JoinError::aborted(self.header.id),
             Err(p) => crate::sched::panic::join_error(self.header.id, p),
         };
+        crate::sched::metrics::count_task(-1);
         self.join.complete(self.header.id, Err(outcome));
         TaskRun::Finished
     }
@@ -622,6 +625,7 @@ where
     J: Completion<F::Output>,
 {
     crate::log::spawned(id, crate::log::Kind::Task);
+    crate::sched::metrics::task_spawned(shared);
     // Written straight into its block (`Box::new` built the cell on the stack, then copied
     // it there, future and all).
     let mut cell = Box::<TaskCell<F, J>>::new_uninit();

@@ -8,6 +8,7 @@ mod common;
 
 mod held;
 mod join_evt;
+mod metrics;
 mod mp_procs;
 mod panic;
 mod spawn;
