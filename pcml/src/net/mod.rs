@@ -1208,19 +1208,25 @@ impl futures_io::AsyncWrite for &TcpStream {
     }
 }
 
-/// tokio's `ReadBuf` read through a pcml stream.
+/// tokio's `ReadBuf` read through a pcml stream, into its unfilled part without zeroing it.
 #[cfg(feature = "tokio")]
 fn poll_read_tokio(
     s: &TcpStream,
     cx: &mut Context<'_>,
     buf: &mut tokio::io::ReadBuf<'_>,
 ) -> Poll<io::Result<()>> {
-    // Zeroes only the part never initialized before (tokio's `ReadBuf` remembers).
-    let n = match s.poll_read_buf(cx, buf.initialize_unfilled()) {
+    // SAFETY: the slice is only written: by `read(2)` (through mio's `read`, which passes it
+    // to the kernel) or by a copy from the read buffer, never read; `assume_init` and
+    // `advance` below cover exactly the bytes written.
+    let dst =
+        unsafe { &mut *(buf.unfilled_mut() as *mut [std::mem::MaybeUninit<u8>] as *mut [u8]) };
+    let n = match s.poll_read_buf(cx, dst) {
         Poll::Ready(Ok(n)) => n,
         Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
         Poll::Pending => return Poll::Pending,
     };
+    // SAFETY: the first `n` unfilled bytes were just written.
+    unsafe { buf.assume_init(n) };
     buf.advance(n);
     Poll::Ready(Ok(()))
 }

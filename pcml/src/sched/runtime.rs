@@ -290,6 +290,9 @@ pub struct Builder {
     max_fibers: Option<usize>,
     detect_deadlock: bool,
     watchdog: bool,
+    /// Entered on every proc thread (`tokio_handle`).
+    #[cfg(feature = "tokio")]
+    tokio: Option<tokio::runtime::Handle>,
 }
 
 impl Builder {
@@ -377,6 +380,50 @@ impl Builder {
         self
     }
 
+    /// Enters `handle` on every proc thread (with the `tokio` feature), so that tokio-based
+    /// code runs in pcml's fibers and tasks: tokio's timers (`tokio::time::sleep`), sockets
+    /// (`tokio::net`), `tokio::spawn` (onto the tokio runtime) and crates built on them. The
+    /// tokio runtime does that I/O and timing on its own threads and wakes pcml's tasks
+    /// through their wakers, so give it at least one worker (`new_multi_thread` with
+    /// `enable_all`) and keep it alive while the pcml runtime uses it; a `current_thread`
+    /// runtime drives its I/O only inside its own `block_on`.
+    ///
+    /// Without it, tokio's functions panic in pcml's threads with tokio's message ("there is
+    /// no reactor running, must be called from the context of a Tokio 1.x runtime"): pass a
+    /// handle here, or use pcml's own sockets and timers ([`crate::net`], [`crate::time`]),
+    /// which need no tokio at all. Other threads (OS threads, the blocking pool) enter a handle
+    /// themselves with `Handle::enter`.
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")] {
+    /// use std::time::Duration;
+    ///
+    /// let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(1)
+    ///     .enable_all()
+    ///     .build()
+    ///     .unwrap();
+    /// let rt = pcml::Runtime::builder()
+    ///     .tokio_handle(tokio_rt.handle().clone())
+    ///     .build()
+    ///     .unwrap();
+    /// let slept = rt.block_on(|| {
+    ///     pcml::spawn_task(async {
+    ///         tokio::time::sleep(Duration::from_millis(1)).await; // tokio's timer
+    ///         true
+    ///     })
+    ///     .join()
+    ///     .unwrap()
+    /// });
+    /// assert_eq!(slept, Ok(true));
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn tokio_handle(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.tokio = Some(handle);
+        self
+    }
+
     /// Starts the runtime's procs.
     pub fn build(self) -> Result<Runtime, BuildError> {
         crate::sched::outside::used_pcml();
@@ -458,9 +505,17 @@ impl Builder {
         let mut threads = Vec::with_capacity(procs);
         for (i, (deque, woken)) in deques.into_iter().enumerate() {
             let sh = shared.clone();
+            #[cfg(feature = "tokio")]
+            let tokio = self.tokio.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("pcml-proc-{i}"))
-                .spawn(move || worker::run_worker(sh, i, deque, woken));
+                .spawn(move || {
+                    // Entered for the thread's whole life: fibers and tasks of every stack on
+                    // it see the handle (tokio's context is per thread).
+                    #[cfg(feature = "tokio")]
+                    let _tokio = tokio.as_ref().map(|h| h.enter());
+                    worker::run_worker(sh, i, deque, woken)
+                });
             match spawned {
                 Ok(t) => threads.push(t),
                 Err(e) => {
@@ -521,6 +576,8 @@ impl Runtime {
             max_fibers: None,
             detect_deadlock: true,
             watchdog: true,
+            #[cfg(feature = "tokio")]
+            tokio: None,
         }
     }
 

@@ -324,8 +324,8 @@ fn a_flood_is_bounded_and_the_others_keep_being_served() {
     });
     while talker_in.try_recv().is_ok() {}
 
-    // Memory stayed bounded: at most every client's queue limit at once, and the process
-    // never came near what the unbounded server took (856 MB with these numbers).
+    // Memory stayed bounded: at most every client's queue limit at once, and the process's
+    // peak far below the hundreds of megabytes an unbounded backlog reaches here.
     let most = example::QUEUED_MAX.load(std::sync::atomic::Ordering::Relaxed);
     assert!(
         most <= (SILENT + 4) * example::OUTBOX_BYTES,

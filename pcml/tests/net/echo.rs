@@ -331,3 +331,130 @@ fn tokio_traits_copy_echo_and_buffered_lines_in_pcml_tasks() {
         .unwrap();
     assert_eq!(lines, 100);
 }
+
+#[cfg(feature = "tokio")]
+#[test]
+fn tokio_timers_and_sockets_inside_pcml_tasks_with_a_tokio_handle() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let rt = pcml::Runtime::builder()
+        .procs(2)
+        .tokio_handle(tokio_rt.handle().clone())
+        .build()
+        .unwrap();
+    let got = rt
+        .block_on(|| {
+            // tokio's sockets and timer, in pcml tasks on both procs and in a fiber.
+            let server = pcml::spawn_task(async {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let addr = l.local_addr().unwrap();
+                let serve = pcml::spawn_task(async move {
+                    let (mut c, _) = l.accept().await.unwrap();
+                    let mut buf = [0; 5];
+                    c.read_exact(&mut buf).await.unwrap();
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    c.write_all(&buf).await.unwrap();
+                });
+                (addr, serve)
+            })
+            .join()
+            .unwrap();
+            let (addr, serve) = server;
+            let client = pcml::spawn_task(async move {
+                let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+                s.write_all(b"hello").await.unwrap();
+                let mut back = [0; 5];
+                s.read_exact(&mut back).await.unwrap();
+                back
+            });
+            let from_fiber = pcml::spawn(|| {
+                // A fiber may block on a tokio future through a pcml task.
+                pcml::spawn_task(tokio::time::sleep(std::time::Duration::from_millis(1)))
+                    .join()
+                    .unwrap();
+                "fiber"
+            });
+            serve.join().unwrap();
+            (client.join().unwrap(), from_fiber.join().unwrap())
+        })
+        .unwrap();
+    assert_eq!(got, (*b"hello", "fiber"));
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn tokio_without_a_handle_panics_with_tokios_message() {
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    let err = rt
+        .block_on(|| {
+            pcml::spawn_task(async {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            })
+            .join()
+            .unwrap_err()
+        })
+        .unwrap();
+    let msg = format!("{err:?}");
+    assert!(msg.contains("no reactor running"), "{msg}");
+}
+
+#[cfg(feature = "tokio")]
+#[path = "../../examples/hyper_server.rs"]
+#[allow(dead_code)] // the example's `main` and its tokio half
+mod hyper_server;
+
+#[cfg(feature = "tokio")]
+#[test]
+fn the_hyper_example_serves_keep_alive_requests_on_pcml() {
+    use std::io::{Read, Write};
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The server runs until its runtime is dropped at the end of the process.
+    std::thread::spawn(move || {
+        pcml::Runtime::builder()
+            .procs(2)
+            .build()
+            .unwrap()
+            .block_on(move || {
+                let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                tx.send(l.local_addr().unwrap()).unwrap();
+                pcml::spawn_task(hyper_server::serve_pcml(l))
+                    .join()
+                    .unwrap();
+            })
+    });
+    let addr = rx.recv().unwrap();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                    .unwrap();
+                for _ in 0..10 {
+                    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                    // Read one response: headers, then the 13-byte body.
+                    let mut got = Vec::new();
+                    let mut byte = [0; 1];
+                    while !got.ends_with(b"\r\n\r\n") {
+                        s.read_exact(&mut byte).unwrap();
+                        got.push(byte[0]);
+                    }
+                    let head = String::from_utf8(got).unwrap();
+                    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+                    assert!(head.contains("content-length: 13\r\n"), "{head}");
+                    let mut body = [0; 13];
+                    s.read_exact(&mut body).unwrap();
+                    assert_eq!(&body, b"Hello, World!");
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+}
