@@ -145,10 +145,12 @@ pub async fn serve_pcml(listener: pcml::net::TcpListener) {
                 .timer(PcmlTimer)
                 .header_read_timeout(Duration::from_secs(30))
                 .serve_connection(HyperIo(conn), service_fn(hello));
-            if let Err(e) = served.await {
-                if !e.is_incomplete_message() {
+            match served.await {
+                // A client that leaves between requests is not an error.
+                Err(e) if !e.is_incomplete_message() => {
                     eprintln!("hyper_server: connection error: {e}");
                 }
+                _ => {}
             }
         });
     }
@@ -170,10 +172,12 @@ pub async fn serve_tokio(listener: tokio::net::TcpListener) {
                 .timer(TokioTimer)
                 .header_read_timeout(Duration::from_secs(30))
                 .serve_connection(HyperIo(conn), service_fn(hello));
-            if let Err(e) = served.await {
-                if !e.is_incomplete_message() {
+            match served.await {
+                // A client that leaves between requests is not an error.
+                Err(e) if !e.is_incomplete_message() => {
                     eprintln!("hyper_server: connection error: {e}");
                 }
+                _ => {}
             }
         });
     }

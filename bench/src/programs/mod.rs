@@ -25,6 +25,7 @@ pub mod allpairs;
 pub mod bitonic;
 pub mod bombing;
 pub mod fig9;
+pub mod http;
 pub mod kpn;
 pub mod matrix;
 pub mod micro;
@@ -397,6 +398,12 @@ pub const USERS: SectionInfo = SectionInfo {
     title: "Channel idioms users compare (crossbeam-channel, Go)",
     published_on: "no published figures: the peers are measured in the same run",
 };
+/// What server users compare: a real server framework under a real load generator.
+pub const SERVERS: SectionInfo = SectionInfo {
+    id: "servers",
+    title: "Servers users compare (hyper under wrk, against tokio)",
+    published_on: "no published figures: the peers are measured in the same run",
+};
 /// The multiprocessor interface, section 6.3.
 pub const SEED004: SectionInfo = SectionInfo {
     id: "seed004",
@@ -438,6 +445,7 @@ pub fn all() -> Vec<Program> {
         p("abisort", SEED004, abisort::run),
         p("matrix", SEED004, matrix::run),
         p("workerpool", USERS, workerpool::run),
+        p("http", SERVERS, http::run),
     ]
 }
 

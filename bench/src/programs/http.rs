@@ -1,0 +1,195 @@
+//! A hyper HTTP/1.1 hello-world server under `wrk` on loopback: the server of
+//! `pcml/examples/hyper_server.rs` on pcml tasks and sockets, against the same hyper service on
+//! tokio, measured alternately in the same run. Figures are requests per second as `wrk`
+//! counts them (2 load threads, 100 keep-alive connections); the load generator shares the
+//! machine's cores with the server, as it does in every loopback measurement. Skipped with a
+//! note when `wrk` is not installed (Debian: `apt-get install wrk`).
+//!
+//! The answer: `wrk` must report no socket errors and no non-2xx responses.
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use super::{Ctx, tokio_for};
+use crate::runner::{Error, Metric, Result, Sample};
+use crate::table::{Goal, Row, Section};
+
+#[path = "../../../pcml/examples/hyper_server.rs"]
+#[allow(dead_code)] // the example's `main`
+mod hyper_server;
+
+const METRIC: Metric = Metric::Rate { unit: "requests/s" };
+
+/// Load threads and connections of `wrk`.
+const WRK_THREADS: usize = 2;
+const CONNECTIONS: usize = 100;
+
+/// One `wrk` run of `secs` seconds against `addr`: requests done and the seconds they took.
+fn wrk(addr: SocketAddr, secs: u64) -> Result<Sample> {
+    let out = Command::new("wrk")
+        .arg(format!("-t{WRK_THREADS}"))
+        .arg(format!("-c{CONNECTIONS}"))
+        .arg(format!("-d{secs}s"))
+        .arg(format!("http://{addr}/"))
+        .output()
+        .map_err(|e| Error::Failed(format!("wrk: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if !out.status.success() {
+        return Err(Error::Failed(format!("wrk failed: {text}")));
+    }
+    if text.contains("Socket errors") || text.contains("Non-2xx") {
+        return Err(Error::WrongAnswer(format!("wrk saw errors: {text}")));
+    }
+    // "  123456 requests in 3.00s, 12.34MB read"
+    let line = text
+        .lines()
+        .find(|l| l.contains(" requests in "))
+        .ok_or_else(|| Error::Failed(format!("wrk: no request count in {text}")))?;
+    let mut words = line.split_whitespace();
+    let ops: u64 = words
+        .next()
+        .and_then(|w| w.parse().ok())
+        .ok_or_else(|| Error::Failed(format!("wrk: cannot read {line:?}")))?;
+    let secs_text = words.nth(2).unwrap_or("").trim_end_matches(',');
+    let seconds = parse_duration(secs_text)
+        .ok_or_else(|| Error::Failed(format!("wrk: cannot read the time in {line:?}")))?;
+    Ok(Sample { seconds, ops })
+}
+
+/// wrk's durations: "3.00s", "1.00m", "500.00ms".
+fn parse_duration(s: &str) -> Option<f64> {
+    if let Some(v) = s.strip_suffix("ms") {
+        return v.parse::<f64>().ok().map(|v| v / 1e3);
+    }
+    if let Some(v) = s.strip_suffix('s') {
+        return v.parse().ok();
+    }
+    if let Some(v) = s.strip_suffix('m') {
+        return v.parse::<f64>().ok().map(|v| v * 60.0);
+    }
+    None
+}
+
+/// The pcml server on `procs` procs for one `wrk` run.
+fn measure_pcml(procs: usize, secs: u64) -> Result<Sample> {
+    let stop = pcml::CVar::new();
+    let s = stop.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        pcml::Runtime::builder()
+            .procs(procs)
+            .build()
+            .map_err(|e| Error::Failed(e.to_string()))?
+            .block_on(move || {
+                let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                tx.send(l.local_addr().unwrap()).unwrap();
+                pcml::spawn_task(hyper_server::serve_pcml(l));
+                s.wait();
+            })
+            .map_err(|e| Error::Failed(e.to_string()))
+    });
+    let addr = rx
+        .recv()
+        .map_err(|_| Error::Failed("the pcml server did not start".into()))?;
+    let sample = wrk(addr, secs);
+    stop.signal();
+    server
+        .join()
+        .map_err(|_| Error::Failed("the pcml server panicked".into()))??;
+    sample
+}
+
+/// The tokio server on `workers` workers (0: `current_thread`) for one `wrk` run.
+fn measure_tokio(workers: usize, secs: u64) -> Result<Sample> {
+    let rt = if workers == 0 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+    }
+    .map_err(|e| Error::Failed(e.to_string()))?;
+    if workers == 0 {
+        // A current_thread runtime runs only inside block_on: serve from a thread of its own.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = std::thread::spawn(move || {
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(l.local_addr().unwrap()).unwrap();
+                tokio::select! {
+                    _ = hyper_server::serve_tokio(l) => {}
+                    _ = stop_rx => {}
+                }
+            });
+        });
+        let addr = rx
+            .recv()
+            .map_err(|_| Error::Failed("the tokio server did not start".into()))?;
+        let sample = wrk(addr, secs);
+        let _ = stop_tx.send(());
+        server
+            .join()
+            .map_err(|_| Error::Failed("the tokio server panicked".into()))?;
+        return sample;
+    }
+    let l = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .map_err(|e| Error::Failed(e.to_string()))?;
+    let addr = l.local_addr().map_err(|e| Error::Failed(e.to_string()))?;
+    rt.spawn(hyper_server::serve_tokio(l));
+    let sample = wrk(addr, secs);
+    rt.shutdown_background();
+    sample
+}
+
+/// Runs the comparison on each configured proc count.
+pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
+    let prog = format!("hyper hello, wrk -t{WRK_THREADS} -c{CONNECTIONS}");
+    let secs = 3;
+    // Tiny sizes (the tests) check answers quickly; a wrk run takes seconds.
+    let skip = if ctx.cfg.tiny {
+        Some("tiny sizes: each wrk run takes seconds")
+    } else if Command::new("wrk").arg("--version").output().is_err() {
+        Some("wrk is not installed (Debian: apt-get install wrk)")
+    } else {
+        None
+    };
+    for &p in &ctx.cfg.procs {
+        let (workers, kind) = tokio_for(p);
+        if let Some(why) = skip {
+            for system in ["pcml tasks", "tokio"] {
+                sec.rows
+                    .push(Row::skipped(&prog, system, Some(p), METRIC, why));
+            }
+            continue;
+        }
+        let runs = ctx.cfg.runs.max(1);
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        // Alternating, so both see the same machine.
+        for r in 0..runs {
+            ctx.step(&format!("{prog}: run {} of {runs}, {p} procs", r + 1));
+            ours.push(measure_pcml(p, secs)?);
+            theirs.push(measure_tokio(workers, secs)?);
+        }
+        sec.rows.push(
+            Row::measured(&prog, "pcml tasks", Some(p), METRIC, &ours).with_note(&format!(
+                "{p} procs, {secs} s per run, alternating with tokio"
+            )),
+        );
+        sec.rows.push(
+            Row::measured(&prog, "tokio", Some(p), METRIC, &theirs)
+                .with_note(&format!("{kind}, {secs} s per run")),
+        );
+        sec.add_ratio(
+            &format!("hyper requests/s on pcml / on tokio, {p} procs"),
+            (&prog, "pcml tasks", Some(p)),
+            (&prog, "tokio", Some(p)),
+            Some(Goal::AtLeast(1.0)),
+        );
+    }
+    Ok(())
+}
