@@ -254,6 +254,13 @@ impl TcpListener {
     /// let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
     /// assert!(l.local_addr().unwrap().ip().is_loopback());
     /// ```
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     assert_ne!(l.local_addr().unwrap().port(), 0); // the port the OS chose
+    /// });
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.io.source().local_addr()
     }
@@ -269,6 +276,17 @@ impl TcpListener {
     ///
     /// # Examples
     /// See [`TcpListener`].
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     assert_eq!(b.peer_addr().unwrap(), a.local_addr().unwrap());
+    /// });
+    /// ```
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         self.accept_evt().sync()
     }
@@ -776,6 +794,17 @@ impl TcpStream {
     ///
     /// # Examples
     /// See [`TcpListener`].
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     assert_eq!(a.local_addr().unwrap(), b.peer_addr().unwrap());
+    /// });
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.io.source().local_addr()
     }
@@ -787,6 +816,17 @@ impl TcpStream {
     ///
     /// # Examples
     /// See [`connect`](Self::connect).
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     assert_eq!(a.peer_addr().unwrap(), l.local_addr().unwrap());
+    /// });
+    /// ```
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.inner.io.source().peer_addr()
     }
@@ -834,6 +874,18 @@ impl TcpStream {
     ///
     /// # Examples
     /// See [`set_nodelay`](Self::set_nodelay).
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     a.set_nodelay(true).unwrap();
+    ///     assert!(a.nodelay().unwrap());
+    /// });
+    /// ```
     pub fn nodelay(&self) -> io::Result<bool> {
         self.inner.io.source().nodelay()
     }
@@ -849,6 +901,23 @@ impl TcpStream {
     ///
     /// # Examples
     /// See [`shutdown`](Self::shutdown).
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     a.write_all(b"hi").unwrap();
+    ///     let (mut got, mut buf) = (Vec::new(), [0; 8]);
+    ///     while got.len() < 2 {
+    ///         let n = b.read(&mut buf).unwrap(); // what has arrived, at least one byte
+    ///         got.extend_from_slice(&buf[..n]);
+    ///     }
+    ///     assert_eq!(got, b"hi");
+    /// });
+    /// ```
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(n) = self.take_buffered(buf) {
             return Ok(n);
@@ -863,6 +932,20 @@ impl TcpStream {
     ///
     /// # Examples
     /// See [`TcpStream`].
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     a.write_all(b"hello").unwrap();
+    ///     let mut buf = [0; 5];
+    ///     b.read_exact(&mut buf).unwrap();
+    ///     assert_eq!(&buf, b"hello");
+    /// });
+    /// ```
     pub fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
         let mut me = self;
         Read::read_exact(&mut me, buf)
@@ -894,6 +977,22 @@ impl TcpStream {
     ///
     /// # Examples
     /// See [`TcpStream`].
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     // More than the socket buffers hold: the writer waits for the reader.
+    ///     let writer = pcml::spawn(move || b.write_all(&[7u8; 1 << 20]).unwrap());
+    ///     let mut buf = vec![0u8; 1 << 20];
+    ///     a.read_exact(&mut buf).unwrap();
+    ///     writer.join().unwrap();
+    ///     assert!(buf.iter().all(|&x| x == 7));
+    /// });
+    /// ```
     pub fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         let mut me = self;
         Write::write_all(&mut me, buf)
@@ -982,6 +1081,22 @@ impl TcpStream {
     ///
     /// # Examples
     /// See [`read_async`](Self::read_async).
+    ///
+    /// ```
+    /// use pcml::net::{TcpListener, TcpStream};
+    ///
+    /// pcml::run(|| {
+    ///     let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    ///     let (b, _) = l.accept().unwrap();
+    ///     pcml::spawn_task(async move { b.write_all_async(b"ping").await.unwrap() })
+    ///         .join()
+    ///         .unwrap();
+    ///     let mut buf = [0; 4];
+    ///     a.read_exact(&mut buf).unwrap();
+    ///     assert_eq!(&buf, b"ping");
+    /// });
+    /// ```
     pub async fn write_all_async(&self, mut buf: &[u8]) -> io::Result<()> {
         while !buf.is_empty() {
             match self.write_async(buf).await? {
@@ -1379,6 +1494,13 @@ impl UdpSocket {
     ///
     /// # Examples
     /// See [`UdpSocket`].
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let s = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     assert!(s.local_addr().unwrap().ip().is_loopback());
+    /// });
+    /// ```
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         let s = each_addr(addr, mio::net::UdpSocket::bind)?;
         Ok(UdpSocket {
@@ -1411,6 +1533,13 @@ impl UdpSocket {
     ///
     /// # Examples
     /// See [`UdpSocket`].
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let s = pcml::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     assert_ne!(s.local_addr().unwrap().port(), 0);
+    /// });
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.source().local_addr()
     }
@@ -1448,6 +1577,19 @@ impl UdpSocket {
     ///
     /// # Examples
     /// See [`UdpSocket`].
+    ///
+    /// ```
+    /// use pcml::net::UdpSocket;
+    ///
+    /// pcml::run(|| {
+    ///     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     a.send_to(b"hi", b.local_addr().unwrap()).unwrap();
+    ///     let mut buf = [0; 8];
+    ///     let (n, from) = b.recv_from(&mut buf).unwrap();
+    ///     assert_eq!((&buf[..n], from), (&b"hi"[..], a.local_addr().unwrap()));
+    /// });
+    /// ```
     pub fn send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
         blocking_io(&self.io, Dir::Write, |s| s.send_to(buf, target))
     }
@@ -1462,6 +1604,19 @@ impl UdpSocket {
     ///
     /// # Examples
     /// See [`UdpSocket`].
+    ///
+    /// ```
+    /// use pcml::net::UdpSocket;
+    ///
+    /// pcml::run(|| {
+    ///     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     a.send_to(b"hi", b.local_addr().unwrap()).unwrap();
+    ///     let mut buf = [0; 8];
+    ///     let (n, from) = b.recv_from(&mut buf).unwrap();
+    ///     assert_eq!((&buf[..n], from), (&b"hi"[..], a.local_addr().unwrap()));
+    /// });
+    /// ```
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         blocking_io(&self.io, Dir::Read, |s| s.recv_from(buf))
     }
@@ -1473,6 +1628,21 @@ impl UdpSocket {
     ///
     /// # Examples
     /// See [`connect`](Self::connect).
+    ///
+    /// ```
+    /// use pcml::net::UdpSocket;
+    ///
+    /// pcml::run(|| {
+    ///     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     a.connect(b.local_addr().unwrap()).unwrap();
+    ///     b.connect(a.local_addr().unwrap()).unwrap();
+    ///     a.send(b"hi").unwrap();
+    ///     let mut buf = [0; 8];
+    ///     let n = b.recv(&mut buf).unwrap();
+    ///     assert_eq!(&buf[..n], b"hi");
+    /// });
+    /// ```
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
         blocking_io(&self.io, Dir::Write, |s| s.send(buf))
     }
@@ -1484,6 +1654,21 @@ impl UdpSocket {
     ///
     /// # Examples
     /// See [`connect`](Self::connect).
+    ///
+    /// ```
+    /// use pcml::net::UdpSocket;
+    ///
+    /// pcml::run(|| {
+    ///     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     a.connect(b.local_addr().unwrap()).unwrap();
+    ///     b.connect(a.local_addr().unwrap()).unwrap();
+    ///     b.send(b"yo").unwrap();
+    ///     let mut buf = [0; 8];
+    ///     let n = a.recv(&mut buf).unwrap();
+    ///     assert_eq!(&buf[..n], b"yo");
+    /// });
+    /// ```
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         blocking_io(&self.io, Dir::Read, |s| s.recv(buf))
     }
@@ -1524,6 +1709,22 @@ impl UdpSocket {
     ///
     /// # Examples
     /// See [`recv_from_async`](Self::recv_from_async).
+    ///
+    /// ```
+    /// use pcml::net::UdpSocket;
+    ///
+    /// pcml::run(|| {
+    ///     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     let to = b.local_addr().unwrap();
+    ///     pcml::spawn_task(async move { a.send_to_async(b"hi", to).await.unwrap() })
+    ///         .join()
+    ///         .unwrap();
+    ///     let mut buf = [0; 8];
+    ///     let (n, _) = b.recv_from(&mut buf).unwrap();
+    ///     assert_eq!(&buf[..n], b"hi");
+    /// });
+    /// ```
     pub async fn send_to_async(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
         async_io(&self.io, Dir::Write, |s| s.send_to(buf, target)).await
     }
