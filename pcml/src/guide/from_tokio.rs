@@ -62,7 +62,10 @@
 //! ```
 //!
 //! # tokio inside pcml
-//! tokio's own timers and sockets need a tokio runtime's context: inside a pcml task they
-//! fail with tokio's "there is no reactor running". Use pcml's [`time`](crate::time) and
-//! [`net`](crate::net) instead, or run the tokio-based part on a tokio runtime and talk to it
-//! over pcml channels, which work from both sides as above.
+//! tokio's own timers and sockets (and crates built on them) need a tokio runtime's context.
+//! With the `tokio` feature, `Builder::tokio_handle(handle)` enters a tokio runtime's handle
+//! on pcml's threads, so they work inside pcml tasks: the tokio runtime does that I/O and
+//! timing on its own threads and wakes pcml's tasks through their wakers. Without it, tokio
+//! panics with its own "there is no reactor running" message; pcml's [`time`](crate::time)
+//! and [`net`](crate::net) need no tokio at all. `pcml/examples/hyper_server.rs` runs hyper's
+//! HTTP/1.1 server on pcml tasks and sockets.

@@ -69,6 +69,10 @@
 //!   supervisor restarts, deadlocks and I/O driver errors as `tracing` events (the
 //!   [`log`](crate::log) module lists them); without it, only what nobody else would see goes
 //!   to stderr.
+//! - [`pcml::sched::metrics()`](fn@crate::sched::metrics) and
+//!   [`Runtime::metrics`](crate::Runtime::metrics) count, per proc, fiber resumes, task polls,
+//!   steals, parks and wake-ups across procs, as tokio's `RuntimeMetrics` does; the benchmark
+//!   report prints them per operation for its 2-proc rows, so a slow row says why.
 //!
 //! ```
 //! pcml::run(|| {

@@ -57,7 +57,8 @@
 //!
 //! `pcml/examples/chat.rs` is a whole chat server in this style, with the limits a real server
 //! needs: a maximum line length, and a bounded queue of outgoing lines per client whose
-//! overflow drops a client that does not read.
+//! overflow drops a client that does not read. `pcml/examples/hyper_server.rs` runs hyper's
+//! HTTP/1.1 server on pcml tasks and sockets.
 //!
 //! # Readiness, and any file descriptor
 //! `readable_evt` and `writable_evt` are readiness as events (a hint: the next read may still
