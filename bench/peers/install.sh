@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian peers of the benchmark suite: SML/NJ with its CML library, and Erlang/OTP.
+# Install the Debian peers of the benchmark suite: SML/NJ with its CML library, Erlang/OTP, and
+# wrk (the HTTP load generator of the servers section).
 # Go is expected to be installed already (it is not taken from Debian here).
 #
 # Runs as root, or through sudo when it is available. Where apt-get is missing, or where we are
@@ -7,7 +8,7 @@
 set -u
 
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install.sh: apt-get not found; skipping the Debian peers (smlnj, libcml-smlnj, erlang-nox)"
+    echo "install.sh: apt-get not found; skipping the Debian peers (smlnj, libcml-smlnj, erlang-nox, wrk)"
     exit 0
 fi
 
@@ -20,7 +21,7 @@ else
     exit 0
 fi
 
-PKGS="smlnj libcml-smlnj erlang-nox"
+PKGS="smlnj libcml-smlnj erlang-nox wrk"
 export DEBIAN_FRONTEND=noninteractive
 if ! $SUDO apt-get update; then
     echo "install.sh: apt-get update failed; skipping the Debian peers"
