@@ -104,7 +104,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
 /// function takes its fast path only when the size class's free list happens to be non-empty;
 /// otherwise, for a size that is not a power of two, it over-allocates into a larger size class
 /// (`mi_theap_malloc_zero_aligned_at_overalloc`). In this suite about one allocation in three
-/// went that way: seed 000's skynet spent 16% of its instructions in `mi_malloc_aligned`
+/// went that way: Krook's skynet spent 16% of its instructions in `mi_malloc_aligned`
 /// (callgrind, `examples/actors.rs skynet6 async`), and this allocator executes 9% fewer.
 ///
 /// ```

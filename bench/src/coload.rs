@@ -1,7 +1,7 @@
 //! Co-runners: busy-looping OS processes that share the machine with a measurement, as other
 //! jobs share a CI runner, a container host or a cloud VM.
 //!
-//! `pcml-bench --co-runner K` measures the multi-proc rows of seed 003's programs a second
+//! `pcml-bench --co-runner K` measures the multi-proc rows of Reppy, Russo and Xiao's programs a second
 //! time while `K` co-runners run (rows whose program name ends in `, K busy`), beside the
 //! quiet rows of the same run. Each co-runner is this binary started again in its hidden
 //! `--busy-loop` mode: it spins on one core until it is killed, or until its parent is gone

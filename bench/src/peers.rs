@@ -435,7 +435,7 @@ pub struct PeerArgs {
     pub procs: Option<usize>,
     /// skynet's branching factor.
     pub branch: Option<u64>,
-    /// The timed runs one invocation averages (seed 000's tiny programs); passed where
+    /// The timed runs one invocation averages (Krook's tiny programs); passed where
     /// `branch` would be, so at most one of the two is set.
     pub reps: Option<u64>,
 }

@@ -342,7 +342,7 @@ pub struct Published {
 pub struct Section {
     /// Short id, used in chart file names, e.g. `"seed003"`.
     pub id: &'static str,
-    /// Heading, e.g. `"Parallel CML (seed 003, section 10)"`.
+    /// Heading, e.g. `"Parallel CML (Reppy, Russo and Xiao 2009, section 10)"`.
     pub title: &'static str,
     /// The paper's setting for its figures (machine, year).
     pub published_on: &'static str,

@@ -49,7 +49,7 @@ fn every_program_runs_and_checks_its_answer_at_tiny_sizes() {
     let md: String = sections.iter().map(report::section_markdown).collect();
     assert!(md.contains("| bombing 1 | pcml actors (fibers) | 1 |"));
     assert!(md.contains("| bitonic | pcml actors (async) | 2 |"));
-    assert!(md.contains("every seed-000 program at least 5x faster than Erlang"));
+    assert!(md.contains("every Krook 2020 program at least 5x faster than Erlang"));
     assert!(md.contains("| Figure 9 | lock and unlock mutex | 1 |"));
 
     let dir = scratch("report");

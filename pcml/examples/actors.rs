@@ -1,4 +1,4 @@
-//! Profiling aid: seed 000's tiny actor programs (bombing 2, skynet depth 6 and bitonic, as
+//! Profiling aid: Krook's tiny actor programs (bombing 2, skynet depth 6 and bitonic, as
 //! the bench crate runs them), repeated on `procs` procs, for `perf stat` and callgrind.
 //!
 //! `cargo run --release -p pcml --example actors -- PROGRAM KIND RUNS PROCS [N]` with PROGRAM

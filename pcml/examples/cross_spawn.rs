@@ -1,4 +1,4 @@
-//! Profiling aid: a parent on proc 0 spawning children on proc 1 and joining each (seed 003's
+//! Profiling aid: a parent on proc 0 spawning children on proc 1 and joining each (Reppy, Russo and Xiao's
 //! 2-proc spawn), and a cross-proc join round trip.
 fn main() {
     let n: u64 = std::env::args()

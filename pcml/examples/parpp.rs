@@ -1,4 +1,4 @@
-//! Profiling aid: seed 003's parallel ping-pong, 8 pairs with the two fibers of pair i on
+//! Profiling aid: Reppy, Russo and Xiao's parallel ping-pong, 8 pairs with the two fibers of pair i on
 //! procs i mod P and i+1 mod P (every message crosses procs on 2 procs).
 use pcml::chan::Chan;
 

@@ -1,4 +1,4 @@
-//! Profiling aid: seed 003's primes sieve (a generator and a chain of filter threads over
+//! Profiling aid: Reppy, Russo and Xiao's primes sieve (a generator and a chain of filter threads over
 //! synchronous channels), as the bench crate runs it.
 //!
 //! `cargo run --release -p pcml --example primes -- KIND N PROCS RUNS` with KIND `placed`

@@ -1,4 +1,4 @@
-//! Profiling aid: spawn a trivial fiber and join it, over and over, on one proc (seed 003's
+//! Profiling aid: spawn a trivial fiber and join it, over and over, on one proc (Reppy, Russo and Xiao's
 //! spawn benchmark; `join` runs the unstarted child inline).
 fn main() {
     let n: u64 = std::env::args()

@@ -232,7 +232,7 @@ pub fn probe_memory(kind: Kind, a: u64, branch: u64) -> Result<super::Peak> {
     };
     tree.check()?;
     match tree {
-        // Tiny: what a run needs after a warm-up, as the other seed-000 programs.
+        // Tiny: what a run needs after a warm-up, as the other Krook 2020 programs.
         Tree::Paper { .. } => seed000::peak_after_warmup(move || one(tree, kind)),
         // As the channel rows of the same tree: one cold run.
         Tree::Wide { .. } => super::peak_added(move || one(tree, kind)),

@@ -34,7 +34,7 @@ use crate::table::{Goal, Row, Section};
 pub enum Placement {
     /// `pcml::spawn`: the scheduler decides (an idle proc may steal it).
     Any,
-    /// `pcml::spawn_on` the next proc after the parent's (seed 003's 2-proc variant).
+    /// `pcml::spawn_on` the next proc after the parent's (Reppy, Russo and Xiao's 2-proc variant).
     OtherProc,
 }
 

@@ -60,7 +60,7 @@ pub struct Config {
     /// Tiny sizes (a thousandth of the quick ones), for the tests: checks answers, measures
     /// nothing worth reading.
     pub tiny: bool,
-    /// Busy-looping processes to run beside the second measurement of seed 003's programs
+    /// Busy-looping processes to run beside the second measurement of Reppy, Russo and Xiao's programs
     /// (`--co-runner K`; see [`crate::coload`]); 0 for none.
     pub co_runners: usize,
 }
@@ -152,7 +152,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// The rows of a seed 003 program beyond the paper's: the same program with every thread
+    /// The rows of a Reppy, Russo and Xiao 2009 program beyond the paper's: the same program with every thread
     /// placed by the scheduler (`pcml::spawn`; system "pcml fibers (spawn)") at every
     /// configured proc count, and with `--co-runner K` the scheduler-placed rows on 1 and 2
     /// procs, the paper-placed row (`placed`, system "pcml fibers") and Go on 2 again while
@@ -584,7 +584,7 @@ pub fn peak_of(work: impl FnOnce() -> Result<()>) -> Result<Peak> {
 
 /// The hidden probe mode of the binary: `pcml-bench --probe PROGRAM KIND A B` runs one
 /// program in this fresh process and returns the peak memory it added.
-/// PROGRAM: `skynet` (A leaves, B branch), `sorter` or `sorter-d` (A numbers), seed 000's
+/// PROGRAM: `skynet` (A leaves, B branch), `sorter` or `sorter-d` (A numbers), Krook's
 /// actor programs `actor-skynet` (B 0: the thesis's tree of depth A; else A leaves, B
 /// branch), `bombing1`, `bombing2` (A messages) and `bitonic` (A numbers); KIND: `fibers` or
 /// `tasks` (for actors: fiber or async actors).

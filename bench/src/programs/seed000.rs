@@ -1,4 +1,4 @@
-//! What seed 000's actor programs (skynet, message bombing, bitonic mergesort) share: the
+//! What Krook's actor programs (skynet, message bombing, bitonic mergesort) share: the
 //! actor layer they run on, the timing of tiny programs (the mean of many runs per sample, as
 //! the thesis averaged 100), the Erlang rows with their peak memory, and the goal rows.
 //!
@@ -253,9 +253,9 @@ pub fn vs_erlang(ctx: &Ctx<'_>, sec: &mut Section, prog: &str) {
 pub const GOAL_VS_ERLANG: f64 = 5.0;
 
 const PER_PROGRAM: &str = "fastest pcml actors";
-const SUMMARY: &str = "every seed-000 program at least 5x faster than Erlang";
+const SUMMARY: &str = "every Krook 2020 program at least 5x faster than Erlang";
 
-/// Replaces the summary goal row "every seed-000 program at least 5x faster than Erlang" by
+/// Replaces the summary goal row "every Krook 2020 program at least 5x faster than Erlang" by
 /// one over the per-program goal rows now in the section: the smallest of their ratios, or
 /// which program was not measured.
 pub fn renew_summary(sec: &mut Section) {
@@ -288,7 +288,7 @@ pub fn renew_summary(sec: &mut Section) {
     ));
 }
 
-/// The note every seed-000 section gets once: what the actor rows run on.
+/// The note every Krook 2020 section gets once: what the actor rows run on.
 pub fn note_actors(sec: &mut Section) {
     let note = "pcml actors are pcml::actor: fiber actors (actor::spawn, blocking receive) and \
                 async actors (actor::spawn_async, recv().await); a run's root hands its answer \

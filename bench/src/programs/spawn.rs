@@ -1,6 +1,6 @@
 //! Seed 003's spawn benchmark (section 10.1): repeatedly spawn a trivial thread and wait for it
 //! to end. In the 2-proc variant the parent runs on proc 0 and places each child on proc 1 with
-//! `spawn_on`, as the paper's does, which measures the cross-proc hand-off (seed 003 section
+//! `spawn_on`, as the paper's does, which measures the cross-proc hand-off (Reppy, Russo and Xiao 2009 section
 //! 9.1: the child starts through proc 1's inbox, and its end wakes the parent through proc 0's).
 //!
 //! Beside pcml: CML (one proc), Go (`go` and a receive of the child's index, GOMAXPROCS=1,2),

@@ -3,7 +3,7 @@
 //!
 //! `Pid<AnyMsg>::send_any(v)` boxes any value; `Ctx<AnyMsg>::receive_type::<T>()` is a
 //! selective receive of the oldest message of type `T` (messages of other types stay in
-//! order), as seed 000 matches by type (its section 5.3.2). Exit and down signals reach an
+//! order), as Krook 2020 matches by type (its section 5.3.2). Exit and down signals reach an
 //! untyped actor as ordinary messages of type [`Signal`], so one receive can wait for either.
 //!
 //! ```

@@ -2,7 +2,7 @@
 //!
 //! Async actors: the actor's root future sets a thread-local slot around each poll of its body
 //! (tasks migrate between procs, but a poll runs on one OS thread). Fiber actors: a fiber
-//! never migrates once started (DESIGN.md decision 2), so the table of running fiber actors is
+//! never migrates once started (ARCHITECTURE.md, "Invariants"), so the table of running fiber actors is
 //! a thread-local vector of the OS thread the fiber lives on, indexed by the fiber's slot on
 //! its proc (what the scheduler calls it by), each entry naming the pcml thread it belongs to;
 //! the fiber enters itself when its body starts and leaves when it ends. The entry holds the

@@ -1,4 +1,4 @@
-//! Erlang-style actors (seed 000): processes with typed mailboxes, selective receive, a
+//! Erlang-style actors (Krook 2020): processes with typed mailboxes, selective receive, a
 //! registry, links, monitors and supervisors, on pcml's fibers, tasks and events.
 //!
 //! An actor is a pcml thread (a fiber from [`spawn`], or an async task from [`spawn_async`])
@@ -37,10 +37,10 @@
 //!
 //! # Receiving
 //! - [`Ctx::receive`] takes the oldest message; [`Ctx::receive_match`] the oldest one a
-//!   predicate accepts (selective receive, section 3.2.3 of seed 000): the others stay in the
+//!   predicate accepts (selective receive, section 3.2.3 of Krook 2020): the others stay in the
 //!   mailbox, in their order. A blocked selective receive that is woken tests only the new
 //!   messages (Erlang's save pointer).
-//! - [`Ctx::receive_timeout`], [`Ctx::recv_many`] (seed 000's `recv_many n`: `n` messages,
+//! - [`Ctx::receive_timeout`], [`Ctx::recv_many`] (Krook's `recv_many n`: `n` messages,
 //!   blocking only while fewer are there).
 //! - [`Ctx::receive_evt`] and [`Ctx::receive_match_evt`] are receives as CML events, so an
 //!   actor can `choose` between its mailbox, channels and a timeout in one sync.
@@ -49,7 +49,7 @@
 //!
 //! Each new `receive_match` starts from the oldest message, as Erlang's `receive` does, so a
 //! mailbox that keeps many messages nobody accepts makes every selective receive scan them
-//! (seed 000's message-bombing benchmark measures that cost). A reply to a request can skip
+//! (Krook's message-bombing benchmark measures that cost). A reply to a request can skip
 //! them: take a [`Ctx::mark`] before sending the request, then
 //! [`Ctx::receive_match_since`] the mark (Erlang's fresh-reference optimisation).
 //!
@@ -81,7 +81,7 @@
 //! more often than its restart intensity allows. [`register`], [`whereis`] and [`send_named`]
 //! give actors process-wide names.
 //!
-//! # Differences from seed 000 and Erlang
+//! # Differences from Krook 2020 and Erlang
 //! - Mailboxes are typed: a `Pid<M>` accepts only `M`s, so there is no serialisation. For
 //!   Erlang-like code that matches on types, use `M = Box<dyn Any + Send>` (see [`AnyMsg`]).
 //! - Actors share memory (messages are moved, not copied) and are scheduled cooperatively: an
@@ -995,7 +995,7 @@ impl<M: Send + 'static> Ctx<M> {
         self.receive_match_evt(f).sync_timeout(d)
     }
 
-    /// Receives `n` messages, oldest first (seed 000's `recv_many n`): takes all that are
+    /// Receives `n` messages, oldest first (Krook's `recv_many n`): takes all that are
     /// there at once and blocks only while fewer than `n` have arrived.
     ///
     /// # Panics

@@ -1,4 +1,4 @@
-//! The registry (seed 000's `register`, `unregister`, `whereis`; Erlang's): names for actors,
+//! The registry (Krook's `register`, `unregister`, `whereis`; Erlang's): names for actors,
 //! process-wide.
 //!
 //! A name maps to one live actor; the entry keeps the actor's message type, so a lookup with

@@ -69,7 +69,7 @@
 //!
 //! # Implementation
 //! A channel's base events, `send_evt` and `recv_evt`, go through the four phases of
-//! [`BaseEvent`] (seed 003, section 6.5, Figures 13 and 14).
+//! [`BaseEvent`] (Reppy, Russo and Xiao 2009, section 6.5, Figures 13 and 14).
 //!
 //! A channel is a spin lock around two waiting queues, one of blocked senders (each offer
 //! holding its message) and one of blocked receivers (each offer holding an empty slot for

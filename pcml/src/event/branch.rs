@@ -1,5 +1,5 @@
 //! Branches: the leaves of a flattened event, each a base event with its wrappers composed in
-//! (the canonical form of seed 003's Figure 5), behind one object-safe trait.
+//! (the canonical form of Reppy, Russo and Xiao's Figure 5), behind one object-safe trait.
 //!
 //! # Invariants
 //! - A branch holds the output of a commit made by its own `try_do` or `block` until

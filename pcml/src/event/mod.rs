@@ -1,5 +1,5 @@
 //! First-class synchronous events (Concurrent ML), made parallel with the optimistic protocol
-//! of the Parallel CML paper (seed 003, sections 4 to 8).
+//! of the Parallel CML paper (Reppy, Russo and Xiao 2009, sections 4 to 8).
 //!
 //! An [`Event<T>`] describes a synchronous operation that yields a `T`: a base event of a
 //! communication object (a channel's [`send_evt`](crate::chan::Chan::send_evt) or

@@ -1,4 +1,4 @@
-//! Negative acknowledgements: a one-shot condition variable (seed 003's `cvar`, Figure 15)
+//! Negative acknowledgements: a one-shot condition variable (Reppy, Russo and Xiao's `cvar`, Figure 15)
 //! whose event becomes enabled when the branch of `with_nack` that created it loses.
 //!
 //! Following Fluet's scheme (section 4), the bookkeeping lives outside the commit protocol:

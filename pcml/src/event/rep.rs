@@ -1,7 +1,7 @@
 //! The representation of the event protocol: read this file to learn the whole protocol.
 //!
 //! This is pcml's `rep-types.sml`. It holds
-//! - [`SyncRecord`], the *event-state variable* of one dynamic synchronization (seed 003,
+//! - [`SyncRecord`], the *event-state variable* of one dynamic synchronization (Reppy, Russo and Xiao 2009,
 //!   section 5), with its three states `Waiting`, `Claimed`, `Synched`, and every allowed
 //!   transition of Figure 7 as a function returning a `#[must_use]` outcome;
 //! - [`Waiter`], a partner's handle on one offer of a sync (what channel queues hold), and
@@ -659,7 +659,7 @@ pub enum Blocked<O> {
     Synched,
 }
 
-/// A source of base events: the four phases of the Parallel CML protocol (seed 003,
+/// A source of base events: the four phases of the Parallel CML protocol (Reppy, Russo and Xiao 2009,
 /// section 5). Channels implement it; so can your own communication objects, which then take
 /// part in `choose`, `wrap`, `with_nack` and `sync` like any other event
 /// ([`Event::from_base`](crate::event::Event::from_base)).

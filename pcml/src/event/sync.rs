@@ -1,4 +1,4 @@
-//! The sync driver: the three phases of seed 003's section 5 over a flattened event, for the
+//! The sync driver: the three phases of Reppy, Russo and Xiao's section 5 over a flattened event, for the
 //! three kinds of waiter (fiber, OS thread, async), plus `poll` and cancellation.
 //!
 //! # Differences from the paper

@@ -1,4 +1,4 @@
-//! Fibers: stackful threads in direct style (seeds 002 and 004), on corosensei.
+//! Fibers: stackful threads in direct style (Farvardin 2017; Morrisett and Tolmach 1992), on corosensei.
 //!
 //! You do not use this module directly: [`pcml::spawn`](crate::spawn) makes a fiber, and any
 //! pcml operation may suspend it.
@@ -20,7 +20,7 @@
 //! plain blocking calls. Seed 002 weighs this representation (a contiguous stack per thread)
 //! against heap frames; pcml offers both: fibers here, async tasks in `task`.
 //!
-//! # Why a started fiber never moves (DESIGN.md decision 2)
+//! # Why a started fiber never moves (ARCHITECTURE.md, "Invariants")
 //! Rust code may cache the address of a thread-local across a call that suspends the fiber:
 //! the compiler assumes the OS thread cannot change under a function, so `thread_local!`
 //! accesses are hoisted and reused (this was observed in release builds on our machine). If a
@@ -52,7 +52,7 @@
 //! another synchronization orders them.
 //!
 //! # Stacks
-//! A stack is mapped with a guard page when the fiber first runs (DESIGN.md decision 3), from a
+//! A stack is mapped with a guard page when the fiber first runs (ARCHITECTURE.md, "Invariants"), from a
 //! per-proc pool, and returned to the pool when the fiber ends. Each stack takes two memory
 //! mappings and Linux allows `vm.max_map_count` (65530 by default) per process, so about 30,000
 //! fibers can be started and unfinished at once; unstarted fibers cost only their closure. When

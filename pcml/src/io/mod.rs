@@ -1,6 +1,6 @@
 //! I/O readiness as events: any file descriptor's readable and writable states as
 //! [`Event`]s that compose in `choose` with timeouts and channels, and operations that block
-//! only the calling fiber (seed 004's section 4.4 asks that I/O never block a proc; here it
+//! only the calling fiber (Morrisett and Tolmach's section 4.4 asks that I/O never block a proc; here it
 //! does not, and is first class in CML's style).
 //!
 //! [`Async`] wraps a non-blocking file descriptor (a pipe end, a terminal, an `eventfd`, a

@@ -2,7 +2,7 @@
 //!
 //! Under `--cfg pcml_loom` every item here is loom's model-checked twin, so the same source of
 //! the inbox, the parker and the event protocol is explored by loom's bounded-preemption search,
-//! as the Parallel CML paper (seed 003, section 7) checked its protocol with a stateless model
+//! as the Parallel CML paper (Reppy, Russo and Xiao 2009, section 7) checked its protocol with a stateless model
 //! checker. In ordinary builds the items are the standard library's, at no cost.
 //!
 //! # Invariants

@@ -1,4 +1,4 @@
-//! Mailboxes (CML's `Mailbox`, seed 001's FIFO, seed 004's pipe): unbounded buffered channels.
+//! Mailboxes (CML's `Mailbox`, Deleuze's FIFO, Morrisett and Tolmach's pipe): unbounded buffered channels.
 //! [`Mailbox::send`] never blocks; [`Mailbox::recv_evt`] is an event enabled while a message is
 //! buffered, so receiving composes in `choose`/`select` and works from fibers, OS threads and
 //! async code (`.await`).

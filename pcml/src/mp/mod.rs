@@ -1,4 +1,4 @@
-//! Procs: the multiprocessor layer (seed 004, sections 4 and 5).
+//! Procs: the multiprocessor layer (Morrisett and Tolmach 1992, sections 4 and 5).
 //!
 //! ```
 //! use pcml::ProcLocal;
@@ -17,12 +17,12 @@
 //!
 //! A *proc* is one worker OS thread of a runtime; a runtime has `procs()` of them, by default
 //! `std::thread::available_parallelism()`. Each proc runs pcml threads one at a time, with no
-//! preemption. The layer offers what seed 004's MP interface offers: the number of procs, the
+//! preemption. The layer offers what Morrisett and Tolmach's MP interface offers: the number of procs, the
 //! identity of the current proc, a per-proc datum ([`ProcLocal`]) and spin locks
 //! ([`SpinLock`]). Acquiring and releasing procs is automatic: an idle proc spins briefly,
 //! then parks, and is unparked when work arrives for it (see `sched`).
 //!
-//! Differences from seed 004: procs are not acquired by user code; the datum is typed and may be
+//! Differences from Morrisett and Tolmach 1992: procs are not acquired by user code; the datum is typed and may be
 //! any `T`, one value per proc.
 //!
 //! # Invariants

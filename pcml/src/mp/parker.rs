@@ -1,4 +1,4 @@
-//! The parker an idle proc sleeps on (seed 004's release of a proc, done automatically).
+//! The parker an idle proc sleeps on (Morrisett and Tolmach's release of a proc, done automatically).
 //!
 //! A token protocol: `unpark` leaves a token that the next `park` consumes, so a wake-up that
 //! arrives before the proc parks is never lost. The loom model in `sched/tests/loom_inbox.rs`

@@ -1,4 +1,4 @@
-//! Per-proc data (seed 004, section 4.2: the proc datum).
+//! Per-proc data (Morrisett and Tolmach 1992, section 4.2: the proc datum).
 //!
 //! One slot per proc of one runtime. A slot is touched only by code running on its proc, and
 //! a proc runs one thread at a time with no preemption, so access needs no lock: a borrow flag

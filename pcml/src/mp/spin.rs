@@ -1,4 +1,4 @@
-//! A test-and-test-and-set spin lock (seed 004, section 4.3; seed 003, section 8.4).
+//! A test-and-test-and-set spin lock (Morrisett and Tolmach 1992, section 4.3; Reppy, Russo and Xiao 2009, section 8.4).
 //!
 //! Waiters spin on a plain load with exponential backoff and only retry the atomic exchange
 //! once the lock looks free, so a contended lock's cache line is shared while it is held rather

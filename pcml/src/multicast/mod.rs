@@ -1,4 +1,4 @@
-//! Multicast channels (CML's `Multicast`, from the CML library of seed 003's authors): one
+//! Multicast channels (CML's `Multicast`, from the CML library of Reppy, Russo and Xiao's authors): one
 //! sender, many readers, each reader seeing every message sent after it joined.
 //!
 //! ```

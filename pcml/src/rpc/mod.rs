@@ -1,4 +1,4 @@
-//! Remote procedure calls between threads as events (CML's `SimpleRPC`; seed 003, Figure 4's
+//! Remote procedure calls between threads as events (CML's `SimpleRPC`; Reppy, Russo and Xiao 2009, Figure 4's
 //! `rpcEvt`).
 //!
 //! ```

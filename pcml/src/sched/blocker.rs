@@ -1,9 +1,9 @@
-//! The `Blocker`: one way to block, three kinds of waiter (DESIGN.md decision 1).
+//! The `Blocker`: one way to block, three kinds of waiter (ARCHITECTURE.md, "Invariants").
 //!
 //! A thread that must wait hands a `Blocker` to whatever will wake it (a channel's waiter
 //! queue, a join state) and then blocks; `unblock` makes it runnable again:
 //! - a **fiber** suspends; its blocker names its home proc, its slot there and a fresh token,
-//!   and `unblock` lands the wake-up in the home proc's inbox (seed 003 section 9.1), so the
+//!   and `unblock` lands the wake-up in the home proc's inbox (Reppy, Russo and Xiao 2009 section 9.1), so the
 //!   fiber resumes where it lives (decision 2);
 //! - a plain **OS thread** outside any runtime parks; `unblock` sets its flag and unparks it;
 //! - **async** code registers its `Waker`; `unblock` wakes it.

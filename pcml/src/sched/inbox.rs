@@ -1,4 +1,4 @@
-//! A proc's inbox: the landing pad of seed 003 section 9.1.
+//! A proc's inbox: the landing pad of Reppy, Russo and Xiao 2009 section 9.1.
 //!
 //! Another proc (or an OS thread) cannot touch a proc's run queue of started fibers, because a
 //! started fiber never leaves its home proc. Instead it drops a message here: wake the fiber in

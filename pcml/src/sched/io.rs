@@ -1,4 +1,4 @@
-//! The I/O poller (seed 004, section 4.4, and "Smarter I/O" in section 8): one `mio` poller
+//! The I/O poller (Morrisett and Tolmach 1992, section 4.4, and "Smarter I/O" in section 8): one `mio` poller
 //! per runtime, on a driver thread of its own, turns the kernel's readiness notifications into
 //! commits of the waiters blocked on readiness events (`crate::io`, `crate::net`).
 //!

@@ -1,4 +1,4 @@
-//! The scheduler (seeds 003 and 004): runtimes, procs' run queues, work stealing, inboxes,
+//! The scheduler (Reppy, Russo and Xiao 2009; Morrisett and Tolmach 1992): runtimes, procs' run queues, work stealing, inboxes,
 //! spawning, joining, deadlock detection.
 //!
 //! A runtime has one worker OS thread per proc (see `worker`). Work reaches a proc three ways:
@@ -35,7 +35,7 @@
 //!   two, so the thread stays beside the threads it was spawned to talk to; a proc busy with
 //!   something else leaves its queue waiting, and the idle proc takes it. The held fiber's
 //!   longer grace covers a busy machine, where the OS may take the spawner's core away for a
-//!   while: one fiber of seed 003's primes sieve stolen that way put a proc boundary in the
+//!   while: one fiber of Reppy, Russo and Xiao's primes sieve stolen that way put a proc boundary in the
 //!   middle of the chain of filters, and every later number crossed it twice; 2-proc runs
 //!   then took 1.5-2x the 1-proc time (`examples/primes.rs spawn 1000 2` prints how many
 //!   filters ran on proc 1: 1 of 999 before, 0 now, at about the 1-proc time). Go's scheduler
@@ -44,7 +44,7 @@
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //! - **`spawn_on` is the exception**, for programs that know their layout: the thread runs on
-//!   the named proc and is never stolen (seed 003's benchmarks place threads this way).
+//!   the named proc and is never stolen (Reppy, Russo and Xiao's benchmarks place threads this way).
 //!   Two threads that exchange a message per unit of work should not be split across procs:
 //!   each message then costs a cross-proc wake-up (below), which is worth paying only for
 //!   work much larger than it, or for threads that mostly run alone.
@@ -122,7 +122,7 @@
 //! are, in the common case, the threads it spawned or was spawned with, so the share of
 //! messages that cross procs is the share of threads that were stolen: each steal moves
 //! half a queue, so in a tree-shaped program it falls as the tree grows. With round-robin
-//! `spawn_on`, as in seed 003's primes, a share (P-1)/P of the messages cross procs: 15/16
+//! `spawn_on`, as in Reppy, Russo and Xiao's primes, a share (P-1)/P of the messages cross procs: 15/16
 //! at 16 procs, each paying a cross-proc wake-up, so that program scales only where the work
 //! per message is larger than a wake-up (the paper's Manticore figures: primes-2000 in
 //! 3.08 s on 1 proc, 0.92 s on 8).
@@ -131,7 +131,7 @@
 //! [`consume_budget`], and for the watchdog that lets the other procs take what such a proc
 //! leaves waiting.
 //!
-//! Deadlock (seed 000's NoRunnableThreads; CML shuts down the same way): when the last proc goes
+//! Deadlock (Krook's NoRunnableThreads; CML shuts down the same way): when the last proc goes
 //! to sleep and main is blocked, every queue is empty and no blocking job, timer or I/O source
 //! is pending, and nothing outside the runtime can act (no OS thread but pcml's own and those
 //! waiting in `block_on`, no other runtime that is not idle: see `outside`), `block_on` returns

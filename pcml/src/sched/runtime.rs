@@ -1,4 +1,4 @@
-//! Starting and stopping a runtime: the builder, `block_on`, `run` (seed 001's start/stop).
+//! Starting and stopping a runtime: the builder, `block_on`, `run` (Deleuze's start/stop).
 //!
 //! # Invariants
 //! - `MainSlot` settles once: main finished, main panicked, main exited, or deadlock. The first
@@ -802,7 +802,7 @@ where
     }
 }
 
-/// Runs `main` on a new runtime with default settings and returns its value (seed 001's
+/// Runs `main` on a new runtime with default settings and returns its value (Deleuze's
 /// `start`): the procs stop when main returns, dropping whatever threads are left.
 ///
 /// # Panics

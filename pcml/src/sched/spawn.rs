@@ -1,4 +1,4 @@
-//! The thread API: spawn, yield, exit, current (seed 001's spawn/yield/halt).
+//! The thread API: spawn, yield, exit, current (Deleuze's spawn/yield/halt).
 
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -918,7 +918,7 @@ impl Future for YieldAsync {
     }
 }
 
-/// Ends the calling pcml thread now (seed 001's `halt`); destructors of its stack run. Its
+/// Ends the calling pcml thread now (Deleuze's `halt`); destructors of its stack run. Its
 /// joiner gets a [`JoinError`] for which `is_exit()` holds. In the main fiber, `block_on`
 /// returns `RuntimeError::MainExited`.
 ///

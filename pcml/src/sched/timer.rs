@@ -1,4 +1,4 @@
-//! Per-proc timers, driven by the scheduler (the time layer of seed 004, section 5).
+//! Per-proc timers, driven by the scheduler (the time layer of Morrisett and Tolmach 1992, section 5).
 //!
 //! A timer lives on the proc that armed it, in a deadline heap that only that proc touches.
 //! The worker fires due timers between threads, and an idle proc parks exactly until its

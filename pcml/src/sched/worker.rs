@@ -1,11 +1,11 @@
-//! A proc's worker: the loop that runs fibers and tasks on one OS thread (seeds 003 and 004).
+//! A proc's worker: the loop that runs fibers and tasks on one OS thread (Reppy, Russo and Xiao 2009; Morrisett and Tolmach 1992).
 //!
 //! Each proc owns
 //! - `ready`: started fibers that are runnable (they live here and nowhere else), and unstarted
 //!   fibers placed here explicitly (`spawn_on`); private to the proc;
 //! - `local`: a work-stealing deque of new work, unstarted fibers and async tasks. The proc runs
 //!   the newest first, so a tree of spawns runs depth first in little memory, and idle procs
-//!   steal the oldest: near a tree's root, the largest pieces. On seed 000's skynet (a 3-ary
+//!   steal the oldest: near a tree's root, the largest pieces. On Krook's skynet (a 3-ary
 //!   tree of 1,093 async actors) this made 2 procs 1.3x faster than oldest-first, because far
 //!   fewer actors move between procs (`examples/actors.rs skynet6 async 2000 2`: 129-132 us
 //!   per run against 168-170 us). A runtime of one proc keeps its new work on a private stack

@@ -1,4 +1,4 @@
-//! Synchronous variables (CML's `SyncVar`, seed 001's MVars): [`IVar`], a write-once cell, and
+//! Synchronous variables (CML's `SyncVar`, Deleuze's MVars): [`IVar`], a write-once cell, and
 //! [`MVar`], a cell that is either full or empty.
 //!
 //! ```
@@ -36,7 +36,7 @@
 //! the value back in `discard` (see [`MVar`]'s "Cancellation").
 //!
 //! # Differences from the CML library
-//! - CML's `mPut` on a full MVar raises `Put`; here, as in seed 001 (and Haskell), `put` blocks
+//! - CML's `mPut` on a full MVar raises `Put`; here, as in Deleuze 2010 (and Haskell), `put` blocks
 //!   while full. [`IVar::put`] on a full IVar returns [`PutError`] with the value.
 //! - Deliveries and wake-ups happen under the object's lock (unlike `Chan`, which drops its lock
 //!   first): the wake-up only schedules the waiter and never takes this lock, so this cannot
@@ -309,7 +309,7 @@ impl<T: Clone + Send + 'static> BaseEvent for IGetEvt<T> {
 // ---------------------------------------------------------------------------------------------
 // MVar
 
-/// A cell that is either full or empty (seed 001's MVar, CML's `mvar`): `put` fills it,
+/// A cell that is either full or empty (Deleuze's MVar, CML's `mvar`): `put` fills it,
 /// blocking while it is full; `take` empties it, blocking while it is empty; `get` reads it
 /// without emptying it.
 ///

@@ -1,4 +1,4 @@
-//! Async tasks: stackless threads, i.e. Rust futures (seed 001's indirect style, seed 002's heap
+//! Async tasks: stackless threads, i.e. Rust futures (Deleuze's indirect style, Farvardin's heap
 //! frames).
 //!
 //! ```

@@ -1,4 +1,4 @@
-//! Actors at scale: a million async actors (seed 000's skynet, 10-ary, six levels), and a
+//! Actors at scale: a million async actors (Krook's skynet, 10-ary, six levels), and a
 //! message storm with selective receives. Release-mode sizes; debug builds run smaller ones.
 
 use pcml::actor::{self, Ctx, Pid};

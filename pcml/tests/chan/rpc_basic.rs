@@ -45,7 +45,7 @@ fn a_call_that_loses_to_a_timeout_does_not_block_the_server() {
 
 #[test]
 fn a_call_losing_a_choice_to_another_server_is_cancelled() {
-    // Figure 2/4 of seed 003: ask two servers, take whichever answers first.
+    // Figure 2/4 of Reppy, Russo and Xiao 2009: ask two servers, take whichever answers first.
     let (c1, s1) = rpc::channel::<u32, &'static str>();
     let (c2, s2) = rpc::channel::<u32, &'static str>();
     let (done_tx, done_rx) = std::sync::mpsc::channel();

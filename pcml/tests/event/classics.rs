@@ -1,5 +1,5 @@
 //! Classic CML and Go programs rewritten in pcml's API: the prime sieve, power-series streams
-//! with a selecting splitter (Go's powser style), the rpcEvt server of seed 003's Figure 4
+//! with a selecting splitter (Go's powser style), the rpcEvt server of Reppy, Russo and Xiao's Figure 4
 //! with withNack cancellation, and a swap channel.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Loom models of the event protocol (seed 003, section 7; run by `.ci/loom`).
+//! Loom models of the event protocol (Reppy, Russo and Xiao 2009, section 7; run by `.ci/loom`).
 //!
 //! Each model has two or three threads; every waiter is a loom thread (parking) or a waker
 //! (the async model), which exercise the same protocol as fibers.
