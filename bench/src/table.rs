@@ -198,6 +198,10 @@ fn owned(k: Key<'_>) -> OwnedKey {
     (k.0.to_string(), k.1.to_string(), k.2)
 }
 
+fn borrowed(k: &OwnedKey) -> Key<'_> {
+    (&k.0, &k.1, k.2)
+}
+
 /// Which way a ratio's goal points.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Goal {
@@ -284,7 +288,7 @@ impl Ratio {
         let stats: Vec<Stats> = self
             .keys
             .iter()
-            .map(|k| sec.find((&k.0, &k.1, k.2)).and_then(Row::stats))
+            .map(|k| sec.find(borrowed(k)).and_then(Row::stats))
             .collect::<Option<_>>()?;
         match stats.as_slice() {
             [one] => Some((one.min, one.max)),
@@ -380,7 +384,16 @@ impl Section {
 
     /// Adds the ratio of the medians of `num` and `den`, or says which is missing.
     pub fn add_ratio(&mut self, label: &str, num: Key<'_>, den: Key<'_>, goal: Option<Goal>) {
-        let value = match (self.find(num), self.find(den)) {
+        let value = self.ratio_of(num, den);
+        self.ratios.push(Ratio {
+            keys: vec![owned(num), owned(den)],
+            ..Ratio::derived(label, value, goal)
+        });
+    }
+
+    /// The ratio of the medians of `num` and `den`, or which of them is missing.
+    fn ratio_of(&self, num: Key<'_>, den: Key<'_>) -> Result<f64, String> {
+        match (self.find(num), self.find(den)) {
             (Some(a), Some(b)) => match (a.median(), b.median()) {
                 (Some(x), Some(y)) if y > 0.0 => Ok(x / y),
                 (None, _) => Err(format!("{} {} not measured", a.system, a.program)),
@@ -388,11 +401,7 @@ impl Section {
             },
             (None, _) => Err(format!("no row for {} {}", num.1, num.0)),
             (_, None) => Err(format!("no row for {} {}", den.1, den.0)),
-        };
-        self.ratios.push(Ratio {
-            keys: vec![owned(num), owned(den)],
-            ..Ratio::derived(label, value, goal)
-        });
+        }
     }
 
     /// Adds the median of `key` itself, held against `goal` in the row's metric (for a goal
@@ -490,17 +499,8 @@ impl Section {
         for i in 0..self.ratios.len() {
             let q = &self.ratios[i];
             let value = match q.keys.as_slice() {
-                [one] => self
-                    .find((&one.0, &one.1, one.2))
-                    .and_then(Row::median)
-                    .ok_or(()),
-                [num, den] => match (
-                    self.find((&num.0, &num.1, num.2)).and_then(Row::median),
-                    self.find((&den.0, &den.1, den.2)).and_then(Row::median),
-                ) {
-                    (Some(x), Some(y)) if y > 0.0 => Ok(x / y),
-                    _ => Err(()),
-                },
+                [one] => self.find(borrowed(one)).and_then(Row::median).ok_or(()),
+                [num, den] => self.ratio_of(borrowed(num), borrowed(den)).map_err(drop),
                 _ => Stats::of(&q.per_round).map(|s| s.median).ok_or(()),
             };
             if let Ok(v) = value {
