@@ -633,3 +633,69 @@ fn allocation_failure_aborts_with_a_clear_message() {
     }
     assert!(aborted > 0, "no injected failure hit an allocation");
 }
+
+/// Child: installs the SIGQUIT dump, blocks a named fiber on a channel, raises SIGQUIT at its
+/// own process and waits (the parent kills it once it has read the dump).
+#[test]
+fn child_sigquit_dump() {
+    if !child_case("child_sigquit_dump") {
+        return;
+    }
+    let rt = pcml::Runtime::builder()
+        .procs(1)
+        .dump_on_sigquit(true)
+        .build()
+        .unwrap();
+    let _ = rt.block_on(|| {
+        let ch = pcml::Chan::<u32>::new();
+        let c = ch.clone();
+        let _stuck = pcml::SpawnBuilder::new()
+            .name("stuck")
+            .spawn(move || c.recv())
+            .unwrap();
+        pcml::yield_now(); // it blocks
+        // SAFETY: raise has no preconditions; the handler is installed above.
+        assert_eq!(unsafe { libc::raise(libc::SIGQUIT) }, 0);
+        println!("RAISED");
+        // Stay alive, and keep the proc answering, until the parent has read the dump.
+        for _ in 0..6000 {
+            pcml::time::sleep(std::time::Duration::from_millis(10));
+        }
+        ch.send(0);
+    });
+}
+
+/// Expected: with the handler installed (here by `Builder::dump_on_sigquit`), SIGQUIT prints
+/// every runtime's dump to stderr and the process goes on (it does not die of the signal).
+#[test]
+fn sigquit_prints_every_runtimes_dump_to_stderr() {
+    use std::io::Read;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["child_sigquit_dump", "--exact", "--nocapture", "--test-threads=1"])
+        .env("PCML_FAULT_CHILD", "child_sigquit_dump")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    // Read until the dump's line for the blocked fiber has come, or the child ended.
+    while !text.lines().any(|l| l.contains("\"stuck\"")) {
+        let n = err.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let still_running = child.try_wait().unwrap().is_none();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(still_running, "the child died of SIGQUIT:\n{text}");
+    assert!(text.contains("pcml: SIGQUIT: 1 runtime"), "{text}");
+    let stuck = text.lines().find(|l| l.contains("\"stuck\"")).unwrap();
+    assert!(stuck.contains("Blocked"), "{text}");
+    assert!(stuck.contains("recv"), "{text}");
+    let main = text.lines().find(|l| l.contains("\"main\"")).unwrap();
+    assert!(main.contains("spawned at pcml/tests/fault_inject.rs"), "{text}");
+}

@@ -302,12 +302,14 @@ impl Drop for Labelled {
 /// Names the main fiber `main` while it runs; its spawn site is `block_on`'s caller.
 #[track_caller]
 pub(crate) fn label_main(id: ThreadId) {
+    // Taken here: inside the closure below it would name the closure's call.
+    let site = Location::caller();
     with_labels(|l| {
         l.insert(
             id,
             Label {
                 name: Some("main".into()),
-                site: Location::caller(),
+                site,
             },
         )
     });

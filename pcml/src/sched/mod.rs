@@ -156,6 +156,7 @@ pub(crate) mod owed;
 pub(crate) mod panic;
 pub(crate) mod registry;
 pub(crate) mod runtime;
+pub(crate) mod sigquit;
 pub(crate) mod spawn;
 pub(crate) mod timer;
 pub mod watchdog;
@@ -170,6 +171,7 @@ pub use dump::{
 pub use join::{JoinError, JoinHandle, ThreadId};
 pub use metrics::{ProcMetrics, RuntimeMetrics, metrics};
 pub use runtime::{BuildError, Builder, MAX_PROCS, Runtime, RuntimeError, run};
+pub use sigquit::dump_on_sigquit;
 pub use spawn::{
     SpawnError, YieldAsync, current, exit, spawn, spawn_blocking, spawn_on, spawn_task,
     try_current, try_spawn, try_spawn_on, yield_async, yield_now,

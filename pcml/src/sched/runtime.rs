@@ -223,6 +223,9 @@ pub enum BuildError {
     MaxFibers,
     /// A worker thread could not be started.
     Thread(String),
+    /// The `SIGQUIT` handler asked for by [`Builder::dump_on_sigquit`] could not be set up
+    /// (the OS's error).
+    Signal(String),
     /// A `PCML_*` environment variable that sets a default (`PCML_PROCS`,
     /// `PCML_STACK_SIZE`) holds something other than a valid value. Unset or empty, it does
     /// not count.
@@ -254,6 +257,9 @@ impl fmt::Display for BuildError {
                 "pcml: could not start a worker thread: {e}; ask for fewer procs, or raise \
                  the limits on threads and memory (ulimit -u, ulimit -v)"
             ),
+            BuildError::Signal(e) => {
+                write!(f, "pcml: could not set up the SIGQUIT dump handler: {e}")
+            }
             BuildError::Env {
                 var,
                 value,
@@ -290,6 +296,7 @@ pub struct Builder {
     max_fibers: Option<usize>,
     detect_deadlock: bool,
     watchdog: bool,
+    dump_on_sigquit: bool,
     /// Entered on every proc thread (`tokio_handle`).
     #[cfg(feature = "tokio")]
     tokio: Option<tokio::runtime::Handle>,
@@ -380,6 +387,20 @@ impl Builder {
         self
     }
 
+    /// Whether `SIGQUIT` prints a dump of every runtime to stderr (default off), as
+    /// [`dump_on_sigquit`](crate::sched::dump_on_sigquit) sets up: `kill -QUIT <pid>` (or
+    /// Ctrl-\\ in a terminal) then shows every thread and what it waits on, and the process
+    /// goes on. The handler is process-wide and stays installed once a runtime asked for it.
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::builder().procs(1).dump_on_sigquit(true).build().unwrap();
+    /// assert_eq!(rt.block_on(|| 1).unwrap(), 1);
+    /// ```
+    pub fn dump_on_sigquit(mut self, on: bool) -> Self {
+        self.dump_on_sigquit = on;
+        self
+    }
+
     /// Enters `handle` on every proc thread (with the `tokio` feature), so that tokio-based
     /// code runs in pcml's fibers and tasks: tokio's timers (`tokio::time::sleep`), sockets
     /// (`tokio::net`), `tokio::spawn` (onto the tokio runtime) and crates built on them. The
@@ -448,6 +469,10 @@ impl Builder {
             return Err(BuildError::MaxFibers);
         }
         crate::sched::panic::install_hook();
+        if self.dump_on_sigquit {
+            crate::sched::sigquit::dump_on_sigquit()
+                .map_err(|e| BuildError::Signal(e.to_string()))?;
+        }
 
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         // Per proc: new work, newest first (a tree of spawns runs depth first on its proc and
@@ -576,6 +601,7 @@ impl Runtime {
             max_fibers: None,
             detect_deadlock: true,
             watchdog: true,
+            dump_on_sigquit: false,
             #[cfg(feature = "tokio")]
             tokio: None,
         }
