@@ -671,7 +671,12 @@ fn child_sigquit_dump() {
 fn sigquit_prints_every_runtimes_dump_to_stderr() {
     use std::io::Read;
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["child_sigquit_dump", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "child_sigquit_dump",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("PCML_FAULT_CHILD", "child_sigquit_dump")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -697,5 +702,8 @@ fn sigquit_prints_every_runtimes_dump_to_stderr() {
     assert!(stuck.contains("Blocked"), "{text}");
     assert!(stuck.contains("recv"), "{text}");
     let main = text.lines().find(|l| l.contains("\"main\"")).unwrap();
-    assert!(main.contains("spawned at pcml/tests/fault_inject.rs"), "{text}");
+    assert!(
+        main.contains("spawned at pcml/tests/fault_inject.rs"),
+        "{text}"
+    );
 }

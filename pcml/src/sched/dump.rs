@@ -1,34 +1,5 @@
-//! Who waits for what: a dump of every thread of a runtime, and thread names.
-//!
-//! ```
-//! let rt = pcml::Runtime::builder().procs(1).build().unwrap();
-//! rt.block_on(|| {
-//!     let ch = pcml::Chan::<u32>::new();
-//!     let c = ch.clone();
-//!     let waiter = pcml::SpawnBuilder::new()
-//!         .name("waiter")
-//!         .spawn(move || c.recv())
-//!         .unwrap();
-//!     pcml::yield_now(); // the waiter runs and blocks
-//!     let dump = pcml::dump().unwrap();
-//!     let w = dump.threads().iter().find(|t| t.name() == Some("waiter")).unwrap();
-//!     assert_eq!(w.state(), pcml::ThreadState::Blocked);
-//!     assert!(w.waits_on()[0].contains("recv"), "{dump}");
-//!     ch.send(1);
-//!     assert_eq!(waiter.join().unwrap(), 1);
-//! })
-//! .unwrap();
-//! ```
-//!
-//! A dump lists, for each thread: its id, its name if it was given one
-//! ([`SpawnBuilder::name`]; the main fiber is `main`), where it was spawned if it was spawned
-//! through a [`SpawnBuilder`], its proc, its state, and for a blocked fiber what it waits on:
-//! the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...), the
-//! object it blocked on ([`ObjectId`]: a channel, a joined thread, a mailbox; the same id for
-//! every thread blocked on the same object) and, for a general sync (a choice, a wrapped or
-//! guarded event), every branch by its base event's type (branches carry no object id). OS threads blocked in a pcml operation are listed too, by their OS thread name.
-//! [`Runtime::dump`](crate::Runtime::dump) dumps a runtime from anywhere, [`dump`] the calling
-//! thread's runtime; a deadlock error carries one ([`RuntimeError::Deadlock`]).
+//! Who waits for what: a dump of every thread of a runtime, and thread names. How to use
+//! it: [`Dump`].
 //!
 //! # Implementation
 //! Blocking costs two stores in the fiber's slot, a string pointer (`blocked_in`) and the
@@ -41,8 +12,6 @@
 //! thread for longer is reported as not answering). Async tasks are read from the runtime's
 //! task registry; they record no wait. Names live in a process-wide table keyed by thread id,
 //! written only for threads spawned through a [`SpawnBuilder`], so plain spawns pay nothing.
-//!
-//! [`RuntimeError::Deadlock`]: crate::RuntimeError::Deadlock
 
 use std::collections::HashMap;
 use std::fmt;
@@ -219,7 +188,38 @@ impl fmt::Display for ThreadDump {
     }
 }
 
-/// Every thread of a runtime and what each waits on: see the [module docs](self).
+/// Every thread of a runtime and what each waits on.
+///
+/// ```
+/// let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(|| {
+///     let ch = pcml::Chan::<u32>::new();
+///     let c = ch.clone();
+///     let waiter = pcml::SpawnBuilder::new()
+///         .name("waiter")
+///         .spawn(move || c.recv())
+///         .unwrap();
+///     pcml::yield_now(); // the waiter runs and blocks
+///     let dump = pcml::dump().unwrap();
+///     let w = dump.threads().iter().find(|t| t.name() == Some("waiter")).unwrap();
+///     assert_eq!(w.state(), pcml::ThreadState::Blocked);
+///     assert!(w.waits_on()[0].contains("recv"), "{dump}");
+///     ch.send(1);
+///     assert_eq!(waiter.join().unwrap(), 1);
+/// })
+/// .unwrap();
+/// ```
+///
+/// A dump lists, for each thread: its id, its name if it was given one
+/// ([`SpawnBuilder::name`]; the main fiber is `main`), where it was spawned if it was spawned
+/// through a [`SpawnBuilder`], its proc, its state, and for a blocked fiber what it waits on:
+/// the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...), the
+/// object it blocked on ([`ObjectId`]: a channel, a joined thread, a mailbox; the same id for
+/// every thread blocked on the same object) and, for a general sync (a choice, a wrapped or
+/// guarded event), every branch by its base event's type (branches carry no object id). OS threads blocked in a pcml operation are listed too, by their OS thread name.
+/// [`Runtime::dump`](crate::Runtime::dump) dumps a runtime from anywhere, [`dump`] the calling
+/// thread's runtime; a deadlock error carries one
+/// ([`RuntimeError::Deadlock`](crate::RuntimeError::Deadlock)).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Dump {
     threads: Vec<ThreadDump>,
@@ -641,7 +641,7 @@ pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
     }
 }
 
-/// A dump of the calling thread's runtime: see the [module docs](self). `None` outside a
+/// A dump of the calling thread's runtime: see [`Dump`]. `None` outside a
 /// runtime.
 ///
 /// ```

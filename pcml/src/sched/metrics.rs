@@ -1,36 +1,6 @@
 //! Runtime metrics: what each proc has done (resumes, polls, steals, parks, wake-ups across
 //! procs) and how many fibers, tasks and actors are alive, as tokio's `RuntimeMetrics`.
-//!
-//! ```
-//! let rt = pcml::Runtime::builder().procs(2).build().unwrap();
-//! let m = rt
-//!     .block_on(|| {
-//!         let before = pcml::sched::metrics().unwrap();
-//!         let ch = pcml::Chan::new();
-//!         let tx = ch.clone();
-//!         let h = pcml::spawn(move || (0..100u32).for_each(|i| tx.send(i)));
-//!         let sum: u32 = (0..100).map(|_| ch.recv()).sum();
-//!         h.join().unwrap();
-//!         assert_eq!(sum, 4950);
-//!         pcml::sched::metrics().unwrap().since(&before)
-//!     })
-//!     .unwrap();
-//! // The sender started, and main blocked in a receive or a join at least once.
-//! assert!(m.total().resumes >= 2, "{m}");
-//! println!("{m}");
-//! ```
-//!
-//! A [`RuntimeMetrics`] is a snapshot: [`metrics`] (the calling thread's runtime, from its
-//! threads) or [`Runtime::metrics`](crate::Runtime::metrics) take one, and [`RuntimeMetrics::since`] gives
-//! what happened between two. Per proc ([`ProcMetrics`]): fiber resumes and task polls, the
-//! steals that brought it work, the injector batches it took, its parks, the fibers of
-//! other procs it woke through their inboxes (cross-proc hand-offs) and the wake-ups that
-//! reached it through its own inbox, and the lengths of its stealable queues. Per runtime:
-//! the injector's length and the live fibers, tasks and actors.
-//!
-//! Reading a row: a 2-proc ping-pong whose `sent_wakes` is about the number of messages pays
-//! a cross-proc wake-up per message; `parks` near it means the partner proc slept between
-//! messages (a futex wake-up each); `steals` says how often work moved.
+//! How to use them: [`RuntimeMetrics`].
 //!
 //! # Implementation
 //! Each proc keeps its counters in a cache line of its own in its shared entry, written only
@@ -51,7 +21,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use crate::sched::worker::{Shared, context};
 
-/// One proc's counters; see the module docs. Written by the proc only.
+/// One proc's counters; see [`RuntimeMetrics`]. Written by the proc only.
 #[derive(Default)]
 pub(crate) struct ProcCounters {
     pub(crate) resumes: AtomicU64,
@@ -127,7 +97,7 @@ pub(crate) fn count_actor(delta: i64) {
     count_live(delta, |c| &c.actors, |s| &s.actors_external);
 }
 
-/// What one proc has done; see the [module docs](self).
+/// What one proc has done; see [`RuntimeMetrics`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProcMetrics {
@@ -187,7 +157,38 @@ impl fmt::Display for ProcMetrics {
     }
 }
 
-/// A snapshot of a runtime's metrics; see the [module docs](self).
+/// A snapshot of a runtime's metrics.
+///
+/// ```
+/// let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+/// let m = rt
+///     .block_on(|| {
+///         let before = pcml::sched::metrics().unwrap();
+///         let ch = pcml::Chan::new();
+///         let tx = ch.clone();
+///         let h = pcml::spawn(move || (0..100u32).for_each(|i| tx.send(i)));
+///         let sum: u32 = (0..100).map(|_| ch.recv()).sum();
+///         h.join().unwrap();
+///         assert_eq!(sum, 4950);
+///         pcml::sched::metrics().unwrap().since(&before)
+///     })
+///     .unwrap();
+/// // The sender started, and main blocked in a receive or a join at least once.
+/// assert!(m.total().resumes >= 2, "{m}");
+/// println!("{m}");
+/// ```
+///
+/// A [`RuntimeMetrics`] is a snapshot: [`metrics`] (the calling thread's runtime, from its
+/// threads) or [`Runtime::metrics`](crate::Runtime::metrics) take one, and [`RuntimeMetrics::since`] gives
+/// what happened between two. Per proc ([`ProcMetrics`]): fiber resumes and task polls, the
+/// steals that brought it work, the injector batches it took, its parks, the fibers of
+/// other procs it woke through their inboxes (cross-proc hand-offs) and the wake-ups that
+/// reached it through its own inbox, and the lengths of its stealable queues. Per runtime:
+/// the injector's length and the live fibers, tasks and actors.
+///
+/// Reading a row: a 2-proc ping-pong whose `sent_wakes` is about the number of messages pays
+/// a cross-proc wake-up per message; `parks` near it means the partner proc slept between
+/// messages (a futex wake-up each); `steals` says how often work moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuntimeMetrics {

@@ -144,13 +144,13 @@
 
 pub(crate) mod blocker;
 pub(crate) mod blocking;
-pub mod dump;
+pub(crate) mod dump;
 pub(crate) mod fibers;
 pub(crate) mod held;
 pub(crate) mod inbox;
 pub(crate) mod io;
 pub(crate) mod join;
-pub mod metrics;
+pub(crate) mod metrics;
 pub(crate) mod outside;
 pub(crate) mod owed;
 pub(crate) mod panic;

@@ -706,8 +706,8 @@ impl Runtime {
 
 impl Runtime {
     /// A snapshot of the runtime's metrics: per proc, resumes, polls, steals, parks and
-    /// cross-proc wake-ups; live fibers, tasks and actors. See [the `metrics`
-    /// module](mod@crate::sched::metrics).
+    /// cross-proc wake-ups; live fibers, tasks and actors. See
+    /// [`RuntimeMetrics`](crate::sched::RuntimeMetrics).
     ///
     /// ```
     /// let rt = pcml::Runtime::builder().procs(2).build().unwrap();
@@ -727,7 +727,7 @@ impl Runtime {
         crate::sched::metrics::snapshot(&self.shared)
     }
 
-    /// Every thread of the runtime and what each waits on: see [the `dump` module](mod@crate::sched::dump). From
+    /// Every thread of the runtime and what each waits on: see [`Dump`](crate::Dump). From
     /// any thread; while main runs or after a deadlock (the procs answer from their loops).
     ///
     /// ```
