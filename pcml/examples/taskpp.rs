@@ -4,6 +4,13 @@
 //! between two tasks over `recv_async()` and `send_async(v)`.
 //!
 //! `cargo run --release -p pcml --example taskpp -- [sync|async] [messages/2]`
+
+#[path = "support/mi_alloc.rs"]
+mod mi_alloc;
+
+/// mimalloc, as the benchmark runs (its instruction counts match the bench's).
+#[global_allocator]
+static ALLOC: mi_alloc::Natural = mi_alloc::Natural;
 use pcml::chan::Chan;
 
 fn main() {

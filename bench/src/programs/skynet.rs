@@ -6,7 +6,10 @@
 //!
 //! pcml runs it with async tasks (`spawn_task`, `send_evt(..).await`) on every size, and with
 //! fibers where the tree's live fibers fit under the fiber cap (see the crate docs of pcml:
-//! each started, unfinished fiber holds a stack): up to [`FIBER_LEAVES_MAX`] leaves.
+//! each started, unfinished fiber holds a stack): up to [`FIBER_LEAVES_MAX`] leaves. The
+//! "pcml tasks (join)" rows run tokio's program on pcml: each node a task that awaits its
+//! children's `JoinHandle`s in order and returns their sum, no channel; the tokio ratios are
+//! given against both pcml task rows.
 //! These rows use channels where actors would use mailboxes; the actor rows of the same tree
 //! are [`super::actor_skynet`]'s.
 //!
@@ -77,16 +80,43 @@ fn task_node(
     })
 }
 
+/// tokio's program on pcml: a node returns its sum, which its parent gets from the node's
+/// `JoinHandle` (children awaited in order).
+fn joined_node(first: u64, leaves: u64, branch: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> {
+    Box::pin(async move {
+        if leaves == 1 {
+            return first;
+        }
+        let kids: Vec<_> = slices(first, leaves, branch)
+            .map(|(lo, n)| pcml::spawn_task(joined_node(lo, n, branch)))
+            .collect();
+        let mut sum = 0u64;
+        for kid in kids {
+            // A child only adds numbers; its failure is a panic, which fails the run.
+            sum += kid.await.expect("a skynet task panicked");
+        }
+        sum
+    })
+}
+
 /// Which threads build the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Fibers, blocking `send`/`recv`.
     Fibers,
-    /// Async tasks.
+    /// Async tasks, reporting over channels.
     Tasks,
+    /// Async tasks returning their sums through their join handles (tokio's program).
+    Joined,
 }
 
 fn tree(leaves: u64, branch: u64, kind: Kind) -> Result<()> {
+    if kind == Kind::Joined {
+        let sum = pcml::spawn_task(joined_node(0, leaves, branch))
+            .join()
+            .map_err(|e| Error::Failed(format!("pcml skynet: {e}")))?;
+        return check_eq("sum of the leaves", leaves * (leaves - 1) / 2, sum);
+    }
     let root = Chan::new();
     let out = root.clone();
     match kind {
@@ -96,6 +126,7 @@ fn tree(leaves: u64, branch: u64, kind: Kind) -> Result<()> {
         Kind::Tasks => {
             pcml::spawn_task(task_node(0, leaves, branch, out));
         }
+        Kind::Joined => unreachable!("skynet: the join-handle tree is run above"),
     }
     check_eq("sum of the leaves", leaves * (leaves - 1) / 2, root.recv())
 }
@@ -218,6 +249,15 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             sec.rows
                 .push(Row::measured(&prog, "pcml tasks", Some(p), secs, &s));
         }
+        for &p in &ctx.cfg.procs {
+            ctx.step(&format!("{prog}: pcml tasks (join) on {p} procs"));
+            let s = measure(p, leaves, branch, Kind::Joined, runs)?;
+            sec.rows.push(
+                Row::measured(&prog, "pcml tasks (join)", Some(p), secs, &s).with_note(
+                    "tokio's program: parents await the children's `JoinHandle`s, no channel",
+                ),
+            );
+        }
         ctx.tokio_rows(
             sec,
             &prog,
@@ -256,6 +296,12 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
                 (prog.as_str(), "pcml tasks", Some(p)),
                 None,
             );
+            sec.add_ratio(
+                &format!("{prog}: tokio {kind} time / pcml tasks (join) {p}P time (speed-up)"),
+                (prog.as_str(), "tokio", Some(p)),
+                (prog.as_str(), "pcml tasks (join)", Some(p)),
+                None,
+            );
         }
         sec.add_ratio(
             &format!("{prog}: Erlang time / pcml tasks {best}P time (speed-up)"),
@@ -269,12 +315,14 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     for kind in [Kind::Tasks, Kind::Fibers] {
         let (system, leaves) = match kind {
             Kind::Tasks => ("pcml tasks", big),
+            Kind::Joined => unreachable!("skynet: no memory row for the join-handle tree"),
             Kind::Fibers => ("pcml fibers", big.min(FIBER_LEAVES_MAX)),
         };
         ctx.step(&format!("{prog}: {system} peak memory"));
         let kind_arg = match kind {
             Kind::Fibers => "fibers",
             Kind::Tasks => "tasks",
+            Kind::Joined => unreachable!("skynet: no memory row for the join-handle tree"),
         };
         let row = memory_row(
             &prog,
@@ -296,9 +344,9 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     sec.notes.push(format!(
         "skynet LEAVES/BRANCH: 729 leaves of a 3-ary tree (the paper's), {big} of a 10-ary \
          tree; the \"pcml fibers\" and \"pcml tasks\" rows report to their parents over \
-         channels (the actor rows are the actor-skynet program's); tokio's rows return the \
-         sums through `JoinHandle`s (1: a current_thread runtime, 2: a multi_thread runtime \
-         of 2 workers)."
+         channels (the actor rows are the actor-skynet program's); tokio's rows and the \
+         \"pcml tasks (join)\" rows return the sums through `JoinHandle`s (tokio 1: a \
+         current_thread runtime, 2: a multi_thread runtime of 2 workers)."
     ));
     sec.publish("skynet 729/3", "MLKit actors", "177.3 ms");
     sec.publish("skynet 729/3", "Erlang", "2.7 ms");
