@@ -35,7 +35,7 @@ fn every_program_runs_and_checks_its_answer_at_tiny_sizes() {
     let peers = Peers::disabled("--no-peers");
     let (sections, failures) = run_programs(&cfg, &progress, &peers);
     assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(sections.len(), 8);
+    assert_eq!(sections.len(), 9);
     let rows: Vec<_> = sections.iter().flat_map(|s| &s.rows).collect();
     assert!(
         rows.iter()

@@ -24,6 +24,7 @@ pub mod actor_skynet;
 pub mod allpairs;
 pub mod bitonic;
 pub mod bombing;
+pub mod dist;
 pub mod fig9;
 pub mod http;
 pub mod kpn;
@@ -404,6 +405,12 @@ pub const SERVERS: SectionInfo = SectionInfo {
     title: "Servers users compare (hyper under wrk, against tokio)",
     published_on: "no published figures: the peers are measured in the same run",
 };
+/// What Erlang users compare: a pcml node in an Erlang cluster, against an Erlang node.
+pub const DISTRIBUTION: SectionInfo = SectionInfo {
+    id: "distribution",
+    title: "Distribution: a pcml node in an Erlang cluster, against an Erlang node",
+    published_on: "no published figures: the Erlang nodes are measured in the same run",
+};
 /// The multiprocessor interface, section 6.3.
 pub const SEED004: SectionInfo = SectionInfo {
     id: "seed004",
@@ -446,6 +453,7 @@ pub fn all() -> Vec<Program> {
         p("matrix", SEED004, matrix::run),
         p("workerpool", USERS, workerpool::run),
         p("http", SERVERS, http::run),
+        p("dist", DISTRIBUTION, dist::run),
     ]
 }
 
