@@ -1,16 +1,21 @@
-//! One connection to another node, after its handshake: a writer actor that owns the
-//! outgoing side (batching frames, sending ticks, noticing a silent peer) and a reader fiber
-//! that decodes frames and hands them to the node.
+//! One connection to another node, after its handshake: its writing side (senders write
+//! their frames themselves while the socket takes them; a writer actor takes over, batching,
+//! when it does not, and sends ticks) and a reader fiber that decodes frames and hands them to
+//! the node.
 //!
 //! # Invariants
-//! - Only the writer writes to the socket after the handshake; anyone sends a frame by
-//!   sending it to the writer's mailbox (never blocks).
+//! - Bytes go to the socket in frame order and a frame is never split by another: a sender
+//!   writes (non-blocking) only under the `Out` lock and while the writer does not own the
+//!   socket; once a write would block, the rest of that frame and every later frame go to the
+//!   writer's mailbox until the writer, under the same lock, finds its mailbox empty and gives
+//!   the socket back. Sending never blocks.
 //! - The reader is the only one to read; when it stops (end of stream, an error, a bad
 //!   frame) the connection is down: the node forgets it and kills the writer.
 
+use std::io::ErrorKind;
 use std::net::Shutdown;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pcml::actor::{self, Ctx, Pid};
@@ -19,14 +24,27 @@ use pcml::net::TcpStream;
 use crate::term::Term;
 use crate::wire;
 
+/// Who writes to the socket now.
+struct Out {
+    /// The writer actor does (it has frames queued or is writing them): senders queue
+    /// theirs in its mailbox.
+    writer_owns: bool,
+}
+
+fn lock(m: &Mutex<Out>) -> MutexGuard<'_, Out> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A live connection.
 pub(crate) struct Conn {
     /// The peer's node name.
     pub(crate) peer: String,
-    /// The writer actor's mailbox: whole frames.
+    /// The writer actor's mailbox: whole frames, or the rest of one.
     writer: Pid<Vec<u8>>,
-    /// The socket, for `close`.
+    /// The socket.
     stream: Arc<TcpStream>,
+    /// Orders the senders' writes with the writer's.
+    out: Arc<Mutex<Out>>,
     /// Set by `close` (once).
     closed: AtomicBool,
 }
@@ -34,17 +52,37 @@ pub(crate) struct Conn {
 impl Conn {
     /// Sends a control message and its message, if any. False if the connection is down.
     pub(crate) fn send(&self, ctrl: &Term, msg: Option<&Term>) -> bool {
-        self.writer.send(wire::frame(ctrl, msg)).is_ok()
+        let mut f = wire::frame(ctrl, msg);
+        let mut out = lock(&self.out);
+        if !out.writer_owns {
+            // The quick path: no hand-off to the writer, so a round trip costs no switch to
+            // another fiber (and, on an idle proc, no wake-up) before the bytes leave.
+            match self.stream.try_write(&f) {
+                Ok(n) if n == f.len() => return true,
+                Ok(n) => drop(f.drain(..n)),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(_) => return false,
+            }
+            out.writer_owns = true;
+        }
+        self.writer.send(f).is_ok()
     }
 
     /// Closes the connection once what was sent before is written (a node stopping).
     pub(crate) fn close_flushed(&self) {
         if !self.closed.swap(true, Ordering::Relaxed) {
-            // The empty frame asks the writer to shut the socket down after the frames
-            // queued before it.
-            if self.writer.send(Vec::new()).is_err() {
-                let _ = self.stream.shutdown(Shutdown::Both);
+            let mut out = lock(&self.out);
+            if out.writer_owns {
+                // The empty frame asks the writer to shut the socket down after the frames
+                // queued before it.
+                if self.writer.send(Vec::new()).is_ok() {
+                    return;
+                }
             }
+            out.writer_owns = true;
+            drop(out);
+            let _ = self.stream.shutdown(Shutdown::Both);
+            self.writer.kill("connection closed");
         }
     }
 
@@ -66,6 +104,28 @@ fn millis(base: Instant) -> u64 {
     base.elapsed().as_millis() as u64
 }
 
+/// Writes `first` and whatever else is queued (up to 64 KiB a write); false if the socket
+/// is done (an error, or the empty frame that asks for a shutdown).
+fn write_batch(ctx: &mut Ctx<Vec<u8>>, s: &TcpStream, buf: &mut Vec<u8>, first: Vec<u8>) -> bool {
+    buf.clear();
+    buf.extend_from_slice(&first);
+    let mut last = first.is_empty();
+    while !last && buf.len() < 1 << 16 {
+        match ctx.try_receive() {
+            Some(f) => {
+                last = f.is_empty();
+                buf.extend_from_slice(&f);
+            }
+            None => break,
+        }
+    }
+    if s.write_all(buf).is_err() || last {
+        let _ = s.shutdown(Shutdown::Both);
+        return false;
+    }
+    true
+}
+
 /// Starts the writer for a connection whose handshake is done; the reader is started by
 /// [`start_reader`] once the node has taken the connection.
 pub(crate) fn open(peer: String, stream: TcpStream, ticktime: Duration) -> (Arc<Conn>, Reader) {
@@ -73,31 +133,21 @@ pub(crate) fn open(peer: String, stream: TcpStream, ticktime: Duration) -> (Arc<
     let _ = stream.set_nodelay(true);
     let base = Instant::now();
     let last_recv = Arc::new(AtomicU64::new(0));
+    let out = Arc::new(Mutex::new(Out { writer_owns: false }));
     let w_stream = stream.clone();
+    let w_out = out.clone();
     let w_last = last_recv.clone();
     let w_peer = peer.clone();
     let writer = actor::spawn(move |mut ctx: Ctx<Vec<u8>>| {
         // Erlang ticks when it has sent nothing for a quarter of the tick time, and gives a
-        // peer up after a whole tick time of silence.
+        // peer up after a whole tick time of silence. (Frames that senders write themselves
+        // do not reach this mailbox, so a busy connection also ticks: harmless.)
         let tick = ticktime / 4;
         let mut buf = Vec::with_capacity(1 << 16);
         loop {
             match ctx.receive_timeout(tick) {
                 Some(f) => {
-                    buf.clear();
-                    buf.extend_from_slice(&f);
-                    let mut last = f.is_empty();
-                    while !last && buf.len() < 1 << 16 {
-                        match ctx.try_receive() {
-                            Some(f) => {
-                                last = f.is_empty();
-                                buf.extend_from_slice(&f);
-                            }
-                            None => break,
-                        }
-                    }
-                    if w_stream.write_all(&buf).is_err() || last {
-                        let _ = w_stream.shutdown(Shutdown::Both);
+                    if !write_batch(&mut ctx, &w_stream, &mut buf, f) {
                         return;
                     }
                 }
@@ -111,9 +161,27 @@ pub(crate) fn open(peer: String, stream: TcpStream, ticktime: Duration) -> (Arc<
                         let _ = w_stream.shutdown(Shutdown::Both);
                         return;
                     }
+                    // Take the socket from the senders for the tick.
+                    lock(&w_out).writer_owns = true;
                     if w_stream.write_all(&[0, 0, 0, 0]).is_err() {
                         let _ = w_stream.shutdown(Shutdown::Both);
                         return;
+                    }
+                }
+            }
+            // Give the socket back to the senders once nothing is queued.
+            loop {
+                let mut out = lock(&w_out);
+                match ctx.try_receive() {
+                    Some(f) => {
+                        drop(out);
+                        if !write_batch(&mut ctx, &w_stream, &mut buf, f) {
+                            return;
+                        }
+                    }
+                    None => {
+                        out.writer_owns = false;
+                        break;
                     }
                 }
             }
@@ -123,6 +191,7 @@ pub(crate) fn open(peer: String, stream: TcpStream, ticktime: Duration) -> (Arc<
         peer,
         writer,
         stream: stream.clone(),
+        out,
         closed: AtomicBool::new(false),
     });
     let reader = Reader {
@@ -142,38 +211,63 @@ pub(crate) struct Reader {
 
 impl Reader {
     /// Reads frames until the connection ends, giving each control message to `on_ctrl`;
-    /// returns why it ended.
+    /// returns why it ended. Reads as much as the socket has (64 KiB at a time, more for a
+    /// longer frame), so a burst of small frames costs one read.
     pub(crate) fn run(self, max_frame: usize, mut on_ctrl: impl FnMut(wire::Ctrl)) -> String {
+        const CHUNK: usize = 1 << 16;
         let s = &*self.stream;
-        let mut len = [0u8; 4];
-        let mut body = Vec::new();
+        let mut buf = vec![0u8; CHUNK];
+        // The unread bytes are buf[start..end].
+        let (mut start, mut end) = (0, 0);
         loop {
-            if let Err(e) = s.read_exact(&mut len) {
-                return format!("connection closed ({e})");
+            if end - start >= 4 {
+                let len: [u8; 4] = buf[start..start + 4].try_into().expect("four bytes");
+                let n = u32::from_be_bytes(len) as usize;
+                if n == 0 {
+                    start += 4; // a tick
+                    continue;
+                }
+                if n > max_frame {
+                    return wire::FrameError::TooLong {
+                        len: n,
+                        max: max_frame,
+                    }
+                    .to_string();
+                }
+                if end - start >= 4 + n {
+                    let body = &buf[start + 4..start + 4 + n];
+                    start += 4 + n;
+                    match wire::decode_frame(body) {
+                        Ok(c) => on_ctrl(c),
+                        Err(e) => return e.to_string(),
+                    }
+                    continue;
+                }
+                if buf.len() < 4 + n {
+                    // A frame longer than the buffer: room for all of it.
+                    buf.copy_within(start..end, 0);
+                    (start, end) = (0, end - start);
+                    buf.resize(4 + n, 0);
+                }
+            }
+            if start == end {
+                (start, end) = (0, 0);
+                if buf.len() > 16 * CHUNK {
+                    // Let go of the room a long frame needed.
+                    buf = vec![0u8; CHUNK];
+                }
+            } else if end == buf.len() {
+                buf.copy_within(start..end, 0);
+                (start, end) = (0, end - start);
+            }
+            match s.read(&mut buf[end..]) {
+                Ok(0) if start == end => return "connection closed (end of stream)".to_string(),
+                Ok(0) => return "connection closed in a frame (end of stream)".to_string(),
+                Ok(k) => end += k,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return format!("connection closed ({e})"),
             }
             self.last_recv.store(millis(self.base), Ordering::Relaxed);
-            let n = u32::from_be_bytes(len) as usize;
-            if n == 0 {
-                continue; // a tick
-            }
-            if n > max_frame {
-                return wire::FrameError::TooLong {
-                    len: n,
-                    max: max_frame,
-                }
-                .to_string();
-            }
-            body.resize(n, 0);
-            if let Err(e) = s.read_exact(&mut body) {
-                return format!("connection closed in a frame ({e})");
-            }
-            match wire::decode_frame(&body) {
-                Ok(c) => on_ctrl(c),
-                Err(e) => return e.to_string(),
-            }
-            if body.capacity() > 1 << 20 {
-                body = Vec::new();
-            }
         }
     }
 }

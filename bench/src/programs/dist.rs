@@ -29,7 +29,7 @@ use pcml_dist::term::{FromTerm, IntoTerm, Term, atom, tuple};
 
 use super::{Ctx, in_pcml};
 use crate::peers::have_command;
-use crate::runner::{Error, Metric, Result, Sample};
+use crate::runner::{Error, Metric, Result, Sample, timed};
 use crate::table::{Goal, Row, Section};
 
 const RT: Metric = Metric::NsPerOp { op: "round trip" };
@@ -231,22 +231,21 @@ fn measure(epmd: u16, procs: usize, runs: usize, n: u64, m: u64) -> Result<Sampl
         let peer = "peer@127.0.0.1";
         let mut me = ActorCtx::<Term>::new();
         let my = node.erl_pid(&me.pid()).into_term();
+        // Timed with `timed`, so that the report shows what the scheduler did per round trip.
         let round_trips = |me: &mut ActorCtx<Term>, n: u64| -> Result<Sample> {
-            let t = Instant::now();
-            for k in 0..n {
-                let x = k.into_term();
-                node.send_named(peer, "echo", tuple(vec![my.clone(), x.clone()]))
-                    .map_err(|e| Error::Failed(format!("send to echo: {e}")))?;
-                let got = me.receive();
-                if got != tuple(vec![atom("echo"), x]) {
-                    return Err(Error::WrongAnswer(format!(
-                        "echo answered {got:?} to round trip {k}"
-                    )));
+            timed(n, || {
+                for k in 0..n {
+                    let x = k.into_term();
+                    node.send_named(peer, "echo", tuple(vec![my.clone(), x.clone()]))
+                        .map_err(|e| Error::Failed(format!("send to echo: {e}")))?;
+                    let got = me.receive();
+                    if got != tuple(vec![atom("echo"), x]) {
+                        return Err(Error::WrongAnswer(format!(
+                            "echo answered {got:?} to round trip {k}"
+                        )));
+                    }
                 }
-            }
-            Ok(Sample {
-                seconds: t.elapsed().as_secs_f64(),
-                ops: n,
+                Ok(())
             })
         };
         let one_way = |me: &mut ActorCtx<Term>, m: u64| -> Result<Sample> {
