@@ -1,0 +1,429 @@
+//! A proc's worker: the loop that runs fibers and tasks on one OS thread (Reppy, Russo and Xiao 2009; Morrisett and Tolmach 1992).
+//!
+//! Each proc owns
+//! - `ready`: started fibers that are runnable (they live here and nowhere else), and unstarted
+//!   fibers placed here explicitly (`spawn_on`); private to the proc;
+//! - `local`: a work-stealing deque of new work, unstarted fibers and async tasks. The proc runs
+//!   the newest first, so a tree of spawns runs depth first in little memory, and idle procs
+//!   steal the oldest: near a tree's root, the largest pieces. On Krook's skynet (a 3-ary
+//!   tree of 1,093 async actors) this made 2 procs 1.3x faster than oldest-first, because far
+//!   fewer actors move between procs (`examples/actors.rs skynet6 async 2000 2`: 129-132 us
+//!   per run against 168-170 us). A runtime of one proc keeps its new work on a private stack
+//!   (`own`) instead, with no fence or read-modify-write per push and pop (actor skynet depth
+//!   6 async on 1 proc: -12% cycles);
+//! - woken async tasks: a task woken here goes on top of `local`, to run next, unless the work
+//!   it spawned in its last poll here is still in `local`; then it waits in `deferred` until
+//!   `local` is back to its length at that poll. A tree of spawns thus runs as a depth-first
+//!   program would, each parent after its children: a parent woken by its first child's reply
+//!   takes all the replies in one poll, and a parent whose children block until it receives
+//!   runs as soon as they all have. (Channel skynet, 100,000 tasks on 1 proc: 1.35 G cycles,
+//!   against 1.62 G with oldest-first and 2.48 G with every wake-up after all new work.) A
+//!   deferred task still the oldest after 61 turns runs anyway. A task woken during its own
+//!   poll (a yield) goes to `woken`, a work-stealing deque run oldest first when there is no
+//!   new work;
+//! - a held fiber: the oldest unstarted fiber spawned on the proc, kept out of the deque (see
+//!   `Context::hold_new`), so that the usual spawn-then-join costs one atomic operation: the
+//!   joiner takes the fiber back and runs it inline. It is held in the proc's shared entry
+//!   (`held`), where idle procs may steal it, or, on a runtime of one proc, in its private
+//!   context (`own_held`), with no atomic operation at all;
+//! - an [`Inbox`]: the landing pad through which others wake this proc's fibers;
+//! - its fibers' slots (`fibers`), its stack pool, and a [`Parker`] to sleep on.
+//!
+//! A global injector takes work pushed from outside the procs. The loop drains the inbox, then
+//! alternates between `ready` and new work (held, placed, `local`) so that neither starves the
+//! other (a fiber spinning on `yield_now` goes to the back of `ready`, so everything else
+//! runnable runs first), moves due `deferred` tasks onto `local` before it takes new work,
+//! runs `woken` when both are empty, and every 61st turn looks at an overdue deferred task,
+//! `woken` and the injector first (as Go does for its global queue) so they are not starved
+//! by local work. Due timers (`timer`) fire between threads. With nothing to do the proc steals
+//! (only work that has waited `STEAL_GRACE` in its victim's queues: see the `sched` docs),
+//! spins briefly (a futex wake-up costs about 45 us on this machine against 200 ns for a
+//! cache-line round trip), then parks until its next timer, or until woken.
+//!
+//! # Files
+//! - `mod.rs`: the [`Context`] (a proc's private state), the loop (`run_worker`), and the
+//!   messages procs send each other;
+//! - `shared.rs`: what a proc shares with the others ([`ProcShared`]) and what the runtime's
+//!   procs share ([`Shared`]);
+//! - `run.rs`: one turn of the loop; starting, resuming, suspending and finishing fibers;
+//!   polling tasks; due timers;
+//! - `work.rs`: new work (held, placed, `local`, deferred and woken tasks) and stealing;
+//! - `wake.rs`: wake-ups, the inbox, and turns owed by a choice's remote wake-ups;
+//! - `idle.rs`: spinning, parking, deadlock checks, shutdown;
+//! - `calls.rs`: what running code asks of its proc (block, run a joined fiber inline, arm a
+//!   timer, yield, spend the budget, push work).
+//!
+//! # Invariants
+//! - A started fiber is in exactly one of: running (its coroutine taken out of its slot), its
+//!   proc's `ready` queue (state `Ready`), waiting behind turns owed to its proc (state
+//!   `Ready`, in `owed`), or blocked (state `Blocked`, coroutine in its slot).
+//! - A fiber's `token` is non-zero only while it is blocking or blocked; the first wake-up that
+//!   carries it sets it to zero, so a repeated or stale wake-up does nothing.
+//! - `RefCell` borrows of the proc's structures never span a coroutine switch or a task poll.
+//! - `num_sleeping` counts procs between `sleeping.store(true)` and their wake-up; the pusher of
+//!   an inbox message checks `sleeping` after pushing, the sleeper checks the inbox after setting
+//!   `sleeping`, each with a SeqCst fence between its store and its load: a wake-up is never
+//!   lost (loom model `sched/tests/loom_inbox.rs`).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use corosensei::CoroutineResult;
+use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
+use crossbeam_utils::CachePadded;
+
+use crate::ThreadId;
+use crate::fiber::stack::{self, NoStack, StackPool};
+use crate::fiber::{BodyPtr, Coroutine, FiberBody, NewFiber, Resume, Suspend, Yielder, overflow};
+use crate::mp::Parker;
+use crate::mp::SpinLock;
+use crate::sched::blocker::Blocker;
+use crate::sched::blocking::BlockingPool;
+use crate::sched::fibers::{FiberState, FiberTable};
+use crate::sched::held::HeldSlot;
+use crate::sched::inbox::Inbox;
+use crate::sched::metrics;
+use crate::sched::owed::{self, Check, Owed};
+use crate::sched::runtime::MainSlot;
+use crate::sched::spawn::SpareCell;
+use crate::sched::timer::{OnFire, TimerCell, TimerHeap};
+use crate::sched::watchdog::{ProcWatch, TASK_BIT};
+use crate::task::{TaskRef, TaskRegistry, TaskRun};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex};
+
+mod calls;
+mod idle;
+mod run;
+mod shared;
+mod wake;
+mod work;
+
+pub(crate) use calls::*;
+pub(crate) use shared::*;
+pub(crate) use wake::*;
+
+/// How long an idle proc looks for work before it parks. A futex wake-up costs about 45 us on
+/// this machine, so two procs passing work back and forth must not park between hand-offs.
+const SPIN: Duration = Duration::from_micros(100);
+/// For this long the idle proc spins on its core; after it, until `SPIN`, it yields the core
+/// between looks, so that on an oversubscribed machine (more runnable threads than cores) the
+/// thread that has the work can run. Yielding sooner made cross-proc hand-offs 4x slower on an
+/// idle machine here (ping-pong across 2 procs: 0.76 M against 3.4 M msgs/s), so the hot phase
+/// covers ordinary hand-off latencies.
+const SPIN_HOT: Duration = Duration::from_micros(50);
+/// How long an idle proc looks for work when `spin_limit` others already spin (see `idle`).
+const SPIN_OVER_LIMIT: Duration = Duration::from_micros(10);
+/// How long work must wait in another proc's queues before an idle proc takes it (see
+/// `Context::left_there`). A proc that spawns a thread and then blocks runs it within a
+/// microsecond or two; an idle proc that took it at once would pin it far from the threads it
+/// talks to, and every message between them would then cross procs.
+const STEAL_GRACE: Duration = Duration::from_micros(20);
+/// How long another proc's held fiber (the one its spawner is likeliest to join or talk to
+/// next) must stay held before an idle proc takes it: long enough that an OS that takes the
+/// spawner's core away for a while (a busy machine) does not make it move, short enough that
+/// a thread computing without a sync point does not hold it back for long. One stolen filter
+/// of the primes sieve made every later number cross procs twice: 2-proc runs of
+/// `examples/primes.rs spawn` took 1.5x the 1-proc time on a busy machine.
+const HELD_GRACE: Duration = Duration::from_millis(2);
+/// Every this many turns a proc with armed timers fires the due ones.
+const TIMER_EVERY: u32 = 32;
+/// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
+const INJECTOR_EVERY: u32 = 61;
+/// Syncs that complete without blocking before a fiber yields anyway.
+pub(crate) const BUDGET: u32 = 128;
+
+/// Work that any proc may run.
+pub(crate) enum Runnable {
+    Fiber(NewFiber),
+    Task(TaskRef),
+}
+
+/// A message to a proc's inbox.
+pub(crate) enum InboxMsg {
+    /// Wake the fiber in `slot` if its token is still `token`.
+    Wake { slot: usize, token: u64 },
+    /// Start this fiber here (explicit placement).
+    Start(NewFiber),
+    /// Cancel the fiber in `slot` if it is still thread `id` (`JoinHandle::abort`).
+    Abort { slot: usize, id: ThreadId },
+    /// Describe this proc's threads for a dump (`sched::dump`).
+    Dump(Arc<crate::sched::dump::Request>),
+    /// As `Wake`, from a choice on proc `from`: the woken fiber runs at once, and `from` is
+    /// told when it has suspended again (`Paid`). See `owed`.
+    WakeOwed {
+        slot: usize,
+        token: u64,
+        from: usize,
+        epoch: u32,
+    },
+    /// A fiber of proc `by` woken by a choice here (a `WakeOwed` of `epoch`) has run.
+    Paid { by: usize, epoch: u32 },
+    /// To a proc's own inbox, by a choice of its running fiber: send this `WakeOwed` to
+    /// `proc` once the proc is back in its loop (the chooser has suspended) and has taken as
+    /// many turns as it had fibers ready then (`after`, `usize::MAX` until counted), as a
+    /// fiber of its own that the choice woke would wait for them. See `owed`.
+    SendOwed {
+        proc: usize,
+        slot: usize,
+        token: u64,
+        epoch: u32,
+        after: usize,
+    },
+}
+
+/// What the proc is running right now.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Current {
+    /// The worker loop itself.
+    Scheduler,
+    Fiber {
+        slot: usize,
+        /// The running thread: the fiber's own, or one its joiner runs inline (`run_as`).
+        id: ThreadId,
+        main: bool,
+        /// How many threads run inline on the fiber's stack, the running one included (0
+        /// when the fiber itself runs).
+        inlined: u32,
+    },
+    Task {
+        id: ThreadId,
+    },
+}
+
+/// A field of [`Context`] on a cache line of its own, for the few that the spawn and join
+/// paths read and write as a whole: a value that straddles two lines is loaded and stored in
+/// split halves, and a load that spans two earlier stores is not forwarded from them. (Where
+/// the compiler happened to put `current` across a line, a spawn+join cost 128 cycles instead
+/// of 107 in `examples/spawn1`.)
+#[repr(align(64))]
+struct OneLine<T>(T);
+
+impl<T> OneLine<T> {
+    const FITS: () = assert!(std::mem::size_of::<T>() <= 64);
+
+    fn new(value: T) -> Self {
+        let () = Self::FITS;
+        Self(value)
+    }
+}
+
+impl<T> std::ops::Deref for OneLine<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// A proc's private state; lives on its worker thread's stack for the thread's life.
+pub(crate) struct Context {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) index: usize,
+    /// `shared.procs[index]`, found once: it points into `shared`, which this context keeps
+    /// alive, and the procs' slice never moves.
+    me: ptr::NonNull<ProcShared>,
+    local: Deque<Runnable>,
+    /// New work of a one-proc runtime, newest last: nobody steals there, so it skips the
+    /// deque's fences and read-modify-writes. Empty on a runtime of more procs.
+    own: RefCell<Vec<Runnable>>,
+    /// Started fibers that are runnable, by slot.
+    ready: RefCell<VecDeque<usize>>,
+    /// Tasks woken during their own poll (always `Runnable::Task`), oldest first. They run
+    /// when there is no new work, and first every `INJECTOR_EVERY` turns.
+    woken: Deque<Runnable>,
+    /// Tasks woken here while this proc still had the work they spawned in their last poll
+    /// to run (see `wake_here`), with the deque length at which they are due, ascending.
+    deferred: RefCell<VecDeque<(TaskRef, usize)>>,
+    /// The oldest deferred task at the last injector turn (see `turn`).
+    deferred_oldest: Cell<Option<ThreadId>>,
+    /// New work held on this proc, run before the local deque: fibers placed here
+    /// (`spawn_on`), and an item taken off the deque's front while sweeping it.
+    placed: RefCell<VecDeque<Runnable>>,
+    /// The held fiber of a one-proc runtime (`hold_new`); with more procs it is held in the
+    /// shared entry (`ProcShared::held`), where they can steal it.
+    own_held: OneLine<RefCell<Option<NewFiber>>>,
+    /// Whether this is the runtime's only proc.
+    alone: bool,
+    /// The length of `ready` before the running choice's commit, if turns were owed then
+    /// (`usize::MAX` otherwise).
+    ready_mark: Cell<usize>,
+    /// Turns that fibers of other procs owe this one, and the fibers of this proc that wait
+    /// for them (runnable, state `Ready`, but not in `ready`): see `owed`.
+    owed: RefCell<Owed>,
+    /// Another proc's held fiber as this proc last saw it: the victim's entry, its slot's
+    /// ticket, and when (see `held_waited`).
+    held_seen: Cell<Option<(usize, u32, Instant)>>,
+    fibers: FiberTable,
+    stacks: RefCell<StackPool>,
+    inbox_buf: RefCell<Vec<InboxMsg>>,
+    /// Turns left before the injector is looked at first.
+    injector_turn: Cell<u32>,
+    /// Turns left before due timers are looked at again.
+    timer_turn: Cell<u32>,
+    /// Set when a fiber yields: the next pick takes new work before ready fibers.
+    prefer_new: Cell<bool>,
+    next_token: Cell<u64>,
+    budget: Cell<u32>,
+    current: OneLine<Cell<Current>>,
+    /// The running fiber's yielder; restored by the fiber itself after each suspension.
+    yielder: Cell<*const Yielder>,
+    /// The start of the running fiber's guard page (0: none), for the overflow handler.
+    pub(crate) guard: Cell<usize>,
+    /// Set while the worker drops its fibers at shutdown.
+    shutting_down: Cell<bool>,
+    /// A freed fiber cell's memory, for the next spawn here (`sched::spawn`).
+    spare_cell: OneLine<SpareCell>,
+    /// How far above its guard page's start a fiber's stack pointer must be for the fiber to
+    /// run another thread's body inline (`inline_room`): the guard page, plus a quarter of the
+    /// stack size (16 KiB at least).
+    inline_margin: usize,
+    /// How long the last proc to sleep waits before it checks again for a deadlock while
+    /// something outside the runtime may act (doubles up to `outside::RECHECK_MAX`).
+    recheck: Cell<Duration>,
+}
+
+thread_local! {
+    static CONTEXT: Cell<*const Context> = const { Cell::new(ptr::null()) };
+}
+
+/// The current proc's context, if this OS thread is a worker.
+#[inline(always)]
+pub(crate) fn context() -> Option<&'static Context> {
+    let p = CONTEXT.with(|c| c.get());
+    // SAFETY: CONTEXT is set by `run_worker` to a Context on its own stack and cleared before
+    // that frame ends; everything that runs on this thread in between (fibers, tasks) runs
+    // inside that frame, so the reference is valid for as long as any caller can hold it.
+    unsafe { p.as_ref() }
+}
+
+/// `(runtime id, proc, procs)` for the calling thread, if it is a worker.
+pub(crate) fn location() -> Option<(u64, usize, usize)> {
+    context().map(|c| (c.shared.id, c.index, c.shared.procs.len()))
+}
+
+/// What is running on this thread, if it is a worker.
+pub(crate) fn current() -> Option<Current> {
+    context().map(|c| c.current.get())
+}
+
+impl Context {
+    /// This proc's spare fiber cell.
+    #[inline]
+    pub(crate) fn spare_cell(&self) -> &SpareCell {
+        &self.spare_cell
+    }
+
+    /// [`reserve_stack`] on this proc.
+    #[inline]
+    pub(crate) fn reserve_stack(&self) -> Result<(), NoStack> {
+        let mut pool = self.stacks.borrow_mut();
+        if pool.has_free() {
+            return Ok(());
+        }
+        let s = pool.take()?;
+        pool.give(s);
+        Ok(())
+    }
+
+    /// Counts a thread started (+1) or finished (-1) on this proc: `Shared::count_live`
+    /// without looking the proc up.
+    #[inline]
+    pub(crate) fn count_live_here(&self, delta: isize) {
+        let c = &self.me().live;
+        // Relaxed load and store: only this proc's thread writes its counter; readers
+        // (deadlock detection) read it after SeqCst fences once every proc sleeps.
+        c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+    }
+
+    /// Tells the watchdog which thread this proc runs (`TASK_BIT` set for a task), for its
+    /// report.
+    #[inline(always)]
+    fn show_running(&self, id: u64) {
+        // Relaxed: read only for a report; only this proc writes it.
+        self.me().watch.running.store(id, Ordering::Relaxed);
+    }
+
+    /// This proc's shared entry.
+    #[inline]
+    pub(crate) fn me(&self) -> &ProcShared {
+        // SAFETY: `me` points into `self.shared`, alive as long as `self` (see the field).
+        unsafe { self.me.as_ref() }
+    }
+
+    /// Whether this proc is dropping its fibers at shutdown.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.get()
+    }
+}
+
+/// The body of proc `index`'s OS thread.
+pub(crate) fn run_worker(
+    shared: Arc<Shared>,
+    index: usize,
+    local: Deque<Runnable>,
+    woken: Deque<Runnable>,
+) {
+    let shared_stack_size = shared.stack_size;
+    let shared_procs = shared.procs.len();
+    let me = ptr::NonNull::from(&*shared.procs[index]);
+    let ctx = Context {
+        me,
+        stacks: RefCell::new(StackPool::new(shared.stack_size)),
+        shared,
+        index,
+        local,
+        own: RefCell::new(Vec::new()),
+        ready: RefCell::new(VecDeque::new()),
+        woken,
+        deferred: RefCell::new(VecDeque::new()),
+        deferred_oldest: Cell::new(None),
+        placed: RefCell::new(VecDeque::new()),
+        own_held: OneLine::new(RefCell::new(None)),
+        alone: shared_procs == 1,
+        held_seen: Cell::new(None),
+        ready_mark: Cell::new(usize::MAX),
+        owed: RefCell::new(Owed::new(shared_procs)),
+        fibers: FiberTable::new(),
+        inbox_buf: RefCell::new(Vec::new()),
+        injector_turn: Cell::new(INJECTOR_EVERY),
+        prefer_new: Cell::new(false),
+        timer_turn: Cell::new(TIMER_EVERY),
+        next_token: Cell::new(1),
+        budget: Cell::new(BUDGET),
+        current: OneLine::new(Cell::new(Current::Scheduler)),
+        yielder: Cell::new(ptr::null()),
+        shutting_down: Cell::new(false),
+        guard: Cell::new(0),
+        spare_cell: OneLine::new(SpareCell::new()),
+        inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
+        recheck: Cell::new(crate::sched::outside::RECHECK_MIN),
+    };
+    CONTEXT.with(|c| c.set(&ctx));
+    if let Some(clock) = owed::this_thread_clock() {
+        // Relaxed: read only as a hint (an unset clock makes a debt count as busy).
+        ctx.me().cpu_clock.store(clock, Ordering::Relaxed);
+    }
+    let _own = crate::sched::outside::OwnThread::enter();
+    overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            overflow::uninstall_for_this_thread();
+            CONTEXT.with(|c| c.set(ptr::null()));
+        }
+    }
+    let _clear = Clear;
+    while !ctx.shared.is_shutdown() {
+        ctx.drain_inbox();
+        if !ctx.turn() {
+            ctx.idle();
+        }
+    }
+    ctx.shutdown();
+    // SeqCst: pairs with the load in `Shared::is_quiescent`.
+    ctx.shared.exited.fetch_add(1, Ordering::SeqCst);
+}

@@ -1,0 +1,322 @@
+//! Running threads: one turn of the loop, starting, resuming and finishing fibers, polling
+//! tasks, suspending the running fiber, and firing due timers.
+
+use super::*;
+
+impl Context {
+    /// Suspends the running fiber, telling the worker why; `inlined`: whether a thread runs
+    /// inline on its stack (`Current::Fiber`). Returns what the worker said when it resumed
+    /// the fiber: `true` if it was cancelled meanwhile and must unwind.
+    #[inline(always)]
+    #[must_use]
+    pub(super) fn suspend(&self, why: Suspend, inlined: bool) -> Resume {
+        if inlined {
+            return self.suspend_inlined(why);
+        }
+        self.switch_out(why)
+    }
+
+    /// [`suspend`](Self::suspend) while a thread runs inline on the fiber's stack: the worker
+    /// names the fiber itself when it resumes it, so the inline thread is named again.
+    ///
+    /// Inline, not a cold call: with the switch inside a function of its own, every switch
+    /// mispredicted a return (a yield ping-pong with one side inline took 74 cycles a yield
+    /// instead of 33).
+    #[inline(always)]
+    pub(super) fn suspend_inlined(&self, why: Suspend) -> Resume {
+        let current = self.current.get();
+        let r = self.switch_out(why);
+        self.current.set(current);
+        r
+    }
+
+    /// Hands control back to the worker until it resumes the fiber.
+    #[inline(always)]
+    pub(super) fn switch_out(&self, why: Suspend) -> Resume {
+        let y = self.yielder.get();
+        debug_assert!(!y.is_null());
+        // SAFETY: `y` is the running fiber's yielder, set when it first ran and restored after
+        // each resumption; it lives on the fiber's stack, which is alive while the fiber runs.
+        let r = unsafe { (*y).suspend(why) };
+        // Resumed (always on this same proc: fibers never migrate). The worker has set
+        // `current` for us; the yielder is ours to restore.
+        self.yielder.set(y);
+        r
+    }
+
+    /// Takes one turn: runs the next thing, or returns `false` if this proc found no work.
+    ///
+    /// Ready fibers and new work (placed fibers, the local deque) take turns, so neither
+    /// starves the other; after a yield new work goes first, so the yielder is behind
+    /// everything runnable; due deferred tasks join the new work; tasks that yielded run when
+    /// neither has anything; every 61st turn an overdue deferred task, yielded tasks, then the
+    /// injector go first.
+    #[inline]
+    pub(super) fn turn(&self) -> bool {
+        // The turn counter, shown to the watchdog (a plain load and store: only this proc
+        // writes it).
+        let turns = &self.me().watch.turns;
+        let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
+        turns.store(tick, Ordering::Relaxed);
+        let t = self.timer_turn.get();
+        if t == 0 {
+            self.timer_turn.set(TIMER_EVERY);
+            self.fire_due_timers();
+            self.check_owed();
+        } else {
+            self.timer_turn.set(t - 1);
+        }
+        let countdown = self.injector_turn.get();
+        if countdown == 0 {
+            self.injector_turn.set(INJECTOR_EVERY);
+            // A deferred task that was already the oldest at the last such turn has waited 61
+            // turns or more: it runs now, so a proc that keeps spawning cannot starve it.
+            let overdue = {
+                let mut d = self.deferred.borrow_mut();
+                let front = d.front().map(|(t, _)| t.header().id);
+                if front.is_some() && front == self.deferred_oldest.replace(front) {
+                    self.deferred_oldest.set(None);
+                    d.pop_front()
+                } else {
+                    None
+                }
+            };
+            if let Some((t, _)) = overdue {
+                self.run_task(t);
+                return true;
+            }
+            if let Some(r) = self.woken.pop() {
+                self.run_new(r);
+                return true;
+            }
+            if let Some(r) = self.steal_injector() {
+                self.run_new(r);
+                return true;
+            }
+        } else {
+            self.injector_turn.set(countdown - 1);
+        }
+        let ready_first = !self.prefer_new.replace(false) && tick % 2 == 0;
+        if ready_first || !self.has_new_work() {
+            // The hot path of ping-pong and yield loops: no `Work` value, no new-work probe.
+            let next = self.ready.borrow_mut().pop_front();
+            if let Some(slot) = next {
+                self.resume_fiber(slot);
+                return true;
+            }
+        }
+        self.release_deferred();
+        if let Some(r) = self.new_work() {
+            self.run_new(r);
+            return true;
+        }
+        let next = self.ready.borrow_mut().pop_front();
+        if let Some(slot) = next {
+            self.resume_fiber(slot);
+            return true;
+        }
+        if let Some(r) = self.woken.pop() {
+            self.run_new(r);
+            return true;
+        }
+        match self.steal_injector().or_else(|| self.steal_others()) {
+            Some(r) => {
+                self.run_new(r);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn run_new(&self, r: Runnable) {
+        match r {
+            Runnable::Fiber(f) => self.start_fiber(f),
+            Runnable::Task(t) => self.run_task(t),
+        }
+    }
+
+    pub(super) fn run_task(&self, task: TaskRef) {
+        metrics::bump(&self.me().metrics.polls);
+        task.header().set_polled_at(self.index, self.new_len());
+        let id = task.header().id;
+        self.show_running(id.as_u64() | TASK_BIT);
+        self.current.set(Current::Task { id });
+        let outcome = task.run(&task);
+        self.current.set(Current::Scheduler);
+        match outcome {
+            TaskRun::Idle => {}
+            TaskRun::Reschedule => {
+                self.woken.push(Runnable::Task(task));
+                self.shared.notify_idle();
+            }
+            TaskRun::Finished => {
+                self.shared.tasks.remove(&task);
+                self.shared.thread_finished();
+            }
+        }
+    }
+
+    pub(super) fn start_fiber(&self, f: NewFiber) {
+        if f.body.is_claimed() {
+            // Already run inline by its joiner: nothing left to do.
+            return;
+        }
+        let sh = &*self.shared;
+        if !sh.take_fiber_slot() {
+            self.wait_for_stack(f);
+            return;
+        }
+        let stack = match self.stacks.borrow_mut().take() {
+            Ok(s) => s,
+            Err(_) => {
+                sh.release_fiber_slot();
+                self.wait_for_stack(f);
+                return;
+            }
+        };
+        // The slot `insert` below gives: where a cancellation finds the fiber.
+        let slot = self.fibers.vacant_key();
+        if !f.body.claim_at(self.index, slot) {
+            // Claimed by its joiner meanwhile.
+            self.stacks.borrow_mut().give(stack);
+            sh.release_fiber_slot();
+            return;
+        }
+        let guard = stack::guard_range(&stack);
+        let (id, main) = (f.id, f.main);
+        let co = Coroutine::with_stack(stack, move |y: &Yielder, _: Resume| {
+            let ctx = context().expect("pcml: a fiber started off its proc");
+            ctx.yielder.set(y);
+            // A cancellation that came before the start is the body's to see (`claim_at`).
+            f.body.run();
+            // `f` drops here, already claimed: nothing more happens.
+        });
+        // SAFETY: called from the worker loop, with no fiber running and no slot borrowed.
+        let inserted = unsafe { self.fibers.insert(co, id, main, guard) };
+        debug_assert_eq!(inserted, slot);
+        metrics::add(&self.me().metrics.fibers, 1);
+        self.resume_fiber(slot);
+    }
+
+    /// Parks an unstarted fiber until a stack is freed.
+    pub(super) fn wait_for_stack(&self, f: NewFiber) {
+        let sh = &*self.shared;
+        sh.stack_waiters.lock().unwrap().push_back(f);
+        sh.stack_waiting.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[inline(always)]
+    pub(super) fn resume_fiber(&self, slot: usize) {
+        let e = self
+            .fibers
+            .get(slot)
+            .expect("pcml: resumed a fiber that has no slot");
+        debug_assert_ne!(e.state.get(), FiberState::Running);
+        metrics::bump(&self.me().metrics.resumes);
+        e.state.set(FiberState::Running);
+        self.show_running(e.id.as_u64());
+        self.current.set(Current::Fiber {
+            slot,
+            id: e.id,
+            main: e.main,
+            inlined: 0,
+        });
+        self.guard.set(e.guard.0);
+        // Cancelled since it last ran: it unwinds as soon as it resumes.
+        let cancelled = e.abort.get();
+        if cancelled {
+            e.abort.set(false);
+        }
+        // SAFETY: the slot exists and its fiber is not running (we just set its state from a
+        // state other than Running); the table does not change while the fiber runs
+        // (fibers.rs invariants).
+        let result = unsafe { (*e.coroutine()).resume(cancelled) };
+        self.guard.set(0);
+        self.current.set(Current::Scheduler);
+        match result {
+            CoroutineResult::Yield(Suspend::Yield) => {
+                e.state.set(FiberState::Ready);
+                self.ready.borrow_mut().push_back(slot);
+                self.prefer_new.set(true);
+            }
+            CoroutineResult::Yield(Suspend::Block) => {
+                if e.wake_pending.replace(false) {
+                    e.state.set(FiberState::Ready);
+                    self.ready.borrow_mut().push_back(slot);
+                } else {
+                    e.state.set(FiberState::Blocked);
+                }
+            }
+            CoroutineResult::Return(()) => {
+                // SAFETY: worker loop, no fiber running; `e` is not used after this.
+                let (co, _, _) = unsafe { self.fibers.remove(slot) };
+                self.stacks.borrow_mut().give(co.into_stack());
+                metrics::add(&self.me().metrics.fibers, -1);
+                self.fiber_finished();
+            }
+        }
+    }
+
+    pub(super) fn fiber_finished(&self) {
+        let sh = &*self.shared;
+        sh.release_fiber_slot();
+        sh.thread_finished();
+        if sh.stack_waiting.load(Ordering::SeqCst) > 0
+            && let Some(f) = sh.stack_waiters.lock().unwrap().pop_front()
+        {
+            sh.stack_waiting.fetch_sub(1, Ordering::SeqCst);
+            self.push_new(Runnable::Fiber(f));
+        }
+    }
+
+    /// Fires the timers that are due, this proc's and those of procs the watchdog has marked
+    /// as hogged; returns whether any fired (or were dropped).
+    pub(super) fn fire_due_timers(&self) -> bool {
+        // Relaxed: a hint; the watchdog marks a hog at most every tick.
+        let hogged = self.shared.hogs.load(Ordering::Relaxed) != 0;
+        let mut fired = hogged && self.fire_hogged_timers();
+        if self.me().timers.lock().is_empty() {
+            return fired;
+        }
+        let now = Instant::now();
+        // Locked only to pop: firing wakes threads, which may arm timers on this proc.
+        let due = self.me().timers.lock().take_due(&self.shared, now);
+        fired |= !due.is_empty();
+        crate::sched::timer::fire_all(due);
+        fired
+    }
+
+    /// Fires the due timers of the procs the watchdog has marked as hogged (their threads
+    /// wake here, or through their home proc's inbox); returns whether any fired.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn fire_hogged_timers(&self) -> bool {
+        let now = Instant::now();
+        let mut fired = false;
+        for (i, p) in self.shared.procs.iter().enumerate() {
+            // Relaxed: a hint, set by the watchdog.
+            if i == self.index || p.watch.preempt.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let due = p.timers.lock().take_due(&self.shared, now);
+            fired |= !due.is_empty();
+            crate::sched::timer::fire_all(due);
+        }
+        fired
+    }
+
+    /// The earliest timer deadline of this proc and of the procs marked as hogged.
+    pub(super) fn next_timer(&self) -> Option<Instant> {
+        let mine = self.me().timers.lock().next_deadline();
+        if self.shared.hogs.load(Ordering::Relaxed) == 0 {
+            return mine;
+        }
+        self.shared
+            .procs
+            .iter()
+            .filter(|p| p.watch.preempt.load(Ordering::Relaxed) != 0)
+            .filter_map(|p| p.timers.lock().next_deadline())
+            .chain(mine)
+            .min()
+    }
+}

@@ -1,0 +1,275 @@
+//! What a proc shares with the others ([`ProcShared`]) and what all procs of a runtime share
+//! ([`Shared`]): the steal ends of the deques, the inbox, the parker, counters.
+
+use super::*;
+
+/// `ProcShared::cpu_clock` before the proc's thread has set it.
+pub(crate) const NO_CLOCK: i32 = i32::MIN;
+
+/// What a proc shares with the others.
+pub(crate) struct ProcShared {
+    /// The steal end of the proc's `local` deque.
+    pub(crate) stealer: Stealer<Runnable>,
+    /// The steal end of the proc's `woken` deque.
+    pub(crate) woken_stealer: Stealer<Runnable>,
+    /// Wake-ups and placed fibers from elsewhere.
+    pub(crate) inbox: Inbox<InboxMsg>,
+    /// What the proc sleeps on when idle.
+    pub(crate) parker: Parker,
+    /// Set (SeqCst) by the proc before its last look for work, cleared after it wakes.
+    pub(crate) sleeping: AtomicBool,
+    /// Threads started minus threads finished by this proc (may be negative: a thread spawned
+    /// here may end elsewhere). So that the common spawn-then-join costs no count, a fiber in
+    /// a held slot is counted only once it leaves the slot for anything but its joiner's
+    /// inline run (`Context::hold_new`), and a thread run inline on a fiber's stack is counted
+    /// only while that fiber is blocked (`block_fiber`; a fiber taken from a queue to run
+    /// inline gives up the count of its spawn). Deadlock detection sums the counters only
+    /// when every proc sleeps, so every fiber is blocked and every held slot empty: then the
+    /// sum is exact. Written only by the proc's own worker thread, with a plain load
+    /// and store (no read-modify-write on the spawn path); summed by deadlock detection. On a
+    /// line of its own: the owner writes it at most spawns and ends, while idle procs poll the
+    /// other fields.
+    pub(crate) live: CachePadded<AtomicIsize>,
+    /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
+    /// incremented by any thread, reset by the proc.
+    pub(crate) timers_cancelled: AtomicUsize,
+    /// The oldest unstarted fiber spawned on this proc (see `Context::hold_new`); idle procs
+    /// may steal it.
+    pub(crate) held: HeldSlot<NewFiber>,
+    /// What the watchdog reads (`sched::watchdog`): written by the proc on every turn, on a
+    /// line of its own.
+    pub(crate) watch: CachePadded<ProcWatch>,
+    /// This proc's timers. Locked by the proc to arm timers and take due ones, and by other
+    /// procs only while the watchdog has marked this one as hogged (`fire_hogged_timers`);
+    /// on a line of its own, away from the fields idle procs poll.
+    pub(crate) timers: CachePadded<SpinLock<TimerHeap>>,
+    /// The CPU clock of the proc's thread (`NO_CLOCK` until it starts): procs owed a turn by
+    /// this one read it (`owed`).
+    pub(crate) cpu_clock: std::sync::atomic::AtomicI32,
+    /// This proc's metrics (`sched::metrics`): written by the proc only, read by snapshots;
+    /// on a line of its own.
+    pub(crate) metrics: CachePadded<crate::sched::metrics::ProcCounters>,
+}
+
+/// The state of a runtime shared by its procs and by the threads that talk to it.
+pub(crate) struct Shared {
+    /// Unique per runtime in this process.
+    pub(crate) id: u64,
+    /// One cache line (or more) per proc, so procs writing their own entries (inbox, live
+    /// counter) do not invalidate each other's.
+    pub(crate) procs: Box<[CachePadded<ProcShared>]>,
+    /// Work pushed from outside the procs.
+    pub(crate) injector: Injector<Runnable>,
+    /// The size of every fiber stack of this runtime.
+    pub(crate) stack_size: usize,
+    /// The cap on started, unfinished fibers of this runtime.
+    pub(crate) max_fibers: usize,
+    pub(crate) detect_deadlock: bool,
+    /// Set once, by `block_on` when main settles or by `Runtime::drop`.
+    pub(crate) shutdown: AtomicBool,
+    /// Procs spinning while idle.
+    pub(crate) num_searching: AtomicUsize,
+    /// How many idle procs may spin at once (see `Context::idle`): half the procs that the
+    /// machine's cores can run at once, at least one.
+    pub(crate) spin_limit: usize,
+    /// Procs parked or about to park.
+    pub(crate) num_sleeping: AtomicUsize,
+    /// Threads started minus finished by threads that are not this runtime's procs; with the
+    /// procs' own `live` counters, the fibers and tasks alive (main included).
+    pub(crate) live_external: AtomicIsize,
+    /// Fibers holding a stack (started, not finished); counted only under a `max_fibers` limit.
+    pub(crate) running_fibers: AtomicUsize,
+    /// Fibers that found no stack when they were to start; they start when one is freed.
+    pub(crate) stack_waiters: Mutex<VecDeque<NewFiber>>,
+    /// `stack_waiters.len()`, readable without the lock.
+    pub(crate) stack_waiting: AtomicUsize,
+    /// Every live async task, so shutdown can drop them.
+    pub(crate) tasks: TaskRegistry,
+    /// The side pool of `spawn_blocking`.
+    pub(crate) blocking: BlockingPool,
+    /// Sources other than pcml threads that may wake a thread (pending timers, I/O, ...).
+    pub(crate) wake_sources: AtomicUsize,
+    /// The runtime's I/O driver (`sched::io`), started by the first registration from a proc
+    /// and stopped by `Runtime::drop`.
+    pub(crate) io: std::sync::OnceLock<Arc<crate::sched::io::Driver>>,
+    /// How `block_on` learns that main ended or that the runtime deadlocked.
+    pub(crate) main: MainSlot,
+    /// Procs whose worker loop has ended (after shutdown); read by other runtimes' deadlock
+    /// detection (`is_quiescent`).
+    pub(crate) exited: AtomicUsize,
+    /// What the watchdog thread (`sched::watchdog`) sleeps on; unparked at shutdown.
+    pub(crate) watchdog: Parker,
+    /// Set by the watchdog while it sleeps because every proc slept; cleared by the first
+    /// proc to wake (`watchdog::wake_watchdog`).
+    pub(crate) watchdog_asleep: AtomicBool,
+    /// Procs the watchdog has marked as hogged (`sched::watchdog`); read (Relaxed) by the
+    /// procs every `TIMER_EVERY` turns and when idle, to fire those procs' due timers.
+    pub(crate) hogs: AtomicUsize,
+    /// Tasks started minus ended off the procs (`sched::metrics`); Relaxed, read for metrics.
+    pub(crate) tasks_external: std::sync::atomic::AtomicI64,
+    /// Actors started minus ended off the procs (`sched::metrics`); Relaxed, read for metrics.
+    pub(crate) actors_external: std::sync::atomic::AtomicI64,
+}
+
+impl ProcShared {
+    /// Whether this proc's deques hold work that others may take (cheap loads only); its held
+    /// fiber is not counted (see `Context::held_waited`).
+    #[inline]
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.stealer.is_empty() || !self.woken_stealer.is_empty()
+    }
+
+    /// Whether this proc has a timer due at `now` (possibly a cancelled one).
+    pub(crate) fn timers_due(&self, now: Instant) -> bool {
+        self.timers.lock().next_deadline().is_some_and(|d| d <= now)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        crate::sched::registry::unregister(self.id);
+    }
+}
+
+impl Shared {
+    /// Makes stealable work visible to idle procs: wakes one sleeper if nobody is searching.
+    pub(crate) fn notify_idle(&self) {
+        if self.procs.len() == 1 {
+            // The only proc is the one pushing, or it will find the work in the injector when
+            // it next looks (it is unparked by `push_injector`'s caller otherwise).
+            return;
+        }
+        // SeqCst fence: the pusher's half of the Dekker pair with `num_sleeping` (the sleeper
+        // increments it, SeqCst, before its last look at the queues).
+        fence(Ordering::SeqCst);
+        if self.num_searching.load(Ordering::SeqCst) == 0
+            && self.num_sleeping.load(Ordering::SeqCst) > 0
+        {
+            self.wake_sleeper();
+        }
+    }
+
+    /// Wakes one sleeping proc, if any.
+    pub(crate) fn wake_sleeper(&self) {
+        for p in self.procs.iter() {
+            // SeqCst: pairs with the sleeper's SeqCst store before it looks for work.
+            if p.sleeping.load(Ordering::SeqCst) {
+                p.parker.unpark();
+                return;
+            }
+        }
+    }
+
+    /// Pushes work from outside the procs.
+    pub(crate) fn push_injector(&self, r: Runnable) {
+        self.injector.push(r);
+        fence(Ordering::SeqCst);
+        if self.num_searching.load(Ordering::SeqCst) == 0 {
+            self.wake_sleeper();
+        }
+    }
+
+    /// Sends `msg` to proc `proc`'s inbox and wakes the proc if it sleeps.
+    pub(crate) fn send_to(&self, proc: usize, msg: InboxMsg) {
+        let p = &self.procs[proc];
+        p.inbox.push(msg);
+        // SeqCst fence: the pusher's half of the Dekker pair with the sleeper's fence in `idle`
+        // (flag store, fence, inbox load): either it sees our message or we see its flag.
+        fence(Ordering::SeqCst);
+        if p.sleeping.load(Ordering::Relaxed) {
+            p.parker.unpark();
+        }
+    }
+
+    /// Asks one proc to look again (after an outside event that may end a deadlock check).
+    pub(crate) fn kick(&self) {
+        if self.num_sleeping.load(Ordering::SeqCst) == self.procs.len() {
+            self.procs[0].parker.unpark();
+        }
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        // Acquire: pairs with the Release store in `begin_shutdown`.
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn begin_shutdown(&self) {
+        // Release: pairs with the Acquire loads of `is_shutdown`.
+        self.shutdown.store(true, Ordering::Release);
+        for p in self.procs.iter() {
+            p.parker.unpark();
+        }
+        self.watchdog.unpark();
+    }
+
+    /// Counts a fiber or task as started (+1) or finished (-1).
+    pub(crate) fn count_live(&self, delta: isize) {
+        match context() {
+            Some(ctx) if ptr::eq(&*ctx.shared, self) => ctx.count_live_here(delta),
+            _ => {
+                self.live_external.fetch_add(delta, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts a fiber as holding a stack, unless `max_fibers` are already running. Without a
+    /// configured limit nothing is counted (the process-wide stack cap still applies).
+    pub(super) fn take_fiber_slot(&self) -> bool {
+        if self.max_fibers == usize::MAX {
+            return true;
+        }
+        // Relaxed: a counter checked against a limit.
+        if self.running_fibers.fetch_add(1, Ordering::Relaxed) >= self.max_fibers {
+            self.running_fibers.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    pub(super) fn release_fiber_slot(&self) {
+        if self.max_fibers != usize::MAX {
+            self.running_fibers.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A fiber or task has ended.
+    pub(crate) fn thread_finished(&self) {
+        self.count_live(-1);
+    }
+
+    /// Fibers and tasks alive now (exact only when every proc sleeps).
+    pub(crate) fn live_count(&self) -> usize {
+        let procs: isize = self
+            .procs
+            .iter()
+            .map(|p| p.live.load(Ordering::Relaxed))
+            .sum();
+        (procs + self.live_external.load(Ordering::Relaxed)).max(0) as usize
+    }
+
+    /// Whether no proc of this runtime runs and nothing of its own can wake one: every proc
+    /// sleeps, every queue is empty, no blocking job, timer or I/O source is pending; or it
+    /// has shut down and its procs have stopped. Deadlock detection reads it for its own
+    /// runtime and for the others (`outside`).
+    pub(crate) fn is_quiescent(&self) -> bool {
+        if self.is_shutdown() {
+            // SeqCst: pairs with the increment at the end of `run_worker`.
+            return self.exited.load(Ordering::SeqCst) == self.procs.len();
+        }
+        // SeqCst, all: read after the SeqCst fences of the sleepers (`idle`) and of the
+        // pushers (`send_to`, `notify_idle`, `push_injector`), so a push before a proc's
+        // sleep is seen here.
+        self.num_sleeping.load(Ordering::SeqCst) == self.procs.len()
+            && self.blocking.in_flight() == 0
+            && self.wake_sources.load(Ordering::SeqCst) == 0
+            // A registered socket or fd may become ready and wake a thread.
+            && !self.io_pending()
+            && self.injector.is_empty()
+            && self.procs.iter().all(|p| {
+                p.inbox.is_empty()
+                    && p.stealer.is_empty()
+                    && p.woken_stealer.is_empty()
+                    && !p.held.is_full()
+            })
+    }
+}

@@ -1,0 +1,426 @@
+//! Wake-ups: a fiber woken on its own proc or through another proc's inbox, the inbox's
+//! messages, and the turns a choice's remote wake-ups owe (see the `sched` docs, "Fair choice
+//! across procs").
+
+use super::*;
+
+/// Cancels fiber `id`, started in `slot` of proc `proc` of runtime `runtime`
+/// (`JoinHandle::abort`): on its home proc, at once; from elsewhere through the home proc's
+/// inbox. Does nothing if the fiber is gone (its slot empty or another fiber's).
+pub(crate) fn abort_fiber(runtime: u64, proc: usize, slot: usize, id: ThreadId) {
+    match context() {
+        Some(ctx) if ctx.shared.id == runtime && ctx.index == proc => ctx.abort_local(slot, id),
+        Some(ctx) if ctx.shared.id == runtime => {
+            ctx.shared.send_to(proc, InboxMsg::Abort { slot, id })
+        }
+        _ => {
+            if let Some(shared) = crate::sched::registry::lookup(runtime) {
+                shared.send_to(proc, InboxMsg::Abort { slot, id });
+            }
+        }
+    }
+}
+
+/// Makes the fiber in `slot` of proc `proc` of runtime `runtime` runnable if its token is
+/// still `token`. From the runtime's own procs this touches no shared reference count; from
+/// elsewhere it looks the runtime up (and does nothing if the runtime is gone: so is the
+/// fiber).
+#[inline]
+pub(crate) fn wake_fiber(runtime: u64, proc: usize, slot: usize, token: u64) {
+    if let Some(ctx) = context()
+        && ctx.shared.id == runtime
+        && ctx.index == proc
+    {
+        // On the home proc: no need for the inbox.
+        ctx.wake_local(slot, token);
+        return;
+    }
+    wake_fiber_elsewhere(runtime, proc, slot, token);
+}
+
+/// [`wake_fiber`] from another proc or thread, through the home proc's inbox. Out of line, so
+/// that the local wake-up's path saves no registers for it.
+#[inline(never)]
+pub(super) fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token: u64) {
+    if let Some(ctx) = context()
+        && ctx.shared.id == runtime
+    {
+        metrics::bump(&ctx.me().metrics.sent_wakes);
+        if CHOOSING.get() {
+            // A choice took this fiber's offer: it owes this proc a turn (see `owed`).
+            let epoch = ctx.owed.borrow_mut().owe(proc);
+            OWED.set(OWED.get() + 1);
+            // Sent once the chooser has suspended, as a fiber of this proc that the choice
+            // woke would run no sooner: to this proc's own inbox, which its loop drains next.
+            let msg = InboxMsg::SendOwed {
+                proc,
+                slot,
+                token,
+                epoch,
+                after: usize::MAX,
+            };
+            ctx.me().inbox.push(msg);
+            return;
+        }
+        ctx.shared.send_to(proc, InboxMsg::Wake { slot, token });
+        return;
+    }
+    if let Some(shared) = crate::sched::registry::lookup(runtime) {
+        shared.send_to(proc, InboxMsg::Wake { slot, token });
+    }
+}
+
+thread_local! {
+    /// Set while this thread commits a branch of a choice of several branches
+    /// (`begin_choice_commit`).
+    static CHOOSING: Cell<bool> = const { Cell::new(false) };
+    /// On a proc's worker thread: `Owed::total` of its context, which a choice reads without
+    /// looking the context up.
+    static OWED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Begins the commit (`do` phase) of a branch of a choice of several branches: until
+/// [`end_choice_commit`], fibers of other procs that it wakes owe this proc their turn, and
+/// while some do, the fibers of this proc that it wakes wait for them (see the `sched` docs,
+/// "Fair choice across procs"). Costs a thread-local store, load and test at each end when
+/// nothing is owed (always, on a runtime of one proc); no state is kept in registers across
+/// the commit, and nothing needs undoing if it unwinds (a flag left set only makes the next
+/// remote wake-up from this thread ask for a `Paid`).
+#[inline(always)]
+pub(crate) fn begin_choice_commit() {
+    CHOOSING.with(|c| c.set(true));
+    if OWED.with(|o| o.get()) != 0 {
+        mark_ready();
+    }
+}
+
+/// At the start of a choice of several branches: while turns are owed to this proc, takes the
+/// payments already in its inbox, so that fibers that waited for them are queued before the
+/// choice looks at its branches (they were due to re-offer by then).
+#[inline(always)]
+pub(crate) fn settle_owed() {
+    if OWED.with(|o| o.get()) != 0 {
+        take_payments();
+    }
+}
+
+#[cold]
+pub(super) fn take_payments() {
+    if let Some(ctx) = context() {
+        let mut paid = Vec::new();
+        ctx.me()
+            .inbox
+            .take_if(|m| matches!(m, InboxMsg::Paid { .. }), &mut paid);
+        for m in paid {
+            if let InboxMsg::Paid { by, epoch } = m {
+                ctx.paid(by, epoch);
+            }
+        }
+    }
+}
+
+/// Ends what [`begin_choice_commit`] began.
+#[inline(always)]
+pub(crate) fn end_choice_commit() {
+    CHOOSING.with(|c| c.set(false));
+    if OWED.with(|o| o.get()) != 0 {
+        hold_back_woken();
+    }
+}
+
+/// Notes where the ready queue ends before a choice's commit, while turns are owed.
+#[cold]
+pub(super) fn mark_ready() {
+    if let Some(ctx) = context() {
+        ctx.ready_mark.set(ctx.ready.borrow().len());
+    }
+}
+
+/// After a choice's commit while turns are owed: the fibers that it woke here wait `behind`.
+#[cold]
+pub(super) fn hold_back_woken() {
+    if let Some(ctx) = context() {
+        let mark = ctx.ready_mark.replace(usize::MAX);
+        ctx.hold_back_woken(mark);
+    }
+}
+
+impl Context {
+    /// Cancels fiber `id` in `slot` of this proc, if it is still there: a blocked fiber is
+    /// made runnable at once (its token consumed, so its blocker's wake-up is stale), and it
+    /// unwinds when resumed; a runnable or running one unwinds at its next blocking point or
+    /// yield (`block_fiber`, `yield_fiber`).
+    pub(super) fn abort_local(&self, slot: usize, id: ThreadId) {
+        let Some(e) = self.fibers.get(slot) else {
+            // Finished (or dropped at shutdown).
+            return;
+        };
+        if e.id != id {
+            // The slot was reused: the cancelled fiber finished.
+            return;
+        }
+        e.abort.set(true);
+        if e.token.replace(0) == 0 {
+            // Not blocked: it sees the flag when it next blocks or is resumed.
+            return;
+        }
+        match e.state.get() {
+            FiberState::Blocked => {
+                e.state.set(FiberState::Ready);
+                self.ready.borrow_mut().push_back(slot);
+            }
+            // Between publishing its blocker and suspending: requeued at once.
+            FiberState::Running => e.wake_pending.set(true),
+            FiberState::Ready => {}
+        }
+    }
+
+    pub(super) fn wake_local(&self, slot: usize, token: u64) {
+        let Some(e) = self.fibers.get(slot) else {
+            // The fiber is gone (dropped at shutdown): a stale wake-up.
+            return;
+        };
+        if token == 0 || e.token.get() != token {
+            // Stale or repeated wake-up.
+            return;
+        }
+        e.token.set(0);
+        match e.state.get() {
+            FiberState::Blocked => {
+                e.state.set(FiberState::Ready);
+                self.ready.borrow_mut().push_back(slot);
+            }
+            // Woken before it finished suspending: the worker requeues it at once.
+            FiberState::Running => e.wake_pending.set(true),
+            // Already runnable (cannot happen with a fresh token, but harmless).
+            FiberState::Ready => {}
+        }
+    }
+
+    /// Drops fibers at the end of the local deque that the proc pops (the newest) that were
+    /// already run inline by their joiners, so a loop of spawns and joins does not grow the
+    /// deque. Stops at the first live item, which it keeps, first in line, in `placed`.
+    pub(super) fn sweep_claimed(&self) {
+        if !self.placed.borrow().is_empty() {
+            // Something is already held first in line; keep the order simple.
+            return;
+        }
+        while let Some(r) = self.pop_new() {
+            match r {
+                Runnable::Fiber(f) if f.body.is_claimed() => drop(f),
+                live => {
+                    self.placed.borrow_mut().push_front(live);
+                    return;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn drain_inbox(&self) {
+        // Through `me`: no bounds check or index arithmetic on every turn.
+        if !self.me().inbox.is_empty() {
+            self.drain_inbox_slow();
+        }
+    }
+
+    #[cold]
+    pub(super) fn drain_inbox_slow(&self) {
+        let me = &self.shared.procs[self.index];
+        let mut buf = std::mem::take(&mut *self.inbox_buf.borrow_mut());
+        me.inbox.drain_into(&mut buf);
+        let mut run_now = Vec::new();
+        for msg in buf.drain(..) {
+            match msg {
+                InboxMsg::Wake { slot, token } => {
+                    metrics::bump(&me.metrics.inbox_wakes);
+                    self.wake_local(slot, token)
+                }
+                InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
+                InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
+                InboxMsg::Dump(req) => self.answer_dump(&req),
+                InboxMsg::WakeOwed {
+                    slot,
+                    token,
+                    from,
+                    epoch,
+                } => {
+                    if self.take_blocked(slot, token) {
+                        run_now.push((slot, from, epoch));
+                    } else {
+                        // Stale: the fiber was woken otherwise (or is gone); nothing owed.
+                        let by = self.index;
+                        self.shared.send_to(from, InboxMsg::Paid { by, epoch });
+                    }
+                }
+                InboxMsg::Paid { by, epoch } => self.paid(by, epoch),
+                InboxMsg::SendOwed {
+                    proc,
+                    slot,
+                    token,
+                    epoch,
+                    after,
+                } if !self.shutting_down.get() && after != 0 => {
+                    // One drain per turn while it waits (it keeps the inbox non-empty).
+                    let after = if after == usize::MAX {
+                        self.ready.borrow().len()
+                    } else {
+                        after - 1
+                    };
+                    let msg = InboxMsg::SendOwed {
+                        proc,
+                        slot,
+                        token,
+                        epoch,
+                        after,
+                    };
+                    if after == 0 {
+                        self.send_owed(msg);
+                    } else {
+                        me.inbox.push(msg);
+                    }
+                }
+                msg @ InboxMsg::SendOwed { .. } => self.send_owed(msg),
+            }
+        }
+        *self.inbox_buf.borrow_mut() = buf;
+        for (slot, from, epoch) in run_now {
+            if !self.shutting_down.get() {
+                self.resume_fiber(slot);
+            }
+            let by = self.index;
+            self.shared.send_to(from, InboxMsg::Paid { by, epoch });
+        }
+    }
+
+    /// Sends the `WakeOwed` of a `SendOwed` whose turn has come.
+    pub(super) fn send_owed(&self, msg: InboxMsg) {
+        if let InboxMsg::SendOwed {
+            proc,
+            slot,
+            token,
+            epoch,
+            ..
+        } = msg
+        {
+            let from = self.index;
+            let msg = InboxMsg::WakeOwed {
+                slot,
+                token,
+                from,
+                epoch,
+            };
+            self.shared.send_to(proc, msg);
+        }
+    }
+
+    /// Consumes the wake-up of the blocked fiber in `slot` if its token is still `token`,
+    /// marking it `Ready` without queueing it (the caller runs it); whether it did.
+    pub(super) fn take_blocked(&self, slot: usize, token: u64) -> bool {
+        let Some(e) = self.fibers.get(slot) else {
+            return false;
+        };
+        if token == 0 || e.token.get() != token || e.state.get() != FiberState::Blocked {
+            return false;
+        }
+        e.token.set(0);
+        e.state.set(FiberState::Ready);
+        true
+    }
+
+    /// The commit of a choice that ends woke the fibers queued in `ready` from `ready_before`
+    /// on, while partners of other procs owed this proc their turn: they wait behind until
+    /// those have run (see `owed`).
+    pub(super) fn hold_back_woken(&self, ready_before: usize) {
+        let mut ready = self.ready.borrow_mut();
+        if ready.len() <= ready_before {
+            return;
+        }
+        if self
+            .owed
+            .borrow_mut()
+            .hold(ready.drain(ready_before..), Instant::now())
+        {
+            // Counted as a source of wake-ups, so deadlock detection does not take a proc
+            // parked with fibers behind for one with nothing to do. SeqCst: read by
+            // `is_quiescent` after the sleepers' SeqCst fences.
+            self.shared.wake_sources.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A fiber of proc `by` woken by a choice here has run (`InboxMsg::Paid`).
+    pub(super) fn paid(&self, by: usize, epoch: u32) {
+        let mut owed = self.owed.borrow_mut();
+        let all_paid = owed.paid(by, epoch);
+        OWED.set(owed.total());
+        drop(owed);
+        if all_paid {
+            self.release_behind();
+        }
+    }
+
+    /// Queues the fibers waiting behind (every debt is paid or given up).
+    pub(super) fn release_behind(&self) {
+        let mut owed = self.owed.borrow_mut();
+        if !owed.has_behind() {
+            return;
+        }
+        self.ready.borrow_mut().extend(owed.take_behind());
+        // SeqCst: as the increment in `hold_back_woken`.
+        self.shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// With fibers behind, looks at the procs that owe this one a turn when it is time to
+    /// (`Owed::check`); returns whether it gave their debts up and released the fibers.
+    pub(super) fn check_owed(&self) -> bool {
+        if !self.owed.borrow().has_behind() {
+            return false;
+        }
+        let procs = &self.shared.procs;
+        let check = self.owed.borrow_mut().check(Instant::now(), |p| {
+            match procs[p].cpu_clock.load(Ordering::Relaxed) {
+                NO_CLOCK => None,
+                clock => owed::cpu_time(clock),
+            }
+        });
+        if check == Check::GaveUp {
+            OWED.set(0);
+            self.release_behind();
+            return true;
+        }
+        false
+    }
+
+    /// Adds this proc's threads to a dump: every started fiber with its state and, if blocked,
+    /// what it waits on; unstarted and queued work by count. On the worker loop, or from the
+    /// running fiber that asked for the dump (which then shows as running).
+    pub(crate) fn answer_dump(&self, req: &crate::sched::dump::Request) {
+        use crate::sched::dump::{ThreadState, fiber_dump};
+        let mut threads = Vec::new();
+        self.fibers.for_each(|_, e| {
+            let state = match e.state.get() {
+                FiberState::Running => ThreadState::Running,
+                FiberState::Ready => ThreadState::Runnable,
+                FiberState::Blocked => ThreadState::Blocked,
+            };
+            let blocked = state == ThreadState::Blocked;
+            // SAFETY: read only while the fiber is blocked: the string and the described
+            // event live in or beyond its suspended `block_fiber` call.
+            let (what, detail) = if blocked {
+                unsafe { (&*e.blocked_in.get(), e.wait_detail.get().map(|d| &*d)) }
+            } else {
+                ("", None)
+            };
+            let obj = e.blocked_on.get();
+            threads.push(fiber_dump(e.id, self.index, state, what, obj, detail));
+        });
+        let unstarted = self.local.len()
+            + self.own.borrow().len()
+            + self.placed.borrow().len()
+            + self.woken.len()
+            + self.deferred.borrow().len()
+            + usize::from(self.me().held.is_full())
+            + usize::from(self.own_held.borrow().is_some());
+        req.answer(self.index, threads, unstarted);
+    }
+}

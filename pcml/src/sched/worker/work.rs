@@ -1,0 +1,300 @@
+//! New work: the held fiber, placed fibers, the `local` deque (or the private stack of a
+//! one-proc runtime), deferred and woken tasks, and stealing from other procs (see the `sched`
+//! docs, "Placement").
+
+use super::*;
+
+impl Context {
+    /// Holds a fiber just spawned by this proc's running thread out of the deque, if none is
+    /// held yet (else it goes to the deque, where the newest runs first; the held one, the
+    /// oldest, runs before them all). Its joiner (typically the spawner, soon) takes it back
+    /// with one CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it
+    /// is the first new work this proc runs, unless an idle proc steals it first (idle procs
+    /// are notified as for a deque push).
+    ///
+    /// A held fiber is not counted live until it leaves the slot for anything but its
+    /// joiner's inline run (`ProcShared::live`); a fiber that goes to the deque is counted
+    /// here.
+    #[inline]
+    pub(crate) fn hold_new(&self, f: NewFiber) {
+        if self.alone {
+            let mut held = self.own_held.borrow_mut();
+            if held.is_none() {
+                *held = Some(f);
+                return;
+            }
+            drop(held);
+            self.queue_new(f);
+            return;
+        }
+        self.hold_new_shared(f);
+    }
+
+    /// [`hold_new`](Self::hold_new) on a runtime of several procs.
+    #[inline(never)]
+    pub(super) fn hold_new_shared(&self, f: NewFiber) {
+        if let Err(f) = self.me().held.try_put(f) {
+            self.queue_new(f);
+        }
+        self.shared.notify_idle();
+    }
+
+    /// Pushes a fiber just spawned here to the local deque, counting it live.
+    #[cold]
+    pub(super) fn queue_new(&self, f: NewFiber) {
+        self.count_live_here(1);
+        self.push_new_quiet(Runnable::Fiber(f));
+    }
+
+    /// Takes this proc's held fiber if `want` accepts it.
+    #[inline]
+    pub(super) fn take_held_if(&self, want: impl FnOnce(&NewFiber) -> bool) -> Option<NewFiber> {
+        if self.alone {
+            let mut h = self.own_held.borrow_mut();
+            match &*h {
+                Some(f) if want(f) => h.take(),
+                _ => None,
+            }
+        } else {
+            self.me().held.take_if(want)
+        }
+    }
+
+    /// Whether this proc holds a fiber (a hint off the one-proc case).
+    #[inline]
+    pub(super) fn has_held(&self) -> bool {
+        if self.alone {
+            self.own_held.borrow().is_some()
+        } else {
+            self.me().held.is_full()
+        }
+    }
+
+    /// Schedules `task`, woken on this proc. If this proc polled it last, and its deque of new
+    /// work is longer now than when that poll began, the task waits (in `deferred`) until the
+    /// deque is back to that length: what the task spawned before it waited runs first, as a
+    /// depth-first run of a tree of spawns would have it. A parent woken by its first child's
+    /// reply then takes all its children's replies in one poll, and a parent whose children
+    /// block until it receives runs as soon as they have all blocked. Otherwise the task goes
+    /// on top of the deque, to run next.
+    pub(super) fn wake_here(&self, task: TaskRef) {
+        if let Some((proc, depth)) = task.header().polled_at()
+            && proc == self.index
+            && self.new_len() > depth
+        {
+            let mut d = self.deferred.borrow_mut();
+            // Kept in ascending order of due length, so the back is the first due.
+            let at = d.partition_point(|&(_, due)| due <= depth);
+            d.insert(at, (task, depth));
+            return;
+        }
+        self.push_new(Runnable::Task(task));
+    }
+
+    /// Moves the deferred tasks now due (their length reached) onto the deque, the one due at
+    /// the greatest length (the most recent continuation) on top, where idle procs may also
+    /// steal them.
+    #[inline]
+    pub(super) fn release_deferred(&self) {
+        let mut d = self.deferred.borrow_mut();
+        let Some(&(_, due)) = d.back() else { return };
+        let len = self.new_len();
+        if len > due {
+            return;
+        }
+        let first = d.partition_point(|&(_, due)| due < len);
+        for (t, _) in d.drain(first..) {
+            self.push_new_quiet(Runnable::Task(t));
+        }
+        drop(d);
+        self.shared.notify_idle();
+    }
+
+    /// Pushes new work on this proc's deque (on a one-proc runtime, its private stack) and
+    /// tells idle procs.
+    #[inline]
+    pub(super) fn push_new(&self, r: Runnable) {
+        self.push_new_quiet(r);
+        self.shared.notify_idle();
+    }
+
+    /// [`push_new`](Self::push_new) without telling idle procs.
+    #[inline]
+    pub(super) fn push_new_quiet(&self, r: Runnable) {
+        if self.alone {
+            self.own.borrow_mut().push(r);
+        } else {
+            self.local.push(r);
+        }
+    }
+
+    /// The newest new work of this proc's private stack (one-proc runtimes) or deque.
+    #[inline]
+    pub(super) fn pop_new(&self) -> Option<Runnable> {
+        if self.alone
+            && let Some(r) = self.own.borrow_mut().pop()
+        {
+            return Some(r);
+        }
+        // Work stolen from the injector lands in the deque, on a one-proc runtime too.
+        if self.local.is_empty() {
+            None
+        } else {
+            self.local.pop()
+        }
+    }
+
+    /// How much new work this proc has queued (its private stack and its deque).
+    #[inline]
+    pub(super) fn new_len(&self) -> usize {
+        let own = if self.alone {
+            self.own.borrow().len()
+        } else {
+            0
+        };
+        own + self.local.len()
+    }
+
+    /// Whether this proc's private stack and deque are empty (cheap loads only).
+    #[inline]
+    pub(super) fn new_is_empty(&self) -> bool {
+        (!self.alone || self.own.borrow().is_empty()) && self.local.is_empty()
+    }
+
+    /// Whether placed fibers or the local deque hold anything (cheap loads only).
+    #[inline]
+    pub(super) fn has_new_work(&self) -> bool {
+        self.has_held() || !self.new_is_empty() || !self.placed.borrow().is_empty()
+    }
+
+    /// The held fiber, a placed fiber or the local deque's next item, skipping fibers that
+    /// their joiners already ran inline.
+    #[inline]
+    pub(super) fn new_work(&self) -> Option<Runnable> {
+        if let Some(f) = self.take_held_if(|_| true) {
+            // Off the held slot: counted live from now on (see `hold_new`).
+            self.count_live_here(1);
+            return Some(Runnable::Fiber(f));
+        }
+        loop {
+            let next = match self.placed.borrow_mut().pop_front() {
+                Some(r) => Some(r),
+                None => self.pop_new(),
+            };
+            match next {
+                Some(Runnable::Fiber(f)) if f.body.is_claimed() => drop(f),
+                other => return other,
+            }
+        }
+    }
+
+    pub(super) fn steal_injector(&self) -> Option<Runnable> {
+        loop {
+            match self.shared.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(r) => {
+                    metrics::bump(&self.me().metrics.injector_pulls);
+                    return Some(r);
+                }
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    pub(super) fn steal_others(&self) -> Option<Runnable> {
+        let n = self.shared.procs.len();
+        for k in 1..n {
+            let victim = &self.shared.procs[(self.index + k) % n];
+            // Its new work first (the oldest: near the root of a tree of spawns, the most
+            // work), then its woken tasks, each into the queue of the same kind here.
+            let queued = [
+                (&victim.stealer, &self.local),
+                (&victim.woken_stealer, &self.woken),
+            ];
+            let waited = victim.has_queued() && self.left_there(victim);
+            for (from, to) in queued.into_iter().filter(|_| waited) {
+                loop {
+                    match from.steal_batch_and_pop(to) {
+                        Steal::Success(r) => {
+                            metrics::bump(&self.me().metrics.steals);
+                            return Some(r);
+                        }
+                        Steal::Empty => break,
+                        Steal::Retry => {}
+                    }
+                }
+            }
+            // Its held fiber only once it has waited `HELD_GRACE`: the victim's joiner is
+            // the likeliest to want it, and its spawner the likeliest to talk to it.
+            if victim.held.is_full()
+                && self.held_waited(victim)
+                && let Some(f) = victim.held.take()
+            {
+                // Counted live from now on, here (see `hold_new`).
+                self.count_live_here(1);
+                metrics::bump(&self.me().metrics.steals);
+                return Some(Runnable::Fiber(f));
+            }
+        }
+        None
+    }
+
+    /// Whether `victim`'s held fiber is the one this proc saw held there [`HELD_GRACE`] ago or
+    /// more. If it is another (or the first seen), remembers it and says no: the caller looks
+    /// again on a later turn, or after a park of at most `HELD_GRACE` (`idle`).
+    pub(super) fn held_waited(&self, victim: &ProcShared) -> bool {
+        let (v, ticket) = (victim as *const ProcShared as usize, victim.held.ticket());
+        match self.held_seen.get() {
+            Some((sv, st, since)) if sv == v && st == ticket => since.elapsed() >= HELD_GRACE,
+            _ => {
+                self.held_seen.set(Some((v, ticket, Instant::now())));
+                false
+            }
+        }
+    }
+
+    /// Whether `victim`'s queued work stays there for [`STEAL_GRACE`]: the proc watches it
+    /// that long (giving up at once if work of its own arrives, or if the victim runs or
+    /// hands out what it had) before it takes any. See the module docs: work that its own
+    /// proc is about to run is not moved away from the threads it talks to.
+    #[inline(never)]
+    pub(super) fn left_there(&self, victim: &ProcShared) -> bool {
+        let start = Instant::now();
+        loop {
+            for _ in 0..16 {
+                if !victim.has_queued() || self.has_own_work() {
+                    return false;
+                }
+                crate::loom::spin_loop();
+            }
+            if start.elapsed() >= STEAL_GRACE {
+                return victim.has_queued();
+            }
+        }
+    }
+
+    /// Whether work for this proc alone arrived: its inbox, ready fibers, or anything in its
+    /// own queues (cheap loads only).
+    pub(super) fn has_own_work(&self) -> bool {
+        !self.me().inbox.is_empty()
+            || !self.ready.borrow().is_empty()
+            || !self.woken.is_empty()
+            || self.has_new_work()
+            || self.shared.is_shutdown()
+    }
+
+    /// Whether there is work this proc could take (cheap loads only).
+    pub(super) fn has_work(&self) -> bool {
+        let sh = &*self.shared;
+        !sh.procs[self.index].inbox.is_empty()
+            || !self.ready.borrow().is_empty()
+            || !self.woken.is_empty()
+            || !self.deferred.borrow().is_empty()
+            || self.has_held()
+            || !self.placed.borrow().is_empty()
+            || !self.new_is_empty()
+            || !sh.injector.is_empty()
+            || sh.procs.iter().any(|p| p.has_queued())
+            || sh.is_shutdown()
+    }
+}
