@@ -3,14 +3,17 @@
 //!
 //! `cargo run --release -p pcml --example primes -- KIND N PROCS RUNS` with KIND `placed`
 //! (fibers, filter k `spawn_on` proc k mod P, as the paper), `spawn` (fibers placed by the
-//! scheduler; it also prints how many filters ran on proc 1) or `tasks` (async tasks).
-//! Prints the milliseconds of each run. Allocates with mimalloc through `mi_malloc`, as the
-//! bench binary does.
+//! scheduler; it also prints how many filters ran on proc 1), `tasks` (async tasks) or `split`
+//! (fibers, the generator and filters 1 to K-1 on proc 0, the rest on proc 1: one cut in the
+//! chain; K is a fifth argument, by default 28% of N, where half of the messages have been
+//! received). Prints the milliseconds of each run, and on stderr each proc's resumes, parks,
+//! steals and wake-ups sent to other procs in that run.
+//! Allocates with mimalloc through `mi_malloc`, as the bench binary does.
 use pcml::chan::Chan;
 
 static ON_1: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-fn sieve(n: usize, kind: &str) -> Vec<u64> {
+fn sieve(n: usize, kind: &str, split: Option<usize>) -> Vec<u64> {
     let procs = pcml::procs();
     let first: Chan<u64> = Chan::new();
     let gen_out = first.clone();
@@ -22,7 +25,7 @@ fn sieve(n: usize, kind: &str) -> Vec<u64> {
         }
     };
     match kind {
-        "placed" => drop(pcml::spawn_on(0, gen_body)),
+        "placed" | "split" => drop(pcml::spawn_on(0, gen_body)),
         "spawn" => drop(pcml::spawn(gen_body)),
         _ => {
             let gen_out = first.clone();
@@ -47,7 +50,7 @@ fn sieve(n: usize, kind: &str) -> Vec<u64> {
         let (input, out) = (ch, Chan::new());
         let output = out.clone();
         match kind {
-            "placed" | "spawn" => {
+            "placed" | "spawn" | "split" => {
                 let body = move || {
                     if pcml::current_proc() == Some(1) {
                         ON_1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -59,7 +62,9 @@ fn sieve(n: usize, kind: &str) -> Vec<u64> {
                         }
                     }
                 };
-                if kind == "placed" {
+                if let Some(split) = split {
+                    drop(pcml::spawn_on(usize::from(k + 1 >= split), body));
+                } else if kind == "placed" {
                     drop(pcml::spawn_on((k + 1) % procs, body));
                 } else {
                     drop(pcml::spawn(body));
@@ -88,14 +93,26 @@ fn main() {
         .to_string();
     let num = |i: usize, d: usize| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d);
     let (n, procs, runs) = (num(1, 1000), num(2, 2), num(3, 5));
+    // The best two-proc layout of a chain: one cut, where half of the messages have been
+    // received (filter 280 of 1,000: counted by running the sieve's arithmetic alone).
+    let split = (kind == "split" && procs > 1).then(|| num(4, n * 28 / 100));
     for _ in 0..runs {
         let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
         let k = kind.clone();
         let (ms, last) = rt
             .block_on(move || {
+                let before = pcml::sched::metrics().unwrap();
                 let t = std::time::Instant::now();
-                let p = sieve(n, &k);
-                (t.elapsed().as_secs_f64() * 1e3, *p.last().unwrap())
+                let p = sieve(n, &k, split);
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                let m = pcml::sched::metrics().unwrap().since(&before);
+                for (i, p) in m.procs().iter().enumerate() {
+                    eprintln!(
+                        "  proc {i}: resumes {} parks {} steals {} wakes sent {}",
+                        p.resumes, p.parks, p.steals, p.sent_wakes
+                    );
+                }
+                (ms, *p.last().unwrap())
             })
             .unwrap();
         println!(

@@ -421,3 +421,65 @@ fn a_remote_proc_busy_elsewhere_does_not_hold_up_a_choice() {
         .unwrap();
     assert!(local >= 1_998, "the local sender won {local} of 2,000");
 }
+
+/// The chooser as the sending side: a choice between sending to a receiver on the chooser's
+/// own proc and to one on the other proc, each always ready to receive again. Neither
+/// receiver gets fewer than a third of the messages.
+#[test]
+fn a_choice_between_a_local_and_a_remote_receiver_is_fair() {
+    const ROUNDS: usize = 20_000;
+    let (remote, local) = rt(2)
+        .block_on(|| {
+            let (a, b) = (pcml::Chan::<u8>::new(), pcml::Chan::<u8>::new());
+            let (a2, b2) = (a.clone(), b.clone());
+            let here = pcml::current_proc().unwrap();
+            let (got_remote, got_local) =
+                (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+            let (gr, gl) = (got_remote.clone(), got_local.clone());
+            let remote_receiver = pcml::spawn_on(1 - here, move || {
+                loop {
+                    match a2.recv() {
+                        0 => {}
+                        1 => {
+                            gr.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => break,
+                    }
+                }
+            });
+            let local_receiver = pcml::spawn_on(here, move || {
+                loop {
+                    match b2.recv() {
+                        0 => {}
+                        1 => {
+                            gl.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => break,
+                    }
+                }
+            });
+            // Both receivers are running (each has received once) before the count begins.
+            a.send(0);
+            b.send(0);
+            let mut sent = [0usize; 2];
+            for _ in 0..ROUNDS {
+                let to = pcml::select([a.send_evt(1).wrap(|()| 0), b.send_evt(1).wrap(|()| 1)]);
+                sent[to] += 1;
+            }
+            // Each receiver ends at a 2.
+            a.send(2);
+            b.send(2);
+            remote_receiver.join().unwrap();
+            local_receiver.join().unwrap();
+            assert_eq!(got_remote.load(Ordering::Relaxed), sent[0]);
+            assert_eq!(got_local.load(Ordering::Relaxed), sent[1]);
+            (sent[0], sent[1])
+        })
+        .unwrap();
+    eprintln!("the remote receiver got {remote}, the local one {local} of {ROUNDS}");
+    assert_eq!(remote + local, ROUNDS);
+    assert!(
+        remote >= ROUNDS / 3 && local >= ROUNDS / 3,
+        "unfair choice: the remote receiver got {remote}, the local one {local} of {ROUNDS}"
+    );
+}
