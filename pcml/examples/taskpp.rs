@@ -1,9 +1,10 @@
 //! Profiling aid: ping-pong between two async tasks on one proc, over `recv_evt().await` and
 //! `send_evt(v).await` (the one-branch event syncs' direct path); with the argument `sync`,
 //! between two fibers over `recv_evt().sync()` and `send_evt(v).sync()` instead; with `async`,
-//! between two tasks over `recv_async()` and `send_async(v)`.
+//! between two tasks over `recv_async()` and `send_async(v)`; with `tokio`, between two tokio
+//! tasks over a pair of `mpsc::channel(1)` on a `current_thread` runtime (the bench's peer).
 //!
-//! `cargo run --release -p pcml --example taskpp -- [sync|async] [messages/2]`
+//! `cargo run --release -p pcml --example taskpp -- [sync|async|tokio] [messages/2]`
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
@@ -16,7 +17,7 @@ use pcml::chan::Chan;
 fn main() {
     let mut args = std::env::args().skip(1).peekable();
     let mode = match args.peek().map(String::as_str) {
-        Some(m @ ("sync" | "async")) => m.to_string(),
+        Some(m @ ("sync" | "async" | "tokio")) => m.to_string(),
         _ => "await".to_string(),
     };
     if mode != "await" {
@@ -27,6 +28,10 @@ fn main() {
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
+    if mode == "tokio" {
+        tokio_pingpong(n);
+        return;
+    }
     let rt = pcml::Runtime::builder().procs(1).build().unwrap();
     rt.block_on(move || {
         let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
@@ -94,4 +99,37 @@ fn main() {
         );
     })
     .unwrap();
+}
+
+/// The bench's tokio peer: two tasks over a pair of `mpsc::channel(1)`.
+fn tokio_pingpong(n: u64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let v = rt.block_on(async move {
+        let (ping_tx, mut ping_rx) = tokio::sync::mpsc::channel::<u64>(1);
+        let (pong_tx, mut pong_rx) = tokio::sync::mpsc::channel::<u64>(1);
+        tokio::spawn(async move {
+            for _ in 0..n {
+                let v = ping_rx.recv().await.unwrap();
+                pong_tx.send(v + 1).await.unwrap();
+            }
+        });
+        tokio::spawn(async move {
+            let mut v = 0;
+            for _ in 0..n {
+                ping_tx.send(v).await.unwrap();
+                v = pong_rx.recv().await.unwrap();
+            }
+            v
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(v, n);
+    println!(
+        "1-proc ping-pong (tokio tasks, mpsc::channel(1)): {:.1} ns per message",
+        t.elapsed().as_nanos() as f64 / (2 * n) as f64
+    );
 }
