@@ -106,6 +106,7 @@
 pub mod base;
 pub(crate) mod branch;
 pub mod guide;
+mod join;
 pub(crate) mod nack;
 pub(crate) mod rep;
 mod select_macro;
