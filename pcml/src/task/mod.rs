@@ -37,6 +37,34 @@
 //! count, then its weak count). Those two locked instructions were about a tenth of all those
 //! an async actor executes (skynet depth 6, examples/actors.rs).
 //!
+//! # What it costs
+//! Instructions per operation on one proc, counted by callgrind as the difference of two run
+//! lengths (`valgrind --tool=callgrind` on the examples named, built `--release`, on mimalloc
+//! as the benchmark runs), against the same program on a tokio 1.54 `current_thread`
+//! runtime (counts move by about 1% from run to run: the scheduler's spinning depends on
+//! timing):
+//!
+//! | operation | pcml | tokio | example |
+//! | --- | ---: | ---: | --- |
+//! | spawn a task and await its `JoinHandle` | 1,165 | 1,726 | `taskspawn [tokio] N` |
+//! | skynet, per leaf, sums returned through join handles | 989 | 1,570 | `skynet N tasks-once` / `tokio-once` |
+//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,911 | - | `skynet N chan-once` |
+//! | ping-pong round trip, `recv_async`/`send_async` | 1,668 | 2,113 | `taskpp async N` / `taskpp tokio N` |
+//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 2,657 | 2,113 | `taskpp N` |
+//!
+//! (tokio's ping-pong is over two `mpsc::channel(1)`s: it has no rendezvous channel.) So a
+//! value handed to a parent is cheapest through the child's join handle, and a hot loop on
+//! one channel is cheapest with `recv_async`/`send_async`: an `.await` of a channel event pays
+//! for the event itself (its `Box`, an `Arc` clone of the channel, the sync future), about
+//! 250 instructions an await, in exchange for taking part in choices, timeouts and wrappers.
+//! In time, `pcml-bench --only spawn,pingpong,skynet --no-peers --runs 6 --rounds 2` on a
+//! shared 2-core machine (so the spreads are wide), medians against tokio's in the same run:
+//! spawn+join 1.62x tokio's rate on one proc, 1.21x on two against tokio's 2 workers (2.99 M
+//! against 2.47 M a second, spreads 1.2 to 5.5 M and 1.4 to 4.0 M); skynet 100000/10 with
+//! join handles 1.95x faster than tokio on one proc and 2.64x on two, with channels 0.49x
+//! and 0.67x; ping-pong 0.73x tokio's rate on one proc with event `.await`s and 1.14x with
+//! `send_async`, on two procs 1.39x and 2.8x (5.09 M against 1.80 M messages a second).
+//!
 //! # Invariants
 //! - `state` moves `SCHEDULED -> RUNNING -> {IDLE, NOTIFIED, DONE}`, `IDLE -> SCHEDULED` (a
 //!   wake-up), `NOTIFIED -> SCHEDULED` (the runner reschedules). Only the thread that moved it
