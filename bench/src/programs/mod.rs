@@ -25,6 +25,7 @@ pub mod allpairs;
 pub mod bitonic;
 pub mod bombing;
 pub mod dist;
+pub mod echo;
 pub mod fig9;
 pub mod http;
 pub mod kpn;
@@ -402,7 +403,7 @@ pub const USERS: SectionInfo = SectionInfo {
 /// What server users compare: a real server framework under a real load generator.
 pub const SERVERS: SectionInfo = SectionInfo {
     id: "servers",
-    title: "Servers users compare (hyper under wrk, against tokio)",
+    title: "Servers users compare (hyper under wrk, a TCP echo, against tokio)",
     published_on: "no published figures: the peers are measured in the same run",
 };
 /// What Erlang users compare: a pcml node in an Erlang cluster, against an Erlang node.
@@ -453,6 +454,7 @@ pub fn all() -> Vec<Program> {
         p("matrix", SEED004, matrix::run),
         p("workerpool", USERS, workerpool::run),
         p("http", SERVERS, http::run),
+        p("echo", SERVERS, echo::run),
         p("dist", DISTRIBUTION, dist::run),
     ]
 }

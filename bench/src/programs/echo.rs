@@ -1,0 +1,72 @@
+//! A loopback TCP echo server under load: the server of `pcml/examples/support/echo.rs` on
+//! pcml tasks and sockets (one task per connection, `read_async`/`write_all_async`) against
+//! the same program on tokio, measured alternately in the same run. The load is 100 client
+//! connections on a tokio `current_thread` runtime of its own thread in this process, each
+//! writing 64 bytes and reading them back (checked) over and over; it shares the machine's
+//! cores with the server, as every loopback measurement does, and is the same for both
+//! servers. Figures are the clients' round trips per second.
+
+use super::{Ctx, tokio_for};
+use crate::runner::{Error, Metric, Result, Sample};
+use crate::table::{Goal, Row, Section};
+
+#[path = "../../../pcml/examples/support/echo.rs"]
+mod echo_server;
+
+use echo_server::{CONNECTIONS, MSG, Server};
+
+const METRIC: Metric = Metric::Rate {
+    unit: "round trips/s",
+};
+
+/// One run of `server` for `secs` seconds.
+fn measure(server: Server, secs: f64) -> Result<Sample> {
+    let (ops, elapsed) =
+        echo_server::measure(server, secs).map_err(|e| Error::Failed(format!("echo: {e}")))?;
+    if ops == 0 {
+        return Err(Error::WrongAnswer("echo: no round trip completed".into()));
+    }
+    Ok(Sample {
+        seconds: elapsed.as_secs_f64(),
+        ops,
+    })
+}
+
+/// Runs the comparison on each configured proc count.
+pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
+    let prog = format!("echo {MSG} B x {CONNECTIONS} connections");
+    // Tiny sizes (the tests) check answers quickly.
+    let secs = if ctx.cfg.tiny { 0.2 } else { 2.0 };
+    for &p in &ctx.cfg.procs {
+        let (_, kind) = tokio_for(p);
+        let runs = ctx.cfg.runs.max(1);
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        // Alternating, so both see the same machine.
+        for r in 0..runs {
+            ctx.step(&format!("{prog}: run {} of {runs}, {p} procs", r + 1));
+            ours.push(measure(Server::Pcml(p), secs)?);
+            theirs.push(measure(Server::Tokio(p), secs)?);
+        }
+        sec.rows.push(
+            Row::measured(&prog, "pcml tasks", Some(p), METRIC, &ours).with_note(&format!(
+                "{p} procs, {secs} s per run, alternating with tokio"
+            )),
+        );
+        sec.rows.push(
+            Row::measured(&prog, "tokio", Some(p), METRIC, &theirs)
+                .with_note(&format!("{kind}, {secs} s per run")),
+        );
+        sec.add_ratio(
+            &format!("echo round trips/s on pcml / on tokio, {p} procs"),
+            (&prog, "pcml tasks", Some(p)),
+            (&prog, "tokio", Some(p)),
+            Some(Goal::AtLeast(1.2)),
+        );
+    }
+    sec.notes.push(format!(
+        "echo: {CONNECTIONS} connections from a tokio current_thread runtime on a thread of the \
+         bench process, each writing {MSG} bytes and reading them back; tokio's server is a \
+         current_thread runtime for 1 proc, a multi_thread one of as many workers otherwise."
+    ));
+    Ok(())
+}
