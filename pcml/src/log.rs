@@ -29,6 +29,7 @@
 //! | `pcml::sched` | ERROR | `thread panicked and nobody joined it` | `thread`, `report` (printed without the feature) |
 //! | `pcml::sched` | WARN | the watchdog's report of a thread that holds its proc (`... has computed on proc P for N ms of CPU time without a sync point ...`) | `proc`, `ran_ms` (printed without the feature) |
 //! | `pcml::sched` | ERROR | `deadlock` | `blocked`, `waiting_for_stack`, `dump` (the runtime's [`Dump`](crate::Dump)) |
+//! | `pcml::sched` | ERROR | `partial deadlock` | `threads`, `report` (a [`PartialDeadlock`](crate::sched::PartialDeadlock); only with [`Builder::report_deadlocks`](crate::Builder::report_deadlocks); printed without the feature) |
 //! | `pcml::actor` | DEBUG | `actor exited` | `actor`, `reason` (every end but a normal one) |
 //! | `pcml::actor` | ERROR | `actor crashed` | `actor`, `reason`, `report`, `observed` (a panic; printed without the feature when nobody watches the actor) |
 //! | `pcml::actor` | INFO | `child restarted` | `supervisor`, `child` (its name), `reason`, `restarts` |
@@ -214,6 +215,22 @@ pub(crate) fn deadlock(blocked: usize, waiting_for_stack: usize, dump: &crate::D
         "deadlock"
     );
     let _ = (blocked, waiting_for_stack, dump);
+}
+
+/// A partial deadlock found by the watchdog (`Builder::report_deadlocks`).
+#[cold]
+pub(crate) fn partial_deadlock(d: &crate::sched::PartialDeadlock) {
+    if to_stderr() {
+        eprintln!("pcml: partial deadlock: {d}");
+    } else {
+        #[cfg(feature = "tracing")]
+        tracing::error!(
+            target: "pcml::sched",
+            threads = d.threads().len(),
+            report = %d,
+            "partial deadlock"
+        );
+    }
 }
 
 /// An actor ended abnormally (`reason`). `report` is a panic's full report; `observed`:

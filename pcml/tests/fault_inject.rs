@@ -707,3 +707,43 @@ fn sigquit_prints_every_runtimes_dump_to_stderr() {
         "{text}"
     );
 }
+
+/// Child: a runtime that reports partial deadlocks, with a fiber left alone on a channel
+/// while main sleeps; prints DONE once the report had time to come.
+#[test]
+fn child_report_deadlocks() {
+    if !child_case("child_report_deadlocks") {
+        return;
+    }
+    let rt = pcml::Runtime::builder()
+        .procs(1)
+        .report_deadlocks(true)
+        .build()
+        .unwrap();
+    rt.block_on(|| {
+        pcml::SpawnBuilder::new()
+            .name("forgotten")
+            .spawn(|| {
+                let ch = pcml::Chan::<u8>::new();
+                ch.recv()
+            })
+            .unwrap();
+        // Main sleeps (so the runtime is not deadlocked as a whole) past a few checks.
+        pcml::time::sleep(std::time::Duration::from_millis(3500));
+    })
+    .unwrap();
+    println!("DONE");
+}
+
+/// Expected: with `Builder::report_deadlocks`, the watchdog logs a partial deadlock once, on
+/// stderr without a subscriber, naming the stuck thread and what it waits on.
+#[test]
+fn report_deadlocks_logs_a_partial_deadlock_once() {
+    let o = run_child("child_report_deadlocks", &[]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("pcml: partial deadlock").count(), 1, "{out}");
+    let line = err.lines().find(|l| l.contains("\"forgotten\"")).unwrap();
+    assert!(line.contains("recv"), "{out}");
+}

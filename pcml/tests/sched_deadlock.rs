@@ -479,3 +479,313 @@ fn threads_blocked_on_the_same_object_show_the_same_id() {
     });
     assert_eq!(os.join().unwrap() + rt_got.unwrap(), 3);
 }
+
+// ---- partial deadlocks (the wait-for graph) ----
+
+/// Spawns two fibers named `a{tag}` and `b{tag}` that join each other: a partial deadlock as
+/// soon as both block.
+fn spawn_join_cycle(tag: usize) {
+    let (to_a, to_b) = (pcml::Chan::new(), pcml::Chan::new());
+    let (from_a, from_b) = (to_a.clone(), to_b.clone());
+    let started = pcml::Chan::new();
+    let (s1, s2) = (started.clone(), started.clone());
+    let a = pcml::SpawnBuilder::new()
+        .name(format!("a{tag}"))
+        .spawn(move || {
+            s1.send(());
+            let b: pcml::JoinHandle<()> = from_a.recv();
+            let _ = b.join();
+        })
+        .unwrap();
+    let b = pcml::SpawnBuilder::new()
+        .name(format!("b{tag}"))
+        .spawn(move || {
+            s2.send(());
+            let a: pcml::JoinHandle<()> = from_b.recv();
+            let _ = a.join();
+        })
+        .unwrap();
+    // Both start before they are joined (`join` runs an unstarted thread on its joiner's
+    // stack, and a dump then shows the joiner only).
+    started.recv();
+    started.recv();
+    to_b.send(a);
+    to_a.send(b);
+}
+
+fn names(d: &pcml::sched::PartialDeadlock) -> Vec<String> {
+    let mut v: Vec<String> = d
+        .threads()
+        .iter()
+        .filter_map(|t| t.name().map(str::to_string))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Asks for the partial deadlocks until some are found (they form as the fibers block).
+fn wait_for_deadlocks() -> Vec<pcml::sched::PartialDeadlock> {
+    loop {
+        let found = pcml::sched::deadlocks().unwrap();
+        if !found.is_empty() {
+            return found;
+        }
+        pcml::yield_now();
+    }
+}
+
+/// A ping-pong pair that runs until `stop` is set; returns the rounds played.
+fn spawn_busy_pair(stop: Arc<std::sync::atomic::AtomicBool>) -> pcml::JoinHandle<u64> {
+    let (c1, c2) = (pcml::Chan::<u64>::new(), pcml::Chan::<u64>::new());
+    let (d1, d2) = (c1.clone(), c2.clone());
+    pcml::spawn(move || {
+        loop {
+            let v = d1.recv();
+            if v == u64::MAX {
+                break;
+            }
+            d2.send(v + 1);
+        }
+    });
+    pcml::spawn(move || {
+        let mut n = 0;
+        while !stop.load(Ordering::Relaxed) {
+            c1.send(n);
+            n = c2.recv();
+        }
+        c1.send(u64::MAX);
+        n
+    })
+}
+
+#[test]
+fn a_two_fiber_cycle_is_found_while_other_fibers_run() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let busy = spawn_busy_pair(stop.clone());
+                spawn_join_cycle(0);
+                let found = wait_for_deadlocks();
+                assert!(!busy.is_finished());
+                assert_eq!(found.len(), 1, "{found:?}");
+                assert_eq!(names(&found[0]), ["a0", "b0"], "{}", found[0]);
+                for t in found[0].threads() {
+                    assert_eq!(t.state(), pcml::ThreadState::Blocked);
+                    assert!(t.waits_on()[0].contains("join"), "{}", found[0]);
+                }
+                stop.store(true, Ordering::Relaxed);
+                busy.join().unwrap();
+            })
+            .unwrap_or_else(|e| panic!("procs {procs}: {e}"));
+    }
+}
+
+/// Expected: a receiver whose channel has no other handle left, the fiber joining it, and
+/// two receivers on one orphaned channel are reported, each group apart; the busy pair is not.
+#[test]
+fn orphaned_receivers_and_their_joiners_are_found() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let busy = spawn_busy_pair(stop.clone());
+                let started = pcml::Chan::new();
+                let s = started.clone();
+                let lonely = pcml::SpawnBuilder::new()
+                    .name("lonely")
+                    .spawn(move || {
+                        s.send(());
+                        let ch = pcml::Chan::<u8>::new();
+                        ch.recv()
+                    })
+                    .unwrap();
+                started.recv(); // so that the joiner does not run it on its own stack
+                pcml::SpawnBuilder::new()
+                    .name("joiner")
+                    .spawn(move || lonely.join())
+                    .unwrap();
+                let shared = pcml::Chan::<u8>::new();
+                for name in ["r1", "r2"] {
+                    let ch = shared.clone();
+                    pcml::SpawnBuilder::new()
+                        .name(name)
+                        .spawn(move || {
+                            let ch = ch;
+                            ch.recv()
+                        })
+                        .unwrap();
+                }
+                drop(shared);
+                let found = loop {
+                    let found = wait_for_deadlocks();
+                    if found.len() == 2 {
+                        break found;
+                    }
+                    pcml::yield_now();
+                };
+                let mut groups: Vec<_> = found.iter().map(names).collect();
+                groups.sort();
+                assert_eq!(
+                    groups,
+                    [vec!["joiner", "lonely"], vec!["r1", "r2"]],
+                    "{found:?}"
+                );
+                stop.store(true, Ordering::Relaxed);
+                busy.join().unwrap();
+            })
+            .unwrap_or_else(|e| panic!("procs {procs}: {e}"));
+    }
+}
+
+/// Runs `program` on a runtime of `procs` procs while a checker fiber asks for partial
+/// deadlocks over and over; none may be found.
+fn no_partial_deadlock_in(procs: usize, program: fn()) {
+    rt(procs)
+        .block_on(move || {
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let d = done.clone();
+            let checker = pcml::spawn(move || {
+                let mut checks = 0;
+                while !d.load(Ordering::Relaxed) {
+                    let found = pcml::sched::deadlocks().unwrap();
+                    assert!(found.is_empty(), "false report: {found:?}");
+                    checks += 1;
+                    pcml::yield_now();
+                }
+                checks
+            });
+            program();
+            done.store(true, Ordering::Relaxed);
+            let checks = checker.join().unwrap();
+            if std::env::var_os("PCML_SHOW_CHECKS").is_some() {
+                eprintln!("{procs} procs: {checks} checks");
+            }
+        })
+        .unwrap();
+}
+
+/// Ping-pong pairs, plain handles captured by the closures.
+fn prog_pingpong() {
+    let mut hs = Vec::new();
+    for _ in 0..3 {
+        let (a, b) = (pcml::Chan::<u32>::new(), pcml::Chan::<u32>::new());
+        let (a2, b2) = (a.clone(), b.clone());
+        hs.push(pcml::spawn(move || {
+            for i in 0..300 {
+                a.send(i);
+                b.recv();
+            }
+        }));
+        hs.push(pcml::spawn(move || {
+            for _ in 0..300 {
+                let v = a2.recv();
+                b2.send(v);
+            }
+        }));
+    }
+    hs.into_iter().for_each(|h| h.join().unwrap());
+}
+
+/// A receiver whose only other handle moves through a channel, an `Arc` and a sleep first.
+fn prog_handle_in_transit() {
+    let ch = pcml::Chan::<u32>::new();
+    let carrier = pcml::Chan::<pcml::Chan<u32>>::new();
+    let c2 = carrier.clone();
+    let tx = ch.clone();
+    let rx = pcml::spawn(move || (0..50).map(|_| ch.recv()).sum::<u32>());
+    let mid = pcml::spawn(move || {
+        let tx: pcml::Chan<u32> = c2.recv();
+        let shared = Arc::new(tx);
+        for i in 0..50 {
+            if i % 10 == 0 {
+                pcml::time::sleep(std::time::Duration::from_millis(1));
+            }
+            shared.send(i);
+        }
+    });
+    pcml::time::sleep(std::time::Duration::from_millis(2));
+    carrier.send(tx);
+    mid.join().unwrap();
+    assert_eq!(rx.join().unwrap(), (0..50).sum());
+}
+
+/// Fibers fed by OS threads that hold the other handles (one sleeps before sending).
+fn prog_os_thread_feeders() {
+    let ch = pcml::Chan::<u32>::new();
+    let mut ts = Vec::new();
+    for t in 0..2 {
+        let tx = ch.clone();
+        ts.push(std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(2 * t));
+            for i in 0..20 {
+                tx.send(i);
+            }
+        }));
+    }
+    let rx = pcml::spawn(move || (0..40).map(|_| ch.recv()).sum::<u32>());
+    assert_eq!(rx.join().unwrap(), 2 * (0..20).sum::<u32>());
+    ts.into_iter().for_each(|t| t.join().unwrap());
+}
+
+/// A join chain whose end computes and sleeps; halves; a fan-in through clones.
+fn prog_joins_halves_fan_in() {
+    let leaf = pcml::spawn(|| {
+        pcml::time::sleep(std::time::Duration::from_millis(3));
+        (0..10_000u64).sum::<u64>()
+    });
+    let mid = pcml::spawn(move || leaf.join().unwrap());
+    let top = pcml::spawn(move || mid.join().unwrap());
+    let (tx, rx) = pcml::chan::channel::<u32>();
+    let mut senders = Vec::new();
+    for i in 0..4 {
+        let tx = tx.clone();
+        senders.push(pcml::spawn(move || {
+            pcml::time::sleep(std::time::Duration::from_millis(1));
+            tx.send(i).unwrap();
+        }));
+    }
+    drop(tx);
+    let got: u32 = rx.iter().sum();
+    assert_eq!(got, 6);
+    senders.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(top.join().unwrap(), (0..10_000u64).sum::<u64>());
+}
+
+/// Replies through a channel made per request and sent in the request (an RPC).
+fn prog_rpc() {
+    let server = pcml::Chan::<(u32, pcml::Chan<u32>)>::new();
+    let s2 = server.clone();
+    let srv = pcml::spawn(move || {
+        for _ in 0..100 {
+            let (x, reply) = s2.recv();
+            reply.send(x * 2);
+        }
+    });
+    for x in 0..100 {
+        let reply = pcml::Chan::new();
+        server.send((x, reply.clone()));
+        assert_eq!(reply.recv(), x * 2);
+    }
+    srv.join().unwrap();
+}
+
+/// Expected: none of these programs is ever reported, on 1 and 2 procs, run many times.
+#[test]
+fn no_partial_deadlock_is_reported_for_programs_that_finish() {
+    let programs: [fn(); 5] = [
+        prog_pingpong,
+        prog_handle_in_transit,
+        prog_os_thread_feeders,
+        prog_joins_halves_fan_in,
+        prog_rpc,
+    ];
+    for round in 0..10 {
+        for (i, p) in programs.iter().enumerate() {
+            for procs in [1, 2] {
+                let _ = (round, i);
+                no_partial_deadlock_in(procs, *p);
+            }
+        }
+    }
+}

@@ -1416,3 +1416,5 @@ mod unit {
         assert_eq!(rec.send(3), Err(3));
     }
 }
+
+impl<M> crate::sched::waitfor::WaitObject for State<M> {}

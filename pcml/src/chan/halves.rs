@@ -257,6 +257,7 @@ impl<T: Send + 'static> Sender<T> {
                     super::Queues::sendq,
                     Some(msg),
                     "send",
+                    std::ptr::from_ref(ch).addr(),
                 );
                 Checked::sent(left)
             }
@@ -504,7 +505,14 @@ impl<T: Send + 'static> Receiver<T> {
     pub fn recv(&self) -> Result<T, RecvError> {
         match &self.flavor {
             Flavor::Zero(ch) => {
-                Checked::recv(ch.direct(super::Queues::sendq, super::Queues::recvq, None, "recv"))
+                let handle = std::ptr::from_ref(ch).addr();
+                Checked::recv(ch.direct(
+                    super::Queues::sendq,
+                    super::Queues::recvq,
+                    None,
+                    "recv",
+                    handle,
+                ))
             }
             Flavor::Bounded(ch) => bounded::Inner::recv::<Checked>(ch),
             Flavor::Unbounded(mb) => mailbox::Inner::recv::<Checked>(mb),

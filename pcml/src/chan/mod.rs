@@ -159,6 +159,7 @@ use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::mp::{SpinLock, SpinLockGuard};
+use crate::sched::waitfor::{WaitFor, WaitObject, Waiter};
 use crate::sched::{blocker, worker};
 use handles::{Handles, Kind};
 
@@ -696,7 +697,46 @@ impl<T> Drop for InPlaceWait<'_, T> {
     }
 }
 
+impl<T> WaitObject for ChanInner<T> {
+    /// A direct send or receive ends only when a holder of a reference acts; open while the
+    /// waiter's offer is queued (taking it out is winning it: module docs).
+    fn wait_for(&self, waiter: &Waiter) -> WaitFor {
+        let open = {
+            let qs = self.queues.lock();
+            let mine = |q: &WaitQueue<T>| {
+                q.q.iter().any(|e| match e {
+                    // SAFETY: a queued direct offer stays allocated while queued (module
+                    // invariants), and we hold the lock, so nobody takes it meanwhile.
+                    Entry::Direct(p) => unsafe { p.0.as_ref() }.rec.queued_for(waiter),
+                    Entry::Event(_) => false,
+                })
+            };
+            mine(&qs.sendq) || mine(&qs.recvq)
+        };
+        WaitFor::Refs {
+            refs: self.refs(),
+            open,
+        }
+    }
+}
+
 impl<T> ChanInner<T> {
+    /// The number of references to this channel (handles, halves, events' clones).
+    fn refs(&self) -> usize {
+        #[cfg(not(pcml_loom))]
+        {
+            // SAFETY: every `ChanInner` lives in an `Arc` (`new_arc`), and `self` points at
+            // its value, as `Arc::into_raw` gives; `ManuallyDrop` leaves the count as it was.
+            let arc =
+                std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(std::ptr::from_ref(self)) });
+            Arc::strong_count(&arc)
+        }
+        #[cfg(pcml_loom)]
+        {
+            usize::MAX
+        }
+    }
+
     /// Publishes the queue lengths for the polling phase; only while the channel is open (a
     /// closed channel's counts stay `CLOSED`). The commit and blocking paths call it only
     /// after they found a partner or queued an offer, which a closed channel never has.
@@ -1000,6 +1040,7 @@ impl<T: Send + 'static> ChanInner<T> {
         ours: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
         mut msg: Option<T>,
         what: &str,
+        handle: usize,
     ) -> Option<T> {
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
@@ -1024,7 +1065,7 @@ impl<T: Send + 'static> ChanInner<T> {
             slot: Slot::new(msg),
         };
         let wait = InPlaceWait::new(self, &offer);
-        blocker::block_current_on(what, self, |b| wait.queue(b, qs, ours));
+        blocker::block_current_through(what, self, handle, |b| wait.queue(b, qs, ours));
         wait.finish()
     }
 }
@@ -1180,7 +1221,7 @@ impl<T: Send + 'static, M: Mode> DirectBase for SendEvt<T, M> {
         let msg = self.msg.take().expect("pcml: send event reused");
         M::sent(
             self.ch
-                .direct(Queues::recvq, Queues::sendq, Some(msg), "sync"),
+                .direct(Queues::recvq, Queues::sendq, Some(msg), "sync", 0),
         )
     }
 
@@ -1281,7 +1322,10 @@ impl<T: Send + 'static, M: Mode> RecvEvt<T, M> {
 
 impl<T: Send + 'static, M: Mode> DirectBase for RecvEvt<T, M> {
     fn sync_direct(&mut self) -> M::Recv<T> {
-        M::recv(self.ch.direct(Queues::sendq, Queues::recvq, None, "sync"))
+        M::recv(
+            self.ch
+                .direct(Queues::sendq, Queues::recvq, None, "sync", 0),
+        )
     }
 
     fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Recv<T>> {
@@ -1513,9 +1557,10 @@ impl<T: Send + 'static> Chan<T> {
     // Always inline: see `ChanInner::direct`.
     #[inline(always)]
     pub fn send(&self, msg: T) {
+        let handle = std::ptr::from_ref(&self.inner).addr();
         let left = self
             .inner
-            .direct(Queues::recvq, Queues::sendq, Some(msg), "send");
+            .direct(Queues::recvq, Queues::sendq, Some(msg), "send", handle);
         Plain::sent(left)
     }
 
@@ -1536,9 +1581,10 @@ impl<T: Send + 'static> Chan<T> {
     // Always inline: see `ChanInner::direct`.
     #[inline(always)]
     pub fn recv(&self) -> T {
+        let handle = std::ptr::from_ref(&self.inner).addr();
         Plain::recv(
             self.inner
-                .direct(Queues::sendq, Queues::recvq, None, "recv"),
+                .direct(Queues::sendq, Queues::recvq, None, "recv", handle),
         )
     }
 

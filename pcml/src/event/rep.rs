@@ -632,6 +632,16 @@ impl DirectRecord {
         b
     }
 
+    /// Whether this queued offer's owner is the fiber `w`, blocked in block `w.token` (a
+    /// dump's question). Only under the object's lock, with the offer queued: its blocker
+    /// is then installed and no partner holds it.
+    pub(crate) fn queued_for(&self, w: &crate::sched::waitfor::Waiter) -> bool {
+        // SAFETY: the offer is queued and the caller holds the object's lock, so the cell
+        // is not being written (see `replace_blocker`).
+        self.blocker
+            .with(|p| unsafe { (*p).as_ref() }.is_some_and(|b| b.wakes(w)))
+    }
+
     /// Whether the partner that took the offer has finished with it.
     pub(crate) fn is_done(&self) -> bool {
         // Acquire: pairs with the Release store in `finish`.

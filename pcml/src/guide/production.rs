@@ -65,6 +65,17 @@
 //!   on. A deadlock is reported as [`RuntimeError::Deadlock`](crate::RuntimeError), carrying
 //!   such a dump, and only when it is one: a thread outside the runtime that could still act (an
 //!   OS thread holding a channel, another runtime) keeps it from being declared.
+//! - [`pcml::sched::deadlocks()`](fn@crate::sched::deadlocks) (or
+//!   [`Runtime::deadlocks`](crate::Runtime::deadlocks)) finds threads that wait on each other
+//!   for ever while the rest of the program runs (a cycle of joins, a receiver left alone with
+//!   its channel), and [`Builder::report_deadlocks`](crate::Builder::report_deadlocks) has the
+//!   watchdog log them as they form. Only certain ones are reported: a channel handle pcml
+//!   cannot place keeps the waits on its channel out ([`PartialDeadlock`](crate::sched::PartialDeadlock)
+//!   says exactly what is found).
+//! - [`pcml::sched::dump_on_sigquit()`](crate::sched::dump_on_sigquit) (or
+//!   [`Builder::dump_on_sigquit`](crate::Builder::dump_on_sigquit)) prints every runtime's dump
+//!   to stderr on `kill -QUIT <pid>` (Ctrl-\\ in a terminal), as Go does, and lets the process
+//!   go on; it is never on unless asked for.
 //! - With the `tracing` feature, pcml reports spawns and exits, panics, actor crashes,
 //!   supervisor restarts, deadlocks and I/O driver errors as `tracing` events (the
 //!   [`log`](crate::log) module lists them); without it, only what nobody else would see goes

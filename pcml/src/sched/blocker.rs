@@ -19,10 +19,12 @@
 //!   withdraw whatever `prepare` published.
 
 use std::fmt;
+use std::ptr::NonNull;
 use std::task::Waker;
 
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::sched::waitfor::{WaitObject, Waiter};
 use crate::sched::worker;
 
 /// A handle that makes one blocked thread runnable again.
@@ -79,6 +81,12 @@ impl Blocker {
         }
     }
 
+    /// Whether this blocker wakes the fiber `w` from the block `w.token` (a dump's question).
+    pub(crate) fn wakes(&self, w: &Waiter) -> bool {
+        matches!(self.0, Kind::Fiber { runtime, proc, slot, token }
+            if runtime == w.runtime && proc == w.proc && slot == w.slot && token == w.token)
+    }
+
     /// Whether this blocker would wake the same task as `waker` (so an async poll need not
     /// replace it).
     #[allow(dead_code)] // used by the event layer
@@ -132,24 +140,57 @@ impl fmt::Debug for Blocker {
 /// Inside a pcml async task, which cannot block.
 #[inline(always)]
 pub(crate) fn block_current(what: &str, prepare: impl FnOnce(Blocker)) {
-    block_current_on(what, std::ptr::null::<()>(), prepare)
+    block(what, None, 0, prepare)
 }
 
-/// [`block_current`] on the object at `obj` (a channel's, a join state's, a mailbox's shared
-/// state): a dump shows its id, the same for every thread blocked on it.
+/// [`block_current`] on `obj` (a channel's, a join state's, a mailbox's shared state): a
+/// dump shows its id, the same for every thread blocked on it, and the wait-for graph asks
+/// it how the wait can end (`waitfor`).
 #[inline(always)]
-pub(crate) fn block_current_on<O: ?Sized>(
+pub(crate) fn block_current_on<'a>(
     what: &str,
-    obj: *const O,
+    obj: *const (dyn WaitObject + 'a),
     prepare: impl FnOnce(Blocker),
 ) {
-    let obj = obj.cast::<()>().addr();
-    match worker::block_fiber(what, obj, prepare) {
+    block(what, Some(obj), 0, prepare)
+}
+
+/// [`block_current_on`] through the handle at address `handle` (the `Arc` field of the
+/// `Chan` or half whose method blocks): the wait-for graph places the handle (`waitfor`).
+#[inline(always)]
+pub(crate) fn block_current_through<'a>(
+    what: &str,
+    obj: *const (dyn WaitObject + 'a),
+    handle: usize,
+    prepare: impl FnOnce(Blocker),
+) {
+    block(what, Some(obj), handle, prepare)
+}
+
+#[inline(always)]
+fn block<'a>(
+    what: &str,
+    obj: Option<*const (dyn WaitObject + 'a)>,
+    handle: usize,
+    prepare: impl FnOnce(Blocker),
+) {
+    // SAFETY: only the lifetime is erased; the pointer is read only while the fiber is
+    // suspended in this call (`FiberSlot::blocked_on`), which keeps the object alive.
+    let obj_ptr = obj
+        .and_then(|o| NonNull::new(o.cast_mut()))
+        .map(|o| unsafe {
+            std::mem::transmute::<NonNull<dyn WaitObject + 'a>, NonNull<dyn WaitObject + 'static>>(
+                o,
+            )
+        });
+    match worker::block_fiber(what, obj_ptr, handle, prepare) {
         Ok(()) => {}
         Err(worker::NotAFiber::Task) => panic!(
             "pcml: {what} would block inside a pcml async task, which cannot block its proc; use `.await` instead"
         ),
-        Err(worker::NotAFiber::OsThread(prepare)) => block_thread(what, obj, prepare),
+        Err(worker::NotAFiber::OsThread(prepare)) => {
+            block_thread(what, obj.map_or(0, |o| o.cast::<()>().addr()), prepare)
+        }
         Err(worker::NotAFiber::Shutdown) => panic!(
             "pcml: {what} would block in a fiber that is being dropped at runtime shutdown; \
              destructors of fibers must not block"

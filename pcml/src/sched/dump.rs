@@ -2,10 +2,11 @@
 //! it: [`Dump`].
 //!
 //! # Implementation
-//! Blocking costs two stores in the fiber's slot, a string pointer (`blocked_in`) and the
-//! object's address (`blocked_on`, hashed into an [`ObjectId`] only by a dump), and a
-//! general sync stores a pointer to its flattened event; nothing is walked until a dump is
-//! asked for. A thread that `join` ran inline on its joiner's stack (an unstarted fiber is run
+//! Blocking costs three stores in the fiber's slot: a string pointer (`blocked_in`), a
+//! pointer to the object (`blocked_on`, whose address a dump hashes into an [`ObjectId`] and
+//! which the wait-for graph asks how the wait can end, see `waitfor`) and the address of the
+//! handle the fiber blocked through (`handle`); a general sync stores a pointer to its
+//! flattened event; nothing is walked until a dump is asked for. A thread that `join` ran inline on its joiner's stack (an unstarted fiber is run
 //! there rather than spawned elsewhere) shows as the fiber that owns the stack. Each proc describes its
 //! own fibers (their slots are private to it): the dumper sends every proc a request through
 //! its inbox and waits for the answers (a second at most: a proc busy in one long-running
@@ -21,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::ThreadId;
+use crate::sched::waitfor::Edge;
 use crate::sched::worker::{self, InboxMsg, Shared};
 
 /// Something a blocked thread waits on, described for a dump.
@@ -518,17 +520,39 @@ impl Drop for OsBlocked {
 
 /// A dump being gathered: each proc adds its part and counts itself done.
 pub(crate) struct Request {
-    parts: Mutex<(Vec<ThreadDump>, usize, Vec<bool>)>,
+    parts: Mutex<Parts>,
     done: Condvar,
+    /// Whether procs also describe their fibers' waits for the wait-for graph (`waitfor`).
+    edges: bool,
+}
+
+#[derive(Default)]
+struct Parts {
+    threads: Vec<ThreadDump>,
+    unstarted: usize,
+    answered: Vec<bool>,
+    edges: Vec<Edge>,
 }
 
 impl Request {
+    /// Whether the dumper wants the waits of blocked fibers (`waitfor::Edge`).
+    pub(crate) fn wants_edges(&self) -> bool {
+        self.edges
+    }
+
     /// Adds proc `proc`'s part.
-    pub(crate) fn answer(&self, proc: usize, threads: Vec<ThreadDump>, unstarted: usize) {
+    pub(crate) fn answer(
+        &self,
+        proc: usize,
+        threads: Vec<ThreadDump>,
+        unstarted: usize,
+        edges: Vec<Edge>,
+    ) {
         let mut p = self.parts.lock().unwrap_or_else(PoisonError::into_inner);
-        p.0.extend(threads);
-        p.1 += unstarted;
-        p.2[proc] = true;
+        p.threads.extend(threads);
+        p.unstarted += unstarted;
+        p.answered[proc] = true;
+        p.edges.extend(edges);
         self.done.notify_all();
     }
 }
@@ -568,10 +592,23 @@ pub(crate) fn fiber_dump(
 
 /// Dumps `shared`'s threads: see the module docs.
 pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
+    gather(shared, false).0
+}
+
+/// Dumps `shared`'s threads, with the waits of its blocked fibers (`waitfor`).
+pub(crate) fn dump_with_edges(shared: &Arc<Shared>) -> (Dump, Vec<Edge>) {
+    gather(shared, true)
+}
+
+fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
     let procs = shared.procs.len();
     let req = Arc::new(Request {
-        parts: Mutex::new((Vec::new(), 0, vec![false; procs])),
+        parts: Mutex::new(Parts {
+            answered: vec![false; procs],
+            ..Parts::default()
+        }),
         done: Condvar::new(),
+        edges,
     });
     let here = worker::context().filter(|c| Arc::ptr_eq(&c.shared, shared));
     for p in 0..procs {
@@ -585,7 +622,7 @@ pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
     let deadline = Instant::now() + Duration::from_secs(1);
     let mut parts = loop {
         let p = req.parts.lock().unwrap_or_else(PoisonError::into_inner);
-        if p.2.iter().all(|d| *d) || Instant::now() >= deadline {
+        if p.answered.iter().all(|d| *d) || Instant::now() >= deadline {
             break p;
         }
         if here.is_some() {
@@ -596,9 +633,10 @@ pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
             drop(req.done.wait_timeout(p, left));
         }
     };
-    let silent_procs = (0..procs).filter(|p| !parts.2[*p]).collect();
-    let mut threads = std::mem::take(&mut parts.0);
-    let unstarted = parts.1;
+    let silent_procs = (0..procs).filter(|p| !parts.answered[*p]).collect();
+    let mut threads = std::mem::take(&mut parts.threads);
+    let unstarted = parts.unstarted;
+    let edges = std::mem::take(&mut parts.edges);
     drop(parts);
     threads.sort_by_key(|t| (t.proc, t.id));
     shared.tasks.for_each(|id| {
@@ -634,11 +672,14 @@ pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
             object: object_id(w.obj),
         });
     }
-    Dump {
-        threads,
-        unstarted,
-        silent_procs,
-    }
+    (
+        Dump {
+            threads,
+            unstarted,
+            silent_procs,
+        },
+        edges,
+    )
 }
 
 /// A dump of the calling thread's runtime: see [`Dump`]. `None` outside a

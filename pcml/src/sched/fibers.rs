@@ -13,11 +13,13 @@
 //! - Everything here is touched only by the proc's own worker thread.
 
 use std::cell::{Cell, UnsafeCell};
+use std::ptr::NonNull;
 
 use slab::Slab;
 
 use crate::ThreadId;
 use crate::fiber::Coroutine;
+use crate::sched::waitfor::WaitObject;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FiberState {
@@ -44,9 +46,13 @@ pub(crate) struct FiberSlot {
     /// What the fiber blocked in (`block_fiber`'s `what`): set at each block, read only by a
     /// dump while the fiber is blocked (the string outlives the suspension).
     pub(crate) blocked_in: Cell<*const str>,
-    /// The address of the object it blocked on (`block_fiber`'s `obj`, 0 for none): set at
-    /// each block, read only by a dump while the fiber is blocked.
-    pub(crate) blocked_on: Cell<usize>,
+    /// The object it blocked on (`block_fiber`'s `obj`): set at each block, read only by a
+    /// dump while the fiber is blocked (the object outlives the suspension).
+    pub(crate) blocked_on: Cell<Option<NonNull<dyn WaitObject>>>,
+    /// The address of the handle it blocked through (`block_fiber`'s `handle`, 0 for none):
+    /// set at each block, compared (never read through) by the wait-for graph.
+    pub(crate) handle: Cell<usize>,
+
     /// The event of a general sync (every branch), set by the sync while it blocks and
     /// cleared after (`worker::note_wait`); points into the fiber's stack, read only by a dump
     /// while the fiber is blocked.
@@ -106,7 +112,8 @@ impl FiberTable {
                 main,
                 guard,
                 blocked_in: Cell::new(""),
-                blocked_on: Cell::new(0),
+                blocked_on: Cell::new(None),
+                handle: Cell::new(0),
                 wait_detail: Cell::new(None),
             })
         }

@@ -272,6 +272,16 @@ unsafe impl<T: Send> Sync for JoinState<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for JoinState<T> {}
 
+impl<T> crate::sched::waitfor::WaitObject for JoinState<T> {
+    /// A join ends only when its thread does.
+    fn wait_for(&self, _: &crate::sched::waitfor::Waiter) -> crate::sched::waitfor::WaitFor {
+        crate::sched::waitfor::WaitFor::Join {
+            target: self.id,
+            open: !self.is_done(),
+        }
+    }
+}
+
 impl<T> JoinState<T> {
     pub(crate) fn new(id: ThreadId) -> Arc<Self> {
         Arc::new(Self::new_inline(id))

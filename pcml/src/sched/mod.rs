@@ -136,7 +136,9 @@
 //! is pending, and nothing outside the runtime can act (no OS thread but pcml's own and those
 //! waiting in `block_on`, no other runtime that is not idle: see `outside`), `block_on` returns
 //! [`RuntimeError::Deadlock`] naming how many threads are blocked. [`Builder::detect_deadlock`]
-//! says exactly what is and is not detected.
+//! says exactly what is and is not detected. Partial deadlocks, threads that wait on each
+//! other while the rest runs, are found from the wait-for graph (see `waitfor`):
+//! [`deadlocks`], [`Runtime::deadlocks`], [`Builder::report_deadlocks`].
 //!
 //! # Invariants
 //! - See `worker` for the run-queue and sleep invariants, `owed` for the turns owed across
@@ -159,6 +161,7 @@ pub(crate) mod runtime;
 pub(crate) mod sigquit;
 pub(crate) mod spawn;
 pub(crate) mod timer;
+pub(crate) mod waitfor;
 pub mod watchdog;
 pub(crate) mod worker;
 
@@ -176,6 +179,7 @@ pub use spawn::{
     SpawnError, YieldAsync, current, exit, spawn, spawn_blocking, spawn_on, spawn_task,
     try_current, try_spawn, try_spawn_on, yield_async, yield_now,
 };
+pub use waitfor::{PartialDeadlock, deadlocks};
 pub use watchdog::{ConsumeBudget, consume_budget, consume_budget_async};
 
 pub(crate) use runtime::default_procs;

@@ -297,6 +297,7 @@ pub struct Builder {
     detect_deadlock: bool,
     watchdog: bool,
     dump_on_sigquit: bool,
+    report_deadlocks: bool,
     /// Entered on every proc thread (`tokio_handle`).
     #[cfg(feature = "tokio")]
     tokio: Option<tokio::runtime::Handle>,
@@ -398,6 +399,26 @@ impl Builder {
     /// ```
     pub fn dump_on_sigquit(mut self, on: bool) -> Self {
         self.dump_on_sigquit = on;
+        self
+    }
+
+    /// Whether the watchdog looks for partial deadlocks every second and logs those it finds
+    /// (default off): threads that wait on each other for ever while the rest of the program
+    /// runs, as [`Runtime::deadlocks`] finds them (see
+    /// [`PartialDeadlock`](crate::sched::PartialDeadlock) for what is and is not found). Each
+    /// is logged once, through [`log`](crate::log): an ERROR event with the `tracing`
+    /// feature and a subscriber, else a report on stderr. Needs the [`watchdog`](Self::watchdog).
+    ///
+    /// A look asks every proc to describe its fibers, three times, and locks each channel a
+    /// fiber is blocked on; it wakes sleeping procs to answer. It is skipped while a proc is
+    /// held by one thread (see [`watchdog`](crate::sched::watchdog)).
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::builder().procs(1).report_deadlocks(true).build().unwrap();
+    /// assert_eq!(rt.block_on(|| 1).unwrap(), 1);
+    /// ```
+    pub fn report_deadlocks(mut self, on: bool) -> Self {
+        self.report_deadlocks = on;
         self
     }
 
@@ -551,7 +572,7 @@ impl Builder {
             }
         }
         if self.watchdog {
-            match crate::sched::watchdog::start(shared.clone()) {
+            match crate::sched::watchdog::start(shared.clone(), self.report_deadlocks) {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     let rt = Runtime { shared, threads };
@@ -602,6 +623,7 @@ impl Runtime {
             detect_deadlock: true,
             watchdog: true,
             dump_on_sigquit: false,
+            report_deadlocks: false,
             #[cfg(feature = "tokio")]
             tokio: None,
         }
@@ -735,8 +757,19 @@ impl Runtime {
     /// let d = rt.dump();
     /// assert!(d.threads().is_empty());
     /// ```
-    pub fn dump(&self) -> crate::sched::dump::Dump {
+    pub fn dump(&self) -> crate::Dump {
         crate::sched::dump::dump_runtime(&self.shared)
+    }
+
+    /// Threads of the runtime that wait on each other for ever while the rest may run: see
+    /// [`PartialDeadlock`](crate::sched::PartialDeadlock). From any thread.
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    /// assert!(rt.deadlocks().is_empty());
+    /// ```
+    pub fn deadlocks(&self) -> Vec<crate::sched::PartialDeadlock> {
+        crate::sched::waitfor::find(&self.shared)
     }
 }
 

@@ -234,15 +234,56 @@ struct Seen {
     reported: bool,
 }
 
-/// Starts `shared`'s watchdog thread.
-pub(crate) fn start(shared: Arc<Shared>) -> std::io::Result<std::thread::JoinHandle<()>> {
+/// How often the watchdog looks for partial deadlocks, when asked to
+/// ([`Builder::report_deadlocks`](crate::Builder::report_deadlocks)).
+pub(crate) const DEADLOCK_CHECK: Duration = Duration::from_secs(1);
+
+/// The watchdog's search for partial deadlocks (`waitfor`), when on.
+struct DeadlockCheck {
+    /// When to look next.
+    next: Instant,
+    /// The threads already reported: each is stuck for good, so it is reported once.
+    reported: std::collections::HashSet<crate::ThreadId>,
+}
+
+impl DeadlockCheck {
+    /// Looks, if it is time and no proc is hogged (a hogged proc answers a dump late, and the
+    /// watchdog must not wait for it), and logs what it had not reported yet.
+    fn tick(&mut self, shared: &Arc<Shared>, seen: &[Seen]) {
+        let now = Instant::now();
+        if now < self.next || seen.iter().any(|s| s.hogged) {
+            return;
+        }
+        self.next = now + DEADLOCK_CHECK;
+        for d in crate::sched::waitfor::find(shared) {
+            let mut new = false;
+            for id in d.threads().iter().filter_map(|t| t.id()) {
+                new |= self.reported.insert(id);
+            }
+            if new {
+                crate::log::partial_deadlock(&d);
+            }
+        }
+    }
+}
+
+/// Starts `shared`'s watchdog thread; it also looks for partial deadlocks every
+/// [`DEADLOCK_CHECK`] if `report_deadlocks`.
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    report_deadlocks: bool,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("pcml-watchdog".into())
-        .spawn(move || run(&shared))
+        .spawn(move || run(&shared, report_deadlocks))
 }
 
 /// The watchdog's loop: until the runtime shuts down, look at every proc each tick.
-fn run(shared: &Shared) {
+fn run(shared: &Arc<Shared>, report_deadlocks: bool) {
+    let mut check = report_deadlocks.then(|| DeadlockCheck {
+        next: Instant::now() + DEADLOCK_CHECK,
+        reported: Default::default(),
+    });
     let _own = crate::sched::outside::OwnThread::enter();
     let now = Instant::now();
     let mut seen: Vec<Seen> = shared
@@ -259,6 +300,9 @@ fn run(shared: &Shared) {
     while !shared.is_shutdown() {
         if look(shared, &mut seen) {
             shared.watchdog.park(Some(TICK));
+            if let Some(c) = &mut check {
+                c.tick(shared, &seen);
+            }
             continue;
         }
         // Every proc sleeps: sleep until the first to wake wakes us (`wake_watchdog`).
@@ -268,9 +312,13 @@ fn run(shared: &Shared) {
         shared.watchdog_asleep.store(true, Ordering::SeqCst);
         if shared.num_sleeping.load(Ordering::SeqCst) == shared.procs.len() && !shared.is_shutdown()
         {
-            shared.watchdog.park(None);
+            // Looking for partial deadlocks, wake up for that at least.
+            shared.watchdog.park(check.as_ref().map(|_| DEADLOCK_CHECK));
         }
         shared.watchdog_asleep.store(false, Ordering::Relaxed);
+        if let Some(c) = &mut check {
+            c.tick(shared, &seen);
+        }
         let now = Instant::now();
         for (s, p) in seen.iter_mut().zip(shared.procs.iter()) {
             s.turns = p.watch.turns.load(Ordering::Relaxed);

@@ -18,7 +18,8 @@ pub(crate) enum NotAFiber<P> {
 #[inline(always)]
 pub(crate) fn block_fiber<P: FnOnce(Blocker)>(
     what: &str,
-    obj: usize,
+    obj: Option<std::ptr::NonNull<dyn crate::sched::waitfor::WaitObject>>,
+    handle: usize,
     prepare: P,
 ) -> Result<(), NotAFiber<P>> {
     let Some(ctx) = context() else {
@@ -46,6 +47,7 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(
             e.wake_pending.set(false);
             e.blocked_in.set(what);
             e.blocked_on.set(obj);
+            e.handle.set(handle);
             ctx.budget.set(BUDGET);
             prepare(Blocker::fiber(ctx.shared.id, ctx.index, slot, token));
             // Threads run inline on this stack count as live while it is blocked (see

@@ -397,7 +397,8 @@ impl Context {
     pub(crate) fn answer_dump(&self, req: &crate::sched::dump::Request) {
         use crate::sched::dump::{ThreadState, fiber_dump};
         let mut threads = Vec::new();
-        self.fibers.for_each(|_, e| {
+        let mut edges = Vec::new();
+        self.fibers.for_each(|slot, e| {
             let state = match e.state.get() {
                 FiberState::Running => ThreadState::Running,
                 FiberState::Ready => ThreadState::Runnable,
@@ -411,7 +412,28 @@ impl Context {
             } else {
                 ("", None)
             };
-            let obj = e.blocked_on.get();
+            let obj = e.blocked_on.get().filter(|_| blocked);
+            if let (Some(o), true) = (obj, req.wants_edges()) {
+                let waiter = crate::sched::waitfor::Waiter {
+                    runtime: self.shared.id,
+                    proc: self.index,
+                    slot,
+                    token: e.token.get(),
+                };
+                // SAFETY: the fiber is suspended in the block that set `blocked_on`, which
+                // keeps the object alive (`waitfor`'s invariants).
+                let wait = unsafe { o.as_ref() }.wait_for(&waiter);
+                let handle = e.handle.get();
+                let stack = e.guard.1..e.guard.1.saturating_add(self.shared.stack_size);
+                edges.push(crate::sched::waitfor::Edge {
+                    id: e.id,
+                    token: waiter.token,
+                    obj: o.cast::<()>().as_ptr().addr(),
+                    wait,
+                    handle_here: e.guard.1 != 0 && stack.contains(&handle),
+                });
+            }
+            let obj = obj.map_or(0, |o| o.cast::<()>().as_ptr().addr());
             threads.push(fiber_dump(e.id, self.index, state, what, obj, detail));
         });
         let unstarted = self.local.len()
@@ -421,6 +443,6 @@ impl Context {
             + self.deferred.borrow().len()
             + usize::from(self.me().held.is_full())
             + usize::from(self.own_held.borrow().is_some());
-        req.answer(self.index, threads, unstarted);
+        req.answer(self.index, threads, unstarted, edges);
     }
 }
