@@ -197,7 +197,27 @@ pub fn consume_budget_async() -> ConsumeBudget {
     ConsumeBudget { yielded: false }
 }
 
-/// The future of [`consume_budget_async`].
+/// The future of [`consume_budget_async`]: `.await` it once per unit of work in a long loop.
+///
+/// ```
+/// use pcml::ConsumeBudget;
+///
+/// async fn checksum(data: &[u8]) -> u64 {
+///     let mut sum = 0u64;
+///     for chunk in data.chunks(1024) {
+///         sum += chunk.iter().map(|&b| u64::from(b)).sum::<u64>();
+///         let turn: ConsumeBudget = pcml::consume_budget_async();
+///         turn.await; // lets other threads of this proc run when the budget is spent
+///     }
+///     sum
+/// }
+///
+/// pcml::run(|| {
+///     let data = vec![7u8; 64 * 1024];
+///     let h = pcml::spawn_task(async move { checksum(&data).await });
+///     assert_eq!(h.join().unwrap(), 7 * 64 * 1024);
+/// });
+/// ```
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct ConsumeBudget {
