@@ -6,7 +6,8 @@
 //! trips per second, and the CPU time the whole process used per round trip (server and load
 //! together; the load is the same program for both servers).
 //!
-//! `cargo run --release -p pcml --example echo_load -- [pcml|tokio] [THREADS] [SECONDS]`
+//! `cargo run --release -p pcml --example echo_load -- [pcml|tokio] [THREADS] [SECONDS]
+//! [TRIPS]` (with `TRIPS`, each client makes that many round trips and the time is ignored)
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
@@ -39,13 +40,16 @@ fn main() {
     let which = args.next().unwrap_or_else(|| "pcml".into());
     let threads: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     let secs: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    // A fourth argument: a fixed number of round trips per client instead of a time (for
+    // callgrind; the time is then ignored).
+    let trips: Option<u64> = args.next().and_then(|s| s.parse().ok());
     let server = match which.as_str() {
         "pcml" => Server::Pcml(threads),
         "tokio" => Server::Tokio(threads),
         _ => panic!("server: pcml or tokio"),
     };
     let cpu = cpu_time();
-    let (n, elapsed) = echo::measure(server, secs).unwrap();
+    let (n, elapsed) = echo::measure(server, secs, trips).unwrap();
     let cpu = cpu_time() - cpu;
     println!(
         "{which} {threads} threads: {:.0} round trips/s ({n} in {elapsed:.2?}), {:.2} us of CPU \

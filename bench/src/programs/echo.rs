@@ -21,8 +21,8 @@ const METRIC: Metric = Metric::Rate {
 
 /// One run of `server` for `secs` seconds.
 fn measure(server: Server, secs: f64) -> Result<Sample> {
-    let (ops, elapsed) =
-        echo_server::measure(server, secs).map_err(|e| Error::Failed(format!("echo: {e}")))?;
+    let (ops, elapsed) = echo_server::measure(server, secs, None)
+        .map_err(|e| Error::Failed(format!("echo: {e}")))?;
     if ops == 0 {
         return Err(Error::WrongAnswer("echo: no round trip completed".into()));
     }

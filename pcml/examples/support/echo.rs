@@ -98,9 +98,14 @@ fn tokio_server(
     })
 }
 
-/// Runs `server` under the load for `secs` seconds: the round trips the clients completed
-/// (each checked: the bytes come back as sent) and the time they took.
-pub fn measure(server: Server, secs: f64) -> Result<(u64, Duration), String> {
+/// Runs `server` under the load for `secs` seconds, or, with `per_client`, until each client has
+/// made that many round trips: the round trips the clients completed (each checked: the bytes
+/// come back as sent) and the time they took.
+pub fn measure(
+    server: Server,
+    secs: f64,
+    per_client: Option<u64>,
+) -> Result<(u64, Duration), String> {
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || match server {
         Server::Pcml(procs) => pcml_server(procs, addr_tx),
@@ -129,7 +134,8 @@ pub fn measure(server: Server, secs: f64) -> Result<(u64, Duration), String> {
                     s.set_nodelay(true).map_err(|e| e.to_string())?;
                     let mut back = [0u8; MSG];
                     let mut n: u64 = 0;
-                    while !stop.load(Ordering::Relaxed) {
+                    let limit = per_client.unwrap_or(u64::MAX);
+                    while n < limit && !stop.load(Ordering::Relaxed) {
                         let msg = [(n % 251) as u8; MSG];
                         s.write_all(&msg)
                             .await
@@ -148,8 +154,10 @@ pub fn measure(server: Server, secs: f64) -> Result<(u64, Duration), String> {
             })
             .collect();
         let start = Instant::now();
-        tokio::time::sleep(Duration::from_secs_f64(secs)).await;
-        stop.store(true, Ordering::Relaxed);
+        if per_client.is_none() {
+            tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+            stop.store(true, Ordering::Relaxed);
+        }
         for c in clients {
             c.await.map_err(|e| e.to_string())??;
         }

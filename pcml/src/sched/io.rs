@@ -9,8 +9,9 @@
 //! use and never stopped, like the fallback timer thread of `sched::timer`.
 //!
 //! Each registered source has a [`ScheduledIo`]: per direction (read, write) a readiness flag,
-//! a generation counter and a FIFO queue of blocked waiters (the `Queue` of
-//! `sync_var::waiters`). The source is registered edge-triggered for both directions. On an
+//! a generation counter, a FIFO queue of blocked waiters (the `Queue` of
+//! `sync_var::waiters`), and two task waker slots, one for the poll-style operations
+//! (`AsyncRead`/`AsyncWrite`) and one for the async operations (`io::async_io`). The source is registered edge-triggered for both directions. On an
 //! event the driver sets the flag, bumps the generation and commits every queued waiter of that
 //! direction through the event protocol (`Waiter::synch_spinning`, then `Commit::publish`);
 //! waiters whose sync already completed elsewhere are skipped (and swept from queues as they
@@ -395,6 +396,21 @@ struct DirState {
     /// `WouldBlock`: one per direction, as in tokio's `poll_read_ready` (a second poller
     /// replaces the first).
     task: Option<std::task::Waker>,
+    /// The task of an async operation (`read_async` & co., `io::async_io`) waiting for the
+    /// next readiness event of this direction: one task at a time takes this slot, others
+    /// wait through `waiters` (see `park_unless_ready`). Apart from `task`, so a poll-style
+    /// operation never displaces it.
+    awaiting: Option<std::task::Waker>,
+}
+
+/// What [`ScheduledIo::park_unless_ready`] did.
+pub(crate) enum Park {
+    /// The direction is ready (an edge came since the operation's `WouldBlock`): try again.
+    Ready,
+    /// The waker is parked; the next readiness event wakes it.
+    Parked,
+    /// Another task's waker holds the slot: wait through the queue instead.
+    Taken,
 }
 
 impl ScheduledIo {
@@ -406,6 +422,7 @@ impl ScheduledIo {
                 closed: false,
                 waiters: Queue::new(),
                 task: None,
+                awaiting: None,
             })
         };
         Self {
@@ -429,7 +446,11 @@ impl ScheduledIo {
             let mut st = lock(self.dir(d));
             st.ready = true;
             st.generation += 1;
-            (std::mem::take(&mut st.waiters.q), st.task.take())
+            (
+                std::mem::take(&mut st.waiters.q),
+                st.task.take(),
+                st.awaiting.take(),
+            )
         };
         wake_all(waiters);
         if d == Dir::Read {
@@ -448,7 +469,11 @@ impl ScheduledIo {
                 st.closed = true;
                 st.ready = true;
                 st.generation += 1;
-                (std::mem::take(&mut st.waiters.q), st.task.take())
+                (
+                    std::mem::take(&mut st.waiters.q),
+                    st.task.take(),
+                    st.awaiting.take(),
+                )
             };
             wake_all(waiters);
         }
@@ -498,6 +523,25 @@ impl ScheduledIo {
         true
     }
 
+    /// Parks `waker` to be woken by `d`'s next readiness event, unless `d` is ready (checked
+    /// under the same lock, so no event is missed) or another task's waker is parked there.
+    /// A waker left by an async operation that was dropped stays until the next event wakes
+    /// it (a spurious wake-up of its task); meanwhile other tasks wait through the queue.
+    pub(crate) fn park_unless_ready(&self, d: Dir, waker: &std::task::Waker) -> Park {
+        let mut st = lock(self.dir(d));
+        if st.ready {
+            return Park::Ready;
+        }
+        match &mut st.awaiting {
+            Some(t) if t.will_wake(waker) => Park::Parked,
+            Some(_) => Park::Taken,
+            slot => {
+                *slot = Some(waker.clone());
+                Park::Parked
+            }
+        }
+    }
+
     /// Enqueues `w` on `d` unless `d` is ready; returns whether it was enqueued. The check and
     /// the enqueue are under one lock, so a readiness event is never missed.
     pub(crate) fn enqueue_unless_ready(&self, d: Dir, w: Waiter) -> bool {
@@ -512,8 +556,18 @@ impl ScheduledIo {
 
 /// Commits each waiter (skipping dead ones) and wakes the parked task; nothing to deliver but
 /// the wake-up.
-fn wake_all((waiters, task): (VecDeque<Waiter>, Option<std::task::Waker>)) {
+type Woken = (
+    VecDeque<Waiter>,
+    Option<std::task::Waker>,
+    Option<std::task::Waker>,
+);
+
+/// Commits each waiter (skipping dead ones) and wakes the parked tasks.
+fn wake_all((waiters, task, awaiting): Woken) {
     if let Some(t) = task {
+        t.wake();
+    }
+    if let Some(t) = awaiting {
         t.wake();
     }
     for w in waiters {

@@ -222,3 +222,95 @@ fn a_fiber_reading_an_always_ready_descriptor_lets_others_run() {
         .unwrap();
     assert!(read < BYTES, "the reader never yielded ({read} bytes read)");
 }
+
+/// Several tasks awaiting datagrams on one socket: the first waits in the socket's own waker
+/// slot, the others through the readiness queue; every one is woken and gets a datagram.
+#[test]
+fn tasks_awaiting_one_socket_each_get_a_datagram() {
+    use std::sync::Arc;
+    const READERS: u32 = 4;
+    for procs in [1, 2] {
+        let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
+        let got = rt
+            .block_on(|| {
+                let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let b = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+                let b_addr = b.local_addr().unwrap();
+                let readers: Vec<_> = (0..READERS)
+                    .map(|_| {
+                        let b = b.clone();
+                        pcml::spawn_task(async move {
+                            let mut buf = [0u8; 4];
+                            let (n, _) = b.recv_from_async(&mut buf).await.unwrap();
+                            assert_eq!(n, 4);
+                            u32::from_le_bytes(buf)
+                        })
+                    })
+                    .collect();
+                // Let the readers reach their awaits (if some have not, they find data: the
+                // test holds either way).
+                pcml::time::sleep(Duration::from_millis(50));
+                for v in 1..=READERS {
+                    a.send_to(&v.to_le_bytes(), b_addr).unwrap();
+                }
+                readers
+                    .into_iter()
+                    .map(|r| r.join().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap();
+        let mut got = got;
+        got.sort_unstable();
+        assert_eq!(got, (1..=READERS).collect::<Vec<_>>(), "on {procs} procs");
+    }
+}
+
+/// A read abandoned while waiting (its future dropped, as a timeout or a select drops it)
+/// leaves its task's waker in the socket's slot; another task's read must still be woken by
+/// the next datagram, and so must a later read of the first task.
+#[test]
+fn an_abandoned_async_read_does_not_strand_later_readers() {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::Poll;
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    rt.block_on(|| {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        let b_addr = b.local_addr().unwrap();
+        let b1 = b.clone();
+        let (first, second) = (pcml::IVar::new(), pcml::IVar::new());
+        let (f1, s1) = (first.clone(), second.clone());
+        // Task 1 starts a read, polls it once (it parks), drops it, then reads again.
+        let t1 = pcml::spawn_task(async move {
+            let mut buf = [0u8; 4];
+            {
+                let mut read = std::pin::pin!(b1.recv_from_async(&mut buf));
+                let pending =
+                    std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx).is_pending()))
+                        .await;
+                assert!(pending, "no datagram was sent yet");
+            }
+            f1.put(()).unwrap();
+            s1.get_evt().await;
+            let (n, _) = b1.recv_from_async(&mut buf).await.unwrap();
+            (n, u32::from_le_bytes(buf))
+        });
+        first.get();
+        // Task 2 reads while task 1's waker still holds the slot.
+        let b2 = b.clone();
+        let t2 = pcml::spawn_task(async move {
+            let mut buf = [0u8; 4];
+            let (n, _) = b2.recv_from_async(&mut buf).await.unwrap();
+            (n, u32::from_le_bytes(buf))
+        });
+        pcml::time::sleep(Duration::from_millis(50));
+        a.send_to(&7u32.to_le_bytes(), b_addr).unwrap();
+        assert_eq!(t2.join().unwrap(), (4, 7));
+        second.put(()).unwrap();
+        pcml::time::sleep(Duration::from_millis(50));
+        a.send_to(&8u32.to_le_bytes(), b_addr).unwrap();
+        assert_eq!(t1.join().unwrap(), (4, 8));
+    })
+    .unwrap();
+}
