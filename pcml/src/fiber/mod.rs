@@ -46,7 +46,7 @@
 //! compare-and-swap (none on a runtime of one proc, where nobody can steal) and runs it inline.
 //! Otherwise it is the next new work the proc runs, at the spawner's next switch (block, yield
 //! or end), unless an idle proc steals it from the slot first (only after it has waited there
-//! 2 ms: see `sched`). Later spawns go on the deque, which the proc runs newest first (a tree
+//! 2 ms while its proc's thread spent 1 ms of CPU time on other work: see `sched`). Later spawns go on the deque, which the proc runs newest first (a tree
 //! of spawns runs depth first) and idle procs steal from oldest first, once it has waited
 //! 20 us. pcml promises no order among runnable threads; only a join, a message or
 //! another synchronization orders them.

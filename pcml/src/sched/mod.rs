@@ -29,18 +29,37 @@
 //!   runs is where it talks to its partners for life.
 //! - **An idle proc takes only work that waits.** A proc's newest spawned fiber is held
 //!   (its joiner takes it back with one CAS, see `held`); an idle proc takes a held fiber only
-//!   if it sees the same one held `HELD_GRACE` (2 ms) apart, and other queued work only if it
-//!   is still there after `STEAL_GRACE` (20 us) of watching (giving up at once if work of its
-//!   own arrives). A proc that spawns a thread and then blocks runs it within a microsecond or
-//!   two, so the thread stays beside the threads it was spawned to talk to; a proc busy with
-//!   something else leaves its queue waiting, and the idle proc takes it. The held fiber's
-//!   longer grace covers a busy machine, where the OS may take the spawner's core away for a
-//!   while: one fiber of Reppy, Russo and Xiao's primes sieve stolen that way put a proc boundary in the
-//!   middle of the chain of filters, and every later number crossed it twice; 2-proc runs
-//!   then took 1.5-2x the 1-proc time (`examples/primes.rs spawn 1000 2` prints how many
-//!   filters ran on proc 1: 1 of 999 before, 0 now, at about the 1-proc time). Go's scheduler
-//!   likewise waits before it steals a goroutine's `runnext`, and tokio never steals its LIFO
-//!   slot.
+//!   if it sees the same one held `HELD_GRACE` (2 ms) apart and the holding proc's thread
+//!   spent `HELD_BUSY` (1 ms) of CPU time meanwhile (it is busy with something else, a long
+//!   computation say), and other queued work only if it is still there after `STEAL_GRACE`
+//!   (20 us) of watching (giving up at once if work of its own arrives). A proc that spawns a
+//!   thread and then blocks runs it within a microsecond or two, so the thread stays beside
+//!   the threads it was spawned to talk to; a proc busy with something else leaves its queue
+//!   waiting, and the idle proc takes it. The held fiber's longer grace, and the CPU-time
+//!   test, cover a busy machine, where the OS may take the spawner's core away for a while:
+//!   the spawner runs the fiber as soon as it has a core again, so the fiber does not move
+//!   (the watchdog moves it if the proc takes no turn for a whole time slice). One fiber of
+//!   Reppy, Russo and Xiao's primes sieve stolen that way put a proc boundary in the middle of
+//!   the chain of filters, and every later number crossed it twice: the run switched threads
+//!   27% more often (resumes 729,590 against 573,791) and took 1.2x and 1.7x the median time
+//!   of the runs around it without a steal, in two such runs (`examples/primes.rs spawn 1000
+//!   2` prints the steals and how many filters ran on proc 1). Beside a busy-looping
+//!   process, 2 of 50 runs stole a filter with the 2 ms grace alone, none of 50 with the
+//!   CPU-time test. Go's scheduler likewise waits before it steals a goroutine's `runnext`,
+//!   and tokio never steals its LIFO slot.
+//! - **A chain of threads is not cut across procs.** Scheduler placement keeps a pipeline
+//!   such as the primes sieve on the proc that spawned it, even with another proc idle. The
+//!   best cut there is (`examples/primes.rs split 1000 2`: the generator and the first 279
+//!   filters on proc 0, the other 720 on proc 1, where half of the messages have been
+//!   received) did not pay on the 2-core machine this is developed on: each half ran dry
+//!   waiting for the other, so the program resumed threads 1.4-1.7x as often (830,000-980,000
+//!   resumes for 516,383 messages in 13 runs, against 573,791 on one proc, where a filter
+//!   often finds its next number already offered), parked 340-750 times a run, and sent
+//!   1,800-2,000 wake-ups across procs; at load 8.7 its median over 7 runs was 274 ms
+//!   (175-602 ms) against 260 ms (149-376 ms) for the same program on one proc. So one proc's speed is
+//!   the bound for such a program here, and a second proc must not make it slower. Were time
+//!   to go as resumes, the busier half's 430,000-510,000 resumes would bound a one-cut split to about
+//!   1.2x of one proc even on two idle cores.
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //! - **`spawn_on` is the exception**, for programs that know their layout: the thread runs on

@@ -210,3 +210,27 @@ fn an_idle_proc_steals_a_held_fiber_from_a_spinning_spawner() {
         assert_eq!(on, 1);
     }
 }
+
+/// A held fiber does not move while its proc's thread is off its core (here: blocked in an OS
+/// sleep, as a thread that the OS does not run): the spawner runs it when it is back, beside
+/// the threads it was spawned to talk to. (The watchdog is off: it would move the fiber once
+/// the proc had taken no turn for a whole time slice.)
+#[test]
+fn a_held_fiber_stays_while_its_spawner_has_no_core() {
+    let rt = pcml::Runtime::builder()
+        .procs(2)
+        .watchdog(false)
+        .build()
+        .unwrap();
+    let ran_on = rt
+        .block_on(|| {
+            let here = pcml::current_proc().unwrap();
+            let h = pcml::spawn(pcml::current_proc);
+            // An idle proc sees the fiber held for this whole time, with no CPU time spent
+            // by this proc's thread.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            (here, h.join().unwrap().unwrap())
+        })
+        .unwrap();
+    assert_eq!(ran_on.0, ran_on.1, "the held fiber moved to another proc");
+}

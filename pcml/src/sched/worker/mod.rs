@@ -122,12 +122,16 @@ const SPIN_OVER_LIMIT: Duration = Duration::from_micros(10);
 /// talks to, and every message between them would then cross procs.
 const STEAL_GRACE: Duration = Duration::from_micros(20);
 /// How long another proc's held fiber (the one its spawner is likeliest to join or talk to
-/// next) must stay held before an idle proc takes it: long enough that an OS that takes the
-/// spawner's core away for a while (a busy machine) does not make it move, short enough that
-/// a thread computing without a sync point does not hold it back for long. One stolen filter
-/// of the primes sieve made every later number cross procs twice: 2-proc runs of
-/// `examples/primes.rs spawn` took 1.5x the 1-proc time on a busy machine.
+/// next) must stay held before an idle proc takes it: short enough that a thread computing
+/// without a sync point does not hold it back for long. One stolen filter of the primes
+/// sieve made every later number cross procs twice: 2-proc runs of `examples/primes.rs
+/// spawn` took 1.5x the 1-proc time on a busy machine.
 const HELD_GRACE: Duration = Duration::from_millis(2);
+/// The CPU time the held fiber's proc must have spent on other work while the fiber waited
+/// before an idle proc takes it (see `Context::held_waited`): a proc that kept the fiber
+/// waiting only because the OS gave its thread no core will run it as soon as it gets one,
+/// beside the threads it was spawned to talk to, so it is not moved then.
+const HELD_BUSY: Duration = Duration::from_millis(1);
 /// Every this many turns a proc with armed timers fires the due ones.
 const TIMER_EVERY: u32 = 32;
 /// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
@@ -219,6 +223,18 @@ impl<T> std::ops::Deref for OneLine<T> {
     }
 }
 
+/// Another proc's held fiber as an idle proc saw it first (`Context::held_waited`).
+#[derive(Clone, Copy)]
+struct HeldSeen {
+    /// The victim's entry, as an address.
+    victim: usize,
+    /// Its held slot's ticket.
+    ticket: u32,
+    when: Instant,
+    /// The CPU time of the victim's thread then, if its clock could be read.
+    cpu: Option<Duration>,
+}
+
 /// A proc's private state; lives on its worker thread's stack for the thread's life.
 pub(crate) struct Context {
     pub(crate) shared: Arc<Shared>,
@@ -255,8 +271,8 @@ pub(crate) struct Context {
     /// for them (runnable, state `Ready`, but not in `ready`): see `owed`.
     owed: RefCell<Owed>,
     /// Another proc's held fiber as this proc last saw it: the victim's entry, its slot's
-    /// ticket, and when (see `held_waited`).
-    held_seen: Cell<Option<(usize, u32, Instant)>>,
+    /// ticket, when, and the CPU time the victim's thread had used then (see `held_waited`).
+    held_seen: Cell<Option<HeldSeen>>,
     fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,

@@ -112,6 +112,14 @@ pub(crate) struct Shared {
 }
 
 impl ProcShared {
+    /// The CPU time this proc's thread has used, if its clock can be read (a system call).
+    pub(crate) fn cpu_time(&self) -> Option<std::time::Duration> {
+        match self.cpu_clock.load(Ordering::Relaxed) {
+            NO_CLOCK => None,
+            clock => crate::sched::owed::cpu_time(clock),
+        }
+    }
+
     /// Whether this proc's deques hold work that others may take (cheap loads only); its held
     /// fiber is not counted (see `Context::held_waited`).
     #[inline]

@@ -240,14 +240,34 @@ impl Context {
     }
 
     /// Whether `victim`'s held fiber is the one this proc saw held there [`HELD_GRACE`] ago or
-    /// more. If it is another (or the first seen), remembers it and says no: the caller looks
-    /// again on a later turn, or after a park of at most `HELD_GRACE` (`idle`).
+    /// more, and the victim's thread has since spent [`HELD_BUSY`] of CPU time on other work
+    /// (or its CPU clock cannot be read). If it is another (or the first seen), remembers it
+    /// and says no: the caller looks again on a later turn, or after a park of at most
+    /// `HELD_GRACE` (`idle`). A victim whose thread had no core meanwhile (a busy machine)
+    /// keeps its fiber: it runs it as soon as it gets a core back, where the fiber's partners
+    /// are; the watchdog marks such a proc as hogged after `TIME_SLICE` without a turn, and
+    /// then the fiber moves whatever the clock says.
     pub(super) fn held_waited(&self, victim: &ProcShared) -> bool {
         let (v, ticket) = (victim as *const ProcShared as usize, victim.held.ticket());
         match self.held_seen.get() {
-            Some((sv, st, since)) if sv == v && st == ticket => since.elapsed() >= HELD_GRACE,
+            Some(seen) if seen.victim == v && seen.ticket == ticket => {
+                if seen.when.elapsed() < HELD_GRACE {
+                    return false;
+                }
+                match (seen.cpu, victim.cpu_time()) {
+                    (Some(then), Some(now)) => {
+                        now.saturating_sub(then) >= HELD_BUSY || victim.watch.preempt_requested()
+                    }
+                    _ => true,
+                }
+            }
             _ => {
-                self.held_seen.set(Some((v, ticket, Instant::now())));
+                self.held_seen.set(Some(HeldSeen {
+                    victim: v,
+                    ticket,
+                    when: Instant::now(),
+                    cpu: victim.cpu_time(),
+                }));
                 false
             }
         }
