@@ -114,6 +114,12 @@ impl std::error::Error for TermError {}
 /// ```
 pub trait IntoTerm {
     /// The term.
+    ///
+    /// ```
+    /// use pcml_dist::term::{IntoTerm, format};
+    ///
+    /// assert_eq!(format(&(1u8, "a", vec![2i64, 3]).into_term()), "{1,<<\"a\">>,[2,3]}");
+    /// ```
     fn into_term(self) -> Term;
 }
 
@@ -128,6 +134,13 @@ pub trait IntoTerm {
 /// ```
 pub trait FromTerm: Sized {
     /// The value, or why the term does not fit.
+    ///
+    /// ```
+    /// use pcml_dist::term::{FromTerm, atom};
+    ///
+    /// assert_eq!(bool::from_term(atom("true")), Ok(true));
+    /// assert!(u8::from_term(atom("true")).is_err());
+    /// ```
     fn from_term(t: Term) -> Result<Self, TermError>;
 }
 

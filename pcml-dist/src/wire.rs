@@ -23,12 +23,37 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::term::{ErlPid, Term, atom, tuple};
 
 /// The deepest nesting of tuples, lists and maps accepted in a term from a peer.
+///
+/// ```
+/// use pcml_dist::wire::{MAX_DEPTH, check_term};
+///
+/// // [[[...[]...]]]: each level is a list of one element (tag 108, length 1) ending in nil (106).
+/// fn nested(depth: usize) -> Vec<u8> {
+///     let mut b = vec![131];
+///     for _ in 0..depth {
+///         b.extend([108, 0, 0, 0, 1]);
+///     }
+///     b.push(106);
+///     b.extend(std::iter::repeat(106).take(depth));
+///     b
+/// }
+/// assert!(check_term(&nested(MAX_DEPTH - 1)).is_ok());
+/// assert!(check_term(&nested(MAX_DEPTH + 1)).is_err());
+/// ```
 pub const MAX_DEPTH: usize = 64;
 
 /// The pass-through byte that starts every frame that is not a tick.
 pub(crate) const PASS_THROUGH: u8 = 112;
 
 /// Why a frame from a peer was refused (its connection is then closed).
+///
+/// ```
+/// use pcml_dist::wire::{FrameError, check_term};
+///
+/// let e = check_term(&[131, 255]).unwrap_err(); // tag 255 is no term
+/// assert!(matches!(e, FrameError::Malformed(_)));
+/// println!("{e}"); // "malformed frame: ..."
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FrameError {
     /// The frame is longer than the node's limit.
@@ -265,6 +290,16 @@ fn node_atom(r: &mut Bytes<'_>) -> Result<(), FrameError> {
 }
 
 /// Decodes one checked term from the start of `b`: the term and its length.
+///
+/// ```
+/// use pcml_dist::term::format;
+/// use pcml_dist::wire::decode_term;
+///
+/// // {ok, 5}: a small tuple (104) of 2, the atom ok (small UTF-8 atom, 119), the integer 5 (97).
+/// let (t, len) = decode_term(&[131, 104, 2, 119, 2, b'o', b'k', 97, 5]).unwrap();
+/// assert_eq!((format(&t).as_str(), len), ("{ok,5}", 9));
+/// assert!(decode_term(&[131, 104, 2]).is_err()); // cut short
+/// ```
 pub fn decode_term(b: &[u8]) -> Result<(Term, usize), FrameError> {
     let len = check_term(b)?;
     let slice = &b[..len];
