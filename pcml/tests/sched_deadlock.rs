@@ -345,13 +345,21 @@ fn a_dump_names_every_thread_and_what_it_waits_on() {
             .name("on-join")
             .spawn(move || on_chan.join().unwrap())
             .unwrap();
+        let m2 = mv.clone();
+        let on_mvar = pcml::SpawnBuilder::new()
+            .name("on-mvar")
+            .spawn(move || m2.take())
+            .unwrap();
         // Let them all block.
         let all_blocked = |d: &pcml::Dump| {
-            ["on-chan", "on-choice", "on-join"].iter().all(|n| {
-                d.threads()
-                    .iter()
-                    .any(|t| t.name() == Some(*n) && t.state() == ThreadState::Blocked)
-            }) && d.threads().iter().any(|t| t.kind() == ThreadKind::OsThread)
+            ["on-chan", "on-choice", "on-join", "on-mvar"]
+                .iter()
+                .all(|n| {
+                    d.threads()
+                        .iter()
+                        .any(|t| t.name() == Some(*n) && t.state() == ThreadState::Blocked)
+                })
+                && d.threads().iter().any(|t| t.kind() == ThreadKind::OsThread)
         };
         let mut d = pcml::dump().unwrap();
         while !all_blocked(&d) {
@@ -368,8 +376,18 @@ fn a_dump_names_every_thread_and_what_it_waits_on() {
         assert_eq!(by_name("on-join").waits_on(), ["JoinHandle::join"], "{d}");
         let choice = by_name("on-choice").waits_on();
         assert_eq!(choice.len(), 3, "the sync and its two branches: {d}");
-        assert!(choice.iter().any(|w| w.contains("time")), "{d}");
-        assert!(choice.iter().any(|w| w.contains("sync_var")), "{d}");
+        assert!(
+            choice.iter().any(|w| w.contains("timer: deadline in")),
+            "{d}"
+        );
+        // Every branch names its object; the MVar's id is the same for both its waiters.
+        let mvar_line = |w: &[String]| {
+            w.iter()
+                .find(|l| l.contains("MVar::take_evt on @"))
+                .map(|l| l.split("on @").nth(1).unwrap().to_string())
+        };
+        let id = mvar_line(choice).unwrap_or_else(|| panic!("{d}"));
+        assert_eq!(mvar_line(by_name("on-mvar").waits_on()), Some(id), "{d}");
         let os = d
             .threads()
             .iter()
@@ -379,14 +397,23 @@ fn a_dump_names_every_thread_and_what_it_waits_on() {
         assert!(os.waits_on()[0].contains("recv"), "{d}");
         // The text names them too.
         let text = d.to_string();
-        for n in ["main", "on-chan", "on-choice", "on-join", "feeder"] {
+        for n in [
+            "main",
+            "on-chan",
+            "on-choice",
+            "on-join",
+            "on-mvar",
+            "feeder",
+        ] {
             assert!(text.contains(n), "{text}");
         }
         ch.send(5);
         mv.put(6);
+        mv.put(6);
         os_ch.send(7);
         assert_eq!(on_chan2.join().unwrap(), 5);
         assert_eq!(on_choice.join().unwrap(), 6);
+        assert_eq!(on_mvar.join().unwrap(), 6);
     })
     .unwrap();
     assert_eq!(os.join().unwrap(), 7);

@@ -1058,6 +1058,12 @@ impl<M: Send + 'static> BaseEvent for RecvEvt<M> {
             wake(b);
         }
     }
+
+    fn describe(&self) -> String {
+        // The address `park` shows for a plain receive: the state inside the record's lock.
+        let st = self.rec.lock();
+        crate::sched::dump::on_object("actor receive_evt", &*st)
+    }
 }
 
 /// `Record::fiber_home`: the actor was killed.

@@ -646,6 +646,10 @@ impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
             self.value = lock(&slot).take();
         }
     }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("BoundedChan::send_evt", Arc::as_ptr(&self.ch))
+    }
 }
 
 /// The base event of a bounded receive: [`BoundedChan::recv_evt`] (mode [`Plain`]) and a
@@ -720,5 +724,9 @@ impl<T: Send + 'static, M: Mode> BaseEvent for RecvEvt<T, M> {
             let st = &mut *lock(&self.ch.state);
             give_back(&mut st.buf, &mut st.receivers, v);
         }
+    }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("BoundedChan::recv_evt", Arc::as_ptr(&self.ch))
     }
 }

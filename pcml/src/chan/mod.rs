@@ -1295,6 +1295,10 @@ impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
             self.msg = unsafe { o.slot.take() };
         }
     }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("Chan::send_evt", Arc::as_ptr(&self.ch))
+    }
 }
 
 /// The base event of [`Chan::recv_evt`] (mode [`Plain`]) and [`Receiver::recv_evt`]
@@ -1385,6 +1389,10 @@ impl<T: Send + 'static, M: Mode> BaseEvent for RecvEvt<T, M> {
     fn cancel(&mut self) {
         // An empty slot: nothing to reclaim; the dead offer is swept.
         self.offer = None;
+    }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("Chan::recv_evt", Arc::as_ptr(&self.ch))
     }
 }
 

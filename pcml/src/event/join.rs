@@ -93,6 +93,16 @@ impl<T: Send + 'static> BaseEvent for JoinEvt<T> {
         // Our waiter was completed by `CompleteWaiter`, which runs only once DONE is set.
         self.take()
     }
+
+    fn describe(&self) -> String {
+        match self.handle.state.as_ref() {
+            Some(t) => crate::sched::dump::on_object(
+                &format!("JoinHandle::join_evt of {:?}", self.handle.id()),
+                t.state(),
+            ),
+            None => "JoinHandle::join_evt (done)".to_string(),
+        }
+    }
 }
 
 /// A waker that completes one event waiter: how a join state (which wakes one `Blocker`) takes

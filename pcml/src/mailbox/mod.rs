@@ -398,6 +398,10 @@ impl<T: Send + 'static, M: Mode> BaseEvent for RecvEvt<T, M> {
             give_back(&mut st.buf, &mut st.receivers, v);
         }
     }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("Mailbox::recv_evt", Arc::as_ptr(&self.mb))
+    }
 }
 
 /// The base event of an unbounded [`Sender`]'s send: always enabled (a mailbox never
@@ -432,6 +436,10 @@ impl<T: Send + 'static, M: Mode> BaseEvent for SendEvt<T, M> {
 
     fn complete(&mut self) -> M::Sent<T> {
         unreachable!("pcml: a mailbox send never blocks")
+    }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("Mailbox::send_evt", Arc::as_ptr(&self.mb))
     }
 }
 

@@ -506,6 +506,15 @@ impl BaseEvent for AcceptEvt {
             }
         }
     }
+
+    fn describe(&self) -> String {
+        use std::os::fd::AsRawFd;
+        let src = self.l.io.source();
+        match src.local_addr() {
+            Ok(a) => format!("TcpListener::accept_evt on fd {} ({a})", src.as_raw_fd()),
+            Err(_) => format!("TcpListener::accept_evt on fd {}", src.as_raw_fd()),
+        }
+    }
 }
 
 /// A TCP connection.

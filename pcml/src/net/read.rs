@@ -407,6 +407,15 @@ impl BaseEvent for ReadEvt {
     }
 
     fn describe(&self) -> String {
-        format!("a read event ({:?}) on a TcpStream", self.want)
+        use std::os::fd::AsRawFd;
+        let src = self.s.io.source();
+        match src.peer_addr() {
+            Ok(a) => format!(
+                "TcpStream read ({:?}) on fd {} (peer {a})",
+                self.want,
+                src.as_raw_fd()
+            ),
+            Err(_) => format!("TcpStream read ({:?}) on fd {}", self.want, src.as_raw_fd()),
+        }
     }
 }

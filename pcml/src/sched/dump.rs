@@ -114,11 +114,20 @@ fn object_id(addr: usize) -> Option<ObjectId> {
     (addr != 0).then(|| ObjectId((addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32))
 }
 
+/// A choice branch's line for a dump: `what` and the id of the object at `obj` (the same id a
+/// thread blocked directly on that object shows).
+pub(crate) fn on_object<O: ?Sized>(what: &str, obj: *const O) -> String {
+    match object_id(obj.cast::<()>().addr()) {
+        Some(id) => format!("{what} on {id}"),
+        None => what.to_string(),
+    }
+}
+
 impl ThreadDump {
     /// The object a blocked thread waits on, when it blocked on one object (a channel's
     /// direct `send`/`recv`, a `join`, an actor's receive); threads blocked on the same
-    /// object show the same id. `None` for a choice (its branches are in
-    /// [`waits_on`](Self::waits_on)) and for sleeps.
+    /// object show the same id. `None` for a choice (its branches, each with its object's id,
+    /// are in [`waits_on`](Self::waits_on)) and for sleeps.
     pub fn object(&self) -> Option<ObjectId> {
         self.object
     }
@@ -218,7 +227,13 @@ impl fmt::Display for ThreadDump {
 /// the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...), the
 /// object it blocked on ([`ObjectId`]: a channel, a joined thread, a mailbox; the same id for
 /// every thread blocked on the same object) and, for a general sync (a choice, a wrapped or
-/// guarded event), every branch by its base event's type (branches carry no object id). OS threads blocked in a pcml operation are listed too, by their OS thread name.
+/// guarded event), every branch: its operation and object with the object's id (a
+/// channel's, bounded channel's, mailbox's, mvar's, ivar's, actor's mailbox, joined
+/// thread's: the same id a thread blocked on it directly shows), a timer with its deadline, a
+/// socket with its file descriptor and address, and a user's
+/// [`BaseEvent`](crate::event::base::BaseEvent) by its type name (or its own
+/// [`describe`](crate::event::base::BaseEvent::describe)). OS threads blocked in a pcml
+/// operation are listed too, by their OS thread name.
 /// [`Runtime::dump`](crate::Runtime::dump) dumps a runtime from anywhere, [`dump`] the calling
 /// thread's runtime; a deadlock error carries one
 /// ([`RuntimeError::Deadlock`](crate::RuntimeError::Deadlock)).

@@ -304,6 +304,10 @@ impl<T: Clone + Send + 'static> BaseEvent for IGetEvt<T> {
                 .expect("pcml: IVar get completed unblocked"),
         )
     }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("IVar::read_evt", Arc::as_ptr(&self.var))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -764,6 +768,10 @@ impl<T: Send + 'static> BaseEvent for PutEvt<T> {
     fn cancel(&mut self) {
         drop_offer(&mut self.slot);
     }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("MVar::put_evt", Arc::as_ptr(&self.var))
+    }
 }
 
 /// The base event of [`MVar::take_evt`].
@@ -811,6 +819,10 @@ impl<T: Send + 'static> BaseEvent for TakeEvt<T> {
         // Our `.await` was dropped after a put handed us `v`: it goes back.
         lock(&self.var.state).give_back(v);
     }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("MVar::take_evt", Arc::as_ptr(&self.var))
+    }
 }
 
 /// The base event of [`MVar::get_evt`].
@@ -855,6 +867,10 @@ impl<T: Clone + Send + 'static> BaseEvent for ReadEvt<T> {
                 .as_ref()
                 .expect("pcml: MVar get completed unblocked"),
         )
+    }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("MVar::read_evt", Arc::as_ptr(&self.var))
     }
 }
 
@@ -937,6 +953,10 @@ impl<T: Send + 'static> BaseEvent for SwapEvt<T> {
         if let Some(slot) = self.slot.take() {
             lock(&slot).take();
         }
+    }
+
+    fn describe(&self) -> String {
+        crate::sched::dump::on_object("MVar::swap_evt", Arc::as_ptr(&self.var))
     }
 }
 

@@ -342,6 +342,21 @@ impl<O: Send + 'static> BaseEvent for TimeoutEvt<O> {
             t.cancel();
         }
     }
+
+    fn describe(&self) -> String {
+        match (self.deadline, self.after) {
+            (Some(d), _) => {
+                let now = Instant::now();
+                if d > now {
+                    format!("timer: deadline in {:?}", d - now)
+                } else {
+                    format!("timer: deadline passed {:?} ago", now - d)
+                }
+            }
+            (None, Some(a)) => format!("timer: {a:?} from the sync"),
+            (None, None) => "timer".to_string(),
+        }
+    }
 }
 
 impl<T: Send + 'static> Event<T> {
