@@ -124,6 +124,25 @@ fn polling() -> Option<PeerRef> {
     (!p.is_null()).then(|| unsafe { (*p).clone() })
 }
 
+/// The fiber actor that fiber slot `slot` of the calling proc runs, for a dump: its id and
+/// its registered names (`<0.12.0> "name"`).
+pub(crate) fn fiber_actor(slot: usize) -> Option<String> {
+    let peer = FIBERS
+        .try_with(|t| {
+            t.borrow()
+                .get(slot)
+                .and_then(|e| e.as_ref())
+                .map(|(_, rec)| rec.clone())
+        })
+        .ok()
+        .flatten()?;
+    let mut s = peer.peer_id().to_string();
+    for n in peer.names() {
+        s.push_str(&format!(" {n:?}"));
+    }
+    Some(s)
+}
+
 /// A fiber actor's entry in its OS thread's table, from its start to its end. It holds the
 /// actor's [`Life`] there and gives it back: to [`end`](Self::end) the actor, or to drop it
 /// (which closes the mailbox) if the fiber unwinds at shutdown.

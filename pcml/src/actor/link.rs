@@ -238,6 +238,8 @@ pub(crate) trait Peer: Send + Sync + 'static {
     /// Records a registered name; false if this actor is dead.
     fn add_name(&self, name: Arc<str>) -> bool;
     fn remove_name(&self, name: &str);
+    /// Its registered names (a dump).
+    fn names(&self) -> Vec<Arc<str>>;
     /// The linked actor `from` ended with `reason`.
     fn exit_signal(&self, from: ActorId, reason: &ExitReason);
     /// Queues a signal (or, untyped, a message holding it).
@@ -353,6 +355,11 @@ impl<M: Send + 'static> Peer for Record<M> {
         }
         st.ext().names.push(name);
         true
+    }
+
+    fn names(&self) -> Vec<Arc<str>> {
+        let st = self.lock();
+        st.ext.as_ref().map_or_else(Vec::new, |e| e.names.clone())
     }
 
     fn remove_name(&self, name: &str) {

@@ -123,6 +123,7 @@ use crate::sched::blocker::Blocker;
 
 mod any;
 mod current;
+pub(crate) use current::fiber_actor;
 mod link;
 mod record;
 mod registry;

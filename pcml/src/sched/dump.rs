@@ -69,6 +69,7 @@ pub struct ThreadDump {
     state: ThreadState,
     waits_on: Vec<String>,
     object: Option<ObjectId>,
+    actor: Option<String>,
 }
 
 /// The id of an object threads block on (a channel, a join handle's thread, a mailbox), in
@@ -132,6 +133,28 @@ impl ThreadDump {
         self.object
     }
 
+    /// For a fiber that runs an actor ([`actor::spawn`](crate::actor::spawn)): the actor's
+    /// id and its registered names ([`actor::register`](crate::actor::register)), as
+    /// `<0.12.0> "name"`.
+    ///
+    /// ```
+    /// use pcml::actor::{self, Ctx};
+    /// pcml::run(|| {
+    ///     let pid = actor::spawn(|mut ctx: Ctx<u8>| {
+    ///         ctx.receive();
+    ///     });
+    ///     actor::register("doc-dump-actor", &pid).unwrap();
+    ///     pcml::yield_now(); // it blocks in its receive
+    ///     let d = pcml::dump().unwrap();
+    ///     let t = d.threads().iter().find(|t| t.actor().is_some()).unwrap();
+    ///     assert!(t.actor().unwrap().contains("\"doc-dump-actor\""), "{d}");
+    ///     pid.send(1).unwrap();
+    /// });
+    /// ```
+    pub fn actor(&self) -> Option<&str> {
+        self.actor.as_deref()
+    }
+
     /// The thread's id (`None` for an OS thread).
     pub fn id(&self) -> Option<ThreadId> {
         self.id
@@ -172,6 +195,9 @@ impl fmt::Display for ThreadDump {
         }
         if let Some(n) = &self.name {
             write!(f, " \"{n}\"")?;
+        }
+        if let Some(a) = &self.actor {
+            write!(f, " actor {a}")?;
         }
         let kind = match self.kind {
             ThreadKind::Fiber => "fiber",
@@ -575,6 +601,7 @@ impl Request {
 /// Describes a fiber slot's thread (on its proc's worker).
 pub(crate) fn fiber_dump(
     id: ThreadId,
+    slot: usize,
     proc: usize,
     state: ThreadState,
     blocked_in: &str,
@@ -602,6 +629,7 @@ pub(crate) fn fiber_dump(
         } else {
             None
         },
+        actor: crate::actor::fiber_actor(slot),
     }
 }
 
@@ -668,6 +696,7 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
             state: ThreadState::Pending,
             waits_on: Vec::new(),
             object: None,
+            actor: None,
         });
     });
     for (_, w) in OS_WAITERS
@@ -685,6 +714,7 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
             // SAFETY: the waiter is listed only while it is blocked in `what` (`OsBlocked`).
             waits_on: vec![unsafe { &*w.what }.to_string()],
             object: object_id(w.obj),
+            actor: None,
         });
     }
     (

@@ -102,11 +102,17 @@ pub(crate) struct Edge {
 ///     let (from_a, from_b) = (to_a.clone(), to_b.clone());
 ///     let a = pcml::SpawnBuilder::new()
 ///         .name("a")
-///         .spawn(move || from_a.recv().join().map(|_: ()| ()))
+///         .spawn(move || {
+///             let b: pcml::JoinHandle<()> = from_a.recv();
+///             let _ = b.join();
+///         })
 ///         .unwrap();
 ///     let b = pcml::SpawnBuilder::new()
 ///         .name("b")
-///         .spawn(move || from_b.recv().join())
+///         .spawn(move || {
+///             let a: pcml::JoinHandle<()> = from_b.recv();
+///             let _ = a.join();
+///         })
 ///         .unwrap();
 ///     pcml::yield_now(); // both start (a thread not started yet would run on its joiner's stack)
 ///     to_b.send(a);

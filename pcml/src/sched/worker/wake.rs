@@ -434,7 +434,7 @@ impl Context {
                 });
             }
             let obj = obj.map_or(0, |o| o.cast::<()>().as_ptr().addr());
-            threads.push(fiber_dump(e.id, self.index, state, what, obj, detail));
+            threads.push(fiber_dump(e.id, slot, self.index, state, what, obj, detail));
         });
         let unstarted = self.local.len()
             + self.own.borrow().len()
