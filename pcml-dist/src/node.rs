@@ -14,7 +14,13 @@
 //!   a local actor linked to the proxy ends, the proxy sends the link and its exit signal to
 //!   the remote process. The `Term` proxy of a process also holds the links and monitors
 //!   that the process makes on local actors (`LINK`, `MONITOR_P` from Erlang).
-//! - A connection that goes down kills every proxy of that node with `noconnection`.
+//! - A connection that goes down ends every proxy of that node with `noconnection`. A proxy
+//!   ends by a `Ctl::End` through its control channel, after the requests queued before it,
+//!   so a `LINK` that a peer sends just before the `EXIT` it announces takes effect first.
+//! - A proxy monitored from another node (the proxy, on a pcml peer, of a process that one
+//!   of our proxies monitors) gets no proxy of its own for the watcher, which would monitor
+//!   back and so on without end: the node keeps the watcher and its reference and sends it
+//!   the `MONITOR_P_EXIT` when the proxy ends.
 //!
 //! # Invariants
 //! - The state lock is never held while blocking, spawning a connection, or calling into
@@ -309,6 +315,10 @@ struct State {
     names: HashMap<String, Arc<Export>>,
     proxies: HashMap<(ErlPid, TypeId), Proxy>,
     proxy_keys: HashMap<ActorId, (ErlPid, TypeId)>,
+    /// Remote processes monitoring a proxy (in practice the stand-in, on a pcml node, of
+    /// a process that a proxy here monitors), with their references: told when the proxy
+    /// ends, without a proxy of their own (which would monitor back, and so on forever).
+    proxy_watchers: HashMap<ActorId, Vec<(ErlPid, Term)>>,
     watched: HashMap<MonitorRef, ActorId>,
     next_num: u64,
     next_ref: u64,
@@ -411,6 +421,10 @@ enum Ctl {
         r: Term,
     },
     Demonitor(Term),
+    /// The remote process ended (or its node went down): end with this reason, after the
+    /// requests sent before it (a `LINK` a peer sends just before its `EXIT` is made first,
+    /// so the linked actor hears of the exit).
+    End(ExitReason),
 }
 
 fn num_of(p: &ErlPid) -> Option<u64> {
@@ -771,6 +785,7 @@ impl Inner {
                 }
                 st.names.retain(|_, x| x.actor != actor);
             }
+            st.proxy_watchers.remove(&actor);
             if let Some(k) = st.proxy_keys.remove(&actor)
                 && st.proxies.get(&k).is_some_and(|p| p.id == actor)
             {
@@ -924,10 +939,53 @@ impl Inner {
 
     /// Kills every proxy of `pid` with `reason`.
     fn kill_proxies(&self, pid: &ErlPid, reason: &ExitReason) {
+        let ids: Vec<ActorId> = {
+            let st = self.lock();
+            st.proxies
+                .iter()
+                .filter(|((p, _), _)| p == pid)
+                .map(|(_, proxy)| proxy.id)
+                .collect()
+        };
+        let why = reason_to_term(reason);
+        for id in ids {
+            self.tell_watchers(id, &why);
+        }
         let st = self.lock();
         for ((p, _), proxy) in &st.proxies {
-            if p == pid {
+            if p == pid && proxy.ctl.send(Ctl::End(reason.clone())).is_err() {
                 (proxy.kill)(reason.clone());
+            }
+        }
+    }
+
+    /// Tells the remote processes that monitor the proxy `id` that it ends with `reason`
+    /// (over connections that are up: a watcher whose node is gone needs no word).
+    fn tell_watchers(&self, id: ActorId, reason: &Term) {
+        let (watchers, me, conns) = {
+            let mut st = self.lock();
+            let Some(w) = st.proxy_watchers.remove(&id) else {
+                return;
+            };
+            let Some(me) = st.exports.get(&id).map(|e| e.erl.clone()) else {
+                return;
+            };
+            let conns: HashMap<String, Arc<Conn>> = st
+                .conns
+                .iter()
+                .filter_map(|(n, s)| match s {
+                    Slot::Up(c) => Some((n.clone(), c.clone())),
+                    Slot::Pending(_) => None,
+                })
+                .collect();
+            (w, me, conns)
+        };
+        for (watcher, r) in watchers {
+            if let Some(c) = conns.get(&*watcher.node.name) {
+                c.send(
+                    &wire::monitor_exit(me.clone().into(), &watcher, r, reason.clone()),
+                    None,
+                );
             }
         }
     }
@@ -1108,6 +1166,17 @@ impl Inner {
             }
         }
         c.close();
+        let ids: Vec<ActorId> = {
+            let st = self.lock();
+            st.proxies
+                .iter()
+                .filter(|((p, _), _)| p.node.name == c.peer)
+                .map(|(_, proxy)| proxy.id)
+                .collect()
+        };
+        for id in ids {
+            self.tell_watchers(id, &atom("noconnection"));
+        }
         let st = self.lock();
         for ((p, _), proxy) in &st.proxies {
             if p.node.name == c.peer {
@@ -1192,6 +1261,17 @@ impl Inner {
                     _ => None,
                 }
                 .filter(|e| e.handle.is_alive());
+                if let Some(e) = &target {
+                    let mut st = self.lock();
+                    if st.proxy_keys.contains_key(&e.actor) {
+                        // A proxy watched (by a proxy on the other node): remembered here.
+                        st.proxy_watchers
+                            .entry(e.actor)
+                            .or_default()
+                            .push((from, r));
+                        return;
+                    }
+                }
                 match (target, self.pid_of::<Term>(&from)) {
                     (Some(e), Ok((_, Some(ctl)))) => {
                         let down_from = match &to {
@@ -1210,6 +1290,11 @@ impl Inner {
                 }
             }
             Ctrl::Demonitor { from, r, .. } => {
+                let mut st = self.lock();
+                for w in st.proxy_watchers.values_mut() {
+                    w.retain(|(p, x)| !(*p == from && *x == r));
+                }
+                drop(st);
                 let ctl = self
                     .lock()
                     .proxies
@@ -1222,7 +1307,19 @@ impl Inner {
             Ctrl::MonitorExit { to, reason, .. } => {
                 // `to` is the proxy that monitors the process that ended.
                 if let Some(e) = self.local(&to) {
-                    e.handle.kill_with(reason_from_term(&reason));
+                    self.tell_watchers(e.actor, &reason);
+                    let why = reason_from_term(&reason);
+                    let ctl = {
+                        let st = self.lock();
+                        st.proxy_keys
+                            .get(&e.actor)
+                            .and_then(|k| st.proxies.get(k))
+                            .filter(|p| p.id == e.actor)
+                            .map(|p| p.ctl.clone())
+                    };
+                    if ctl.is_none_or(|c| c.send(Ctl::End(why.clone())).is_err()) {
+                        e.handle.kill_with(why);
+                    }
                 }
             }
             Ctrl::UnlinkAck | Ctrl::Ignored(_) => {}
@@ -1340,6 +1437,11 @@ fn proxy_body<M: IntoTerm + Send + 'static>(
                 }
             }
             Ev::Ctl(None) => {}
+            Ev::Ctl(Some(Ctl::End(reason))) => {
+                ctx.pid().kill_with(reason);
+                ctx.receive();
+                return;
+            }
             Ev::Ctl(Some(c)) => {
                 let Some(tctx) = (&ctx as &dyn Any).downcast_ref::<Ctx<Term>>() else {
                     continue;
@@ -1371,6 +1473,7 @@ fn proxy_body<M: IntoTerm + Send + 'static>(
                             remote_mons.remove(&m);
                         }
                     }
+                    Ctl::End(_) => unreachable!("handled above"),
                 }
             }
         }

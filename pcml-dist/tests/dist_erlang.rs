@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pcml::actor::{self, Ctx, ExitReason, Signal};
-use pcml_dist::term::{Atom, ErlPid, FromTerm, Term, atom, is_atom, tuple};
+use pcml_dist::term::{Atom, ErlPid, FromTerm, IntoTerm, Term, atom, is_atom, tuple};
 use pcml_dist::{DistError, Node, NodeBuilder};
 
 /// How long any one wait for Erlang may take before the test fails.
@@ -771,6 +771,253 @@ fn ticks_and_silence() {
             }
         );
         erl.kill();
+    });
+}
+
+/// Milliseconds since the Unix epoch, Erlang's `erlang:system_time(millisecond)`.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Sleeps (in pcml time) until the wall clock reads `at` milliseconds.
+fn sleep_until_ms(at: u64) {
+    let now = now_ms();
+    if at > now {
+        pcml::time::sleep(Duration::from_millis(at - now));
+    }
+}
+
+/// Both nodes connect to each other at the same moment, five times over, against an Erlang
+/// node whose name sorts before the pcml node's (the pcml node's attempt wins: it answers
+/// Erlang's `nok`) and one whose name sorts after (Erlang's attempt wins: it answers ours
+/// `nok`, and ours waits for the accepted one). Each time both connects succeed and
+/// messages pass both ways over the one connection that is left.
+#[test]
+fn simultaneous_connect_both_ways() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let node = node(&e, "m10", "c10");
+        let trials = 5u64;
+        let mut fibers = Vec::new();
+        for peer in ["a10", "z10"] {
+            let ctl_name = format!("t10{peer}");
+            let mut erl = erl(
+                &e,
+                peer,
+                "c10",
+                &format!(
+                    r#"P = 'm10@127.0.0.1', register(ctl, self()),
+                    T0 = erlang:system_time(millisecond) + 1500,
+                    io:format("T0 ~w~n", [T0]),
+                    Trial = fun(I) ->
+                        At = T0 + I * 1000,
+                        timer:sleep(max(0, At - erlang:system_time(millisecond))),
+                        R = net_kernel:connect_node(P),
+                        {{{ctl_name}, P}} ! {{hi, I}},
+                        receive {{ho, I}} -> io:format("TRIAL ~w ~w~n", [I, R])
+                        after 10000 -> io:format("TRIAL ~w no_answer~n", [I]) end,
+                        timer:sleep(max(0, At + 600 - erlang:system_time(millisecond))),
+                        erlang:disconnect_node(P)
+                    end,
+                    lists:foreach(Trial, lists:seq(0, {last})),
+                    io:format("DONE~n"), receive never -> ok end."#,
+                    last = trials - 1
+                ),
+            );
+            let node = node.clone();
+            fibers.push(pcml::spawn(move || {
+                let mut me = Ctx::<Term>::new();
+                node.register(&ctl_name, &me.pid()).unwrap();
+                let t0: u64 = erl.expect("T0 ")[3..].parse().unwrap();
+                let peer_node = format!("{peer}@127.0.0.1");
+                for i in 0..trials {
+                    sleep_until_ms(t0 + i * 1000);
+                    node.connect(&peer_node)
+                        .unwrap_or_else(|e| panic!("trial {i} with {peer}: {e}"));
+                    let hi = me.receive_timeout(WAIT).expect("Erlang's hello");
+                    assert_eq!(hi, (atom("hi"), i).into_term());
+                    node.send_named(&peer_node, "ctl", (atom("ho"), i)).unwrap();
+                    assert_eq!(erl.expect("TRIAL"), format!("TRIAL {i} true"));
+                }
+                erl.expect("DONE");
+            }));
+        }
+        for f in fibers {
+            f.join().unwrap();
+        }
+    });
+}
+
+/// Waits (in pcml time) until `f` holds.
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < WAIT, "never: {what}");
+        pcml::time::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Two pcml nodes (in one process, over TCP through EPMD as any two nodes): sends by name and
+/// by pid, a monitor and a link across in both directions with their reasons, and node down
+/// (`noconnection`) when one stops.
+#[test]
+fn pcml_to_pcml() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let a = node(&e, "pa", "c11");
+        let b = node(&e, "pb", "c11");
+        let (an, bn) = ("pa@127.0.0.1", "pb@127.0.0.1");
+        // On a: an echo by name; on b: this fiber.
+        let echo = spawn_echo(&a);
+        a.register("t11echo", &echo).unwrap();
+        let mut me = Ctx::<Term>::new();
+        me.trap_exits(true);
+        let my = b.erl_pid(&me.pid());
+        b.send_named(an, "t11echo", (my.clone(), atom("by_name")))
+            .unwrap();
+        assert_eq!(
+            me.receive_timeout(WAIT),
+            Some((atom("echo"), atom("by_name")).into_term())
+        );
+        assert_eq!(a.nodes(), vec![bn.to_string()]);
+        assert_eq!(b.nodes(), vec![an.to_string()]);
+        // A pid of a's actor on b, used as a local pid: send, monitor.
+        let echo_on_b = b.pid_of::<(ErlPid, Term)>(&a.erl_pid(&echo)).unwrap();
+        echo_on_b.send((my.clone(), atom("by_pid"))).unwrap();
+        assert_eq!(
+            me.receive_timeout(WAIT),
+            Some((atom("echo"), atom("by_pid")).into_term())
+        );
+        let term_echo_on_b = b.pid_of::<Term>(&a.erl_pid(&echo)).unwrap();
+        let mon = me.monitor(&term_echo_on_b);
+        // Let the monitor reach a before the echo ends.
+        pcml::time::sleep(Duration::from_millis(100));
+        echo.send(atom("stop")).unwrap();
+        assert_eq!(
+            me.receive_signal(),
+            Signal::Down {
+                monitor: mon,
+                actor: term_echo_on_b.id(),
+                reason: ExitReason::Normal
+            }
+        );
+        // A link from b to an actor of a, which is killed.
+        let victim = actor::spawn(|mut ctx: Ctx<Term>| {
+            loop {
+                ctx.receive();
+            }
+        });
+        let victim_on_b = b.pid_of::<Term>(&a.erl_pid(&victim)).unwrap();
+        me.link(&victim_on_b);
+        pcml::time::sleep(Duration::from_millis(100));
+        victim.kill("boom");
+        assert_eq!(
+            me.receive_signal(),
+            Signal::Exit {
+                from: victim_on_b.id(),
+                reason: ExitReason::Killed("boom".into())
+            }
+        );
+        // A link from an actor of a to this fiber on b: a's actor ends, b hears its reason.
+        let me_on_a = a.pid_of::<Term>(&my).unwrap();
+        let linker = actor::spawn(move |mut ctx: Ctx<()>| {
+            ctx.link(&me_on_a);
+            ctx.receive();
+        });
+        let linker_erl = a.erl_pid(&linker);
+        pcml::time::sleep(Duration::from_millis(100));
+        linker.kill("bye");
+        match me.receive_signal() {
+            Signal::Exit { from, reason } => {
+                assert_eq!(reason, ExitReason::Killed("bye".into()));
+                assert_eq!(b.remote_of(from), Some(linker_erl));
+            }
+            other => panic!("expected the linked actor's exit, got {other:?}"),
+        }
+        // Node down: a stops, b's monitor of a's actor says noconnection.
+        let survivor = actor::spawn(|mut ctx: Ctx<Term>| {
+            loop {
+                ctx.receive();
+            }
+        });
+        let survivor_on_b = b.pid_of::<Term>(&a.erl_pid(&survivor)).unwrap();
+        let mon = me.monitor(&survivor_on_b);
+        pcml::time::sleep(Duration::from_millis(100));
+        a.stop();
+        assert_eq!(
+            me.receive_signal(),
+            Signal::Down {
+                monitor: mon,
+                actor: survivor_on_b.id(),
+                reason: ExitReason::Killed("noconnection".into())
+            }
+        );
+        eventually("b sees a go", || b.nodes().is_empty());
+        assert!(survivor.is_alive(), "a's actors outlive its node");
+        survivor.kill("done");
+    });
+}
+
+/// Two pcml nodes connect to each other at the same moment, twenty times: each time both
+/// connects succeed, one connection is left, messages pass both ways, and a disconnect is
+/// seen by both.
+#[test]
+fn pcml_nodes_connect_to_each_other_at_once() {
+    if !have_erl() {
+        return;
+    }
+    let e = epmd();
+    run(move || {
+        let a = node(&e, "qa", "c12");
+        let b = node(&e, "qb", "c12");
+        let (an, bn) = ("qa@127.0.0.1", "qb@127.0.0.1");
+        let mut inbox_a = Ctx::<u64>::new();
+        a.register("t12a", &inbox_a.pid()).unwrap();
+        let (tx, rx) = pcml::chan::unbounded::<u64>();
+        let inbox_b = actor::spawn(move |mut ctx: Ctx<u64>| {
+            loop {
+                let _ = tx.send(ctx.receive());
+            }
+        });
+        b.register("t12b", &inbox_b).unwrap();
+        for i in 0..20u64 {
+            let go = pcml::CVar::new();
+            let connect = |n: Node, to: &'static str, go: pcml::CVar| {
+                pcml::spawn(move || {
+                    go.wait();
+                    n.connect(to)
+                })
+            };
+            let ja = connect(a.clone(), bn, go.clone());
+            let jb = connect(b.clone(), an, go.clone());
+            go.signal();
+            let (ra, rb) = (ja.join().unwrap(), jb.join().unwrap());
+            assert!(ra.is_ok() && rb.is_ok(), "trial {i}: {ra:?} {rb:?}");
+            eventually("both see one connection", || {
+                a.nodes() == vec![bn.to_string()] && b.nodes() == vec![an.to_string()]
+            });
+            b.send_named(an, "t12a", i).unwrap();
+            assert_eq!(inbox_a.receive_timeout(WAIT), Some(i));
+            a.send_named(bn, "t12b", i).unwrap();
+            assert_eq!(rx.recv(), Ok(i));
+            if i % 2 == 0 {
+                a.disconnect(bn);
+            } else {
+                b.disconnect(an);
+            }
+            eventually("both see the disconnect", || {
+                a.nodes().is_empty() && b.nodes().is_empty()
+            });
+        }
     });
 }
 
