@@ -17,6 +17,9 @@
 //! - A connection that goes down ends every proxy of that node with `noconnection`. A proxy
 //!   ends by a `Ctl::End` through its control channel, after the requests queued before it,
 //!   so a `LINK` that a peer sends just before the `EXIT` it announces takes effect first.
+//! - A `LINK` or `MONITOR_P` from a peer is made by the process's `Term` proxy while the
+//!   connection's reader waits for it, so the peer's next message finds the link or monitor
+//!   in place, as in Erlang.
 //! - A proxy monitored from another node (the proxy, on a pcml peer, of a process that one
 //!   of our proxies monitors) gets no proxy of its own for the watcher, which would monitor
 //!   back and so on without end: the node keeps the watcher and its reference and sends it
@@ -412,13 +415,16 @@ struct Proxy {
 
 /// What the node asks of a `Term` proxy on behalf of its remote process.
 enum Ctl {
-    Link(Arc<Export>),
+    /// Link to the export; `done` is dropped once linked.
+    Link(Arc<Export>, Sender<()>),
     Unlink(Arc<Export>),
+    /// Monitor the export; `done` is dropped once monitoring.
     Monitor {
         target: Arc<Export>,
         /// What the `DOWN` names: the pid, or the registered name it was monitored by.
         down_from: Term,
         r: Term,
+        done: Sender<()>,
     },
     Demonitor(Term),
     /// The remote process ended (or its node went down): end with this reason, after the
@@ -1215,7 +1221,11 @@ impl Inner {
             Ctrl::Link { from, to } => match self.local(&to).filter(|e| e.handle.is_alive()) {
                 Some(e) => {
                     if let Ok((_, Some(ctl))) = self.pid_of::<Term>(&from) {
-                        let _ = ctl.send(Ctl::Link(e));
+                        // Linked before the peer's next message is delivered (Erlang's
+                        // order: a message sent after `link/1` finds the link made).
+                        let (done, made) = unbounded::<()>();
+                        let _ = ctl.send(Ctl::Link(e, done));
+                        let _ = made.recv();
                     }
                 }
                 None => {
@@ -1278,11 +1288,14 @@ impl Inner {
                             Term::Atom(_) => to.clone(),
                             _ => e.erl.clone().into(),
                         };
+                        let (done, made) = unbounded::<()>();
                         let _ = ctl.send(Ctl::Monitor {
                             target: e,
                             down_from,
                             r,
+                            done,
                         });
+                        let _ = made.recv();
                     }
                     _ => {
                         c.send(&wire::monitor_exit(to, &from, r, atom("noproc")), None);
@@ -1447,9 +1460,10 @@ fn proxy_body<M: IntoTerm + Send + 'static>(
                     continue;
                 };
                 match c {
-                    Ctl::Link(e) => {
+                    Ctl::Link(e, done) => {
                         e.handle.link_from(tctx);
                         remote_links.insert(e.actor);
+                        drop(done);
                     }
                     Ctl::Unlink(e) => {
                         e.handle.unlink_from(tctx);
@@ -1459,9 +1473,11 @@ fn proxy_body<M: IntoTerm + Send + 'static>(
                         target,
                         down_from,
                         r,
+                        done,
                     } => {
                         let m = target.handle.monitor_from(tctx);
                         remote_mons.insert(m, (down_from, r));
+                        drop(done);
                     }
                     Ctl::Demonitor(r) => {
                         if let Some(m) = remote_mons
