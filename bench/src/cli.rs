@@ -18,7 +18,8 @@ use crate::table::Section;
 const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--rounds R] [--co-runner K] [--out DIR] [--list]
 
   --full        the papers' sizes (default: quick sizes, about five minutes on 2 cores)
-  --only NAME   run only these programs or sections (repeatable, or comma-separated)
+  --only NAME   run only these programs or sections (repeatable, or comma-separated;
+                --list shows the names, e.g. pingpong or parallel-cml)
   --procs LIST  proc counts for pcml, Go and Erlang (default 1,2)
   --no-peers    do not run the CML, Go and Erlang peers
   --runs N      samples per figure over all rounds (default 6); figures are medians with
@@ -252,7 +253,7 @@ pub fn main() -> i32 {
     if args.list {
         for p in programs::all() {
             println!(
-                "{:<12} section {:<8} {}",
+                "{:<12} section {:<14} {}",
                 p.name, p.section.id, p.section.title
             );
         }

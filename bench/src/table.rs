@@ -344,7 +344,7 @@ pub struct Published {
 /// The figures of one paper (or issue).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Section {
-    /// Short id, used in chart file names, e.g. `"seed003"`.
+    /// Short id, used in chart file names, e.g. `"parallel-cml"`.
     pub id: &'static str,
     /// Heading, e.g. `"Parallel CML (Reppy, Russo and Xiao 2009, section 10)"`.
     pub title: &'static str,

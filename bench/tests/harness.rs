@@ -174,8 +174,11 @@ fn flags_select_programs_and_reject_unknown_names() {
     let a = parse(["--only", "spawn", "--no-peers", "--full"].map(String::from)).unwrap();
     assert!(a.cfg.full && !a.cfg.peers);
     assert_eq!(programs::select(&a.cfg.only).unwrap().len(), 1);
-    let by_section = programs::select(&["seed003".to_string()]).unwrap();
+    let by_section = programs::select(&["parallel-cml".to_string()]).unwrap();
     assert_eq!(by_section.len(), 4);
+    // The old id still selects the same section.
+    let by_old_id = programs::select(&["seed003".to_string()]).unwrap();
+    assert_eq!(by_old_id.len(), 4);
     assert_eq!(
         programs::select(&["nope".to_string()]).unwrap_err(),
         vec!["nope".to_string()]

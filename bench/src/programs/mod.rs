@@ -349,7 +349,7 @@ impl Ctx<'_> {
 /// A section's identity: id (for file names), title, and where the paper's figures came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SectionInfo {
-    /// Short id, e.g. `"seed003"`.
+    /// Short id, e.g. `"parallel-cml"` (what `--only` takes, and chart file names start with).
     pub id: &'static str,
     /// Heading.
     pub title: &'static str,
@@ -372,25 +372,25 @@ pub const ISSUE2: SectionInfo = SectionInfo {
 };
 /// Parallel CML, section 10.
 pub const SEED003: SectionInfo = SectionInfo {
-    id: "seed003",
+    id: "parallel-cml",
     title: "Parallel CML (Reppy, Russo and Xiao, ICFP 2009, section 10)",
     published_on: "2009, four dual-core 2 GHz Opteron 870, SML/NJ 110.69",
 };
 /// Lightweight threads in OCaml, section 6.
 pub const SEED001: SectionInfo = SectionInfo {
-    id: "seed001",
+    id: "lightweight",
     title: "Light weight concurrency in OCaml (Deleuze 2010, section 6)",
     published_on: "2010; published as charts (Figures 7-16), no table",
 };
 /// Weighing continuations, section 5.3.
 pub const SEED002: SectionInfo = SectionInfo {
-    id: "seed002",
+    id: "continuations",
     title: "Weighing continuations for concurrency (Farvardin 2017, section 5.3)",
     published_on: "2017, Manticore; published as charts (Figures 5.8, 5.9)",
 };
 /// Actors, chapter 4.
 pub const SEED000: SectionInfo = SectionInfo {
-    id: "seed000",
+    id: "actors",
     title: "Actor model concurrency (Krook 2020, chapter 4)",
     published_on: "2020, MLKit actors library against Erlang (Table 4.1)",
 };
@@ -414,7 +414,7 @@ pub const DISTRIBUTION: SectionInfo = SectionInfo {
 };
 /// The multiprocessor interface, section 6.3.
 pub const SEED004: SectionInfo = SectionInfo {
-    id: "seed004",
+    id: "multiprocessor",
     title: "A portable multiprocessor interface for SML/NJ (Morrisett and Tolmach 1992, section 6.3)",
     published_on: "1992, 8-processor SGI, SML/NJ with MP",
 };
@@ -459,13 +459,40 @@ pub fn all() -> Vec<Program> {
     ]
 }
 
-/// The programs `only` selects: by program name or section id; all when `only` is empty.
-/// Unknown names are returned as the error.
+/// The section ids of earlier versions (the papers' numbers in the project's notes), still
+/// taken by `--only`: old id and the id it is now.
+pub const OLD_SECTION_IDS: [(&str, &str); 5] = [
+    ("seed000", "actors"),
+    ("seed001", "lightweight"),
+    ("seed002", "continuations"),
+    ("seed003", "parallel-cml"),
+    ("seed004", "multiprocessor"),
+];
+
+/// The programs `only` selects: by program name or section id (or an old section id, see
+/// [`OLD_SECTION_IDS`]); all when `only` is empty. Unknown names are returned as the error.
+///
+/// ```
+/// use pcml_bench::programs::select;
+/// let by_id = select(&["parallel-cml".to_string()]).unwrap();
+/// let by_old_id = select(&["seed003".to_string()]).unwrap();
+/// assert_eq!(by_id.len(), by_old_id.len());
+/// assert!(by_id.iter().any(|p| p.name == "pingpong"));
+/// ```
 pub fn select(only: &[String]) -> std::result::Result<Vec<Program>, Vec<String>> {
     let programs = all();
     if only.is_empty() {
         return Ok(programs);
     }
+    let only: Vec<String> = only
+        .iter()
+        .map(|n| {
+            OLD_SECTION_IDS
+                .iter()
+                .find(|(old, _)| old == n)
+                .map_or_else(|| n.clone(), |(_, new)| (*new).to_string())
+        })
+        .collect();
     let unknown: Vec<String> = only
         .iter()
         .filter(|n| !programs.iter().any(|p| p.name == *n || p.section.id == *n))
