@@ -65,7 +65,7 @@
 //! listener when it loses, so no connection is ever dropped.
 //!
 //! # Invariants
-//! - See `sched::io` for the driver's; here: every operation takes the direction's generation
+//! - See `readiness` for the readiness state's; here: every operation takes the direction's generation
 //!   before its system call and clears readiness with it, so an edge that arrives during the
 //!   call keeps the flag set.
 
@@ -80,8 +80,12 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter};
-use crate::sched::io::{Dir, Park, Registered, ScheduledIo, closed_error, current_driver};
+use crate::sched::io::{Dir, closed_error};
 use crate::sync_var::waiters::complete_self;
+
+pub(crate) mod readiness;
+
+use readiness::{Park, Registered, ScheduledIo};
 
 /// The base event of every readiness event: enabled while its source's direction is ready.
 struct ReadyEvt {
@@ -367,7 +371,7 @@ impl<T: AsRawFd> Async<T> {
                 ),
             ));
         }
-        let reg = current_driver()?.register(FdSource(io))?;
+        let reg = readiness::register(FdSource(io))?;
         Ok(Async { reg })
     }
 

@@ -101,7 +101,7 @@
 //! - A listener's `pending` connections and blocked accepts change only under its queue lock;
 //!   while a live blocked accept is queued, `pending` is served to it before the lock is
 //!   released (a connection handed back is followed by a serve).
-//! - Lock order: a listener's queue lock, then its readiness lock (`sched::io`); the driver
+//! - Lock order: a listener's queue lock, then its readiness lock (`io::readiness`); the driver
 //!   never holds a readiness lock while it runs the listener's serve hook.
 
 use std::collections::VecDeque;
@@ -116,8 +116,9 @@ use std::task::{Context, Poll};
 mod read;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
+use crate::io::readiness::{self, Registered};
 use crate::io::{async_io, blocking_io, poll_io, ready_evt, try_io};
-use crate::sched::io::{Dir, Driver, Registered, closed_error, current_driver, lock};
+use crate::sched::io::{Dir, Driver, closed_error, current_driver, lock};
 use crate::sync_var::waiters::{Offers, Slot, deliver, delivered};
 
 /// What an accept yields.
@@ -225,7 +226,7 @@ impl TcpListener {
     }
 
     fn from_mio(l: mio::net::TcpListener) -> io::Result<TcpListener> {
-        let io = current_driver()?.register(l)?;
+        let io = readiness::register(l)?;
         let inner = Arc::new(ListenerInner {
             io,
             queue: Mutex::new(AcceptQueue {
@@ -717,7 +718,7 @@ impl TcpStream {
     fn register(driver: &Arc<Driver>, s: mio::net::TcpStream) -> io::Result<TcpStream> {
         Ok(TcpStream {
             inner: Arc::new(StreamInner {
-                io: driver.register(s)?,
+                io: readiness::register_with(driver, s)?,
                 rx: OnceLock::new(),
                 buffered: AtomicBool::new(false),
             }),
@@ -1513,7 +1514,7 @@ impl UdpSocket {
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         let s = each_addr(addr, mio::net::UdpSocket::bind)?;
         Ok(UdpSocket {
-            io: current_driver()?.register(s)?,
+            io: readiness::register(s)?,
         })
     }
 
@@ -1531,7 +1532,7 @@ impl UdpSocket {
     pub fn from_std(s: std::net::UdpSocket) -> io::Result<UdpSocket> {
         s.set_nonblocking(true)?;
         Ok(UdpSocket {
-            io: current_driver()?.register(mio::net::UdpSocket::from_std(s))?,
+            io: readiness::register(mio::net::UdpSocket::from_std(s))?,
         })
     }
 

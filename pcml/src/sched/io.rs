@@ -1,6 +1,6 @@
 //! The I/O poller (Morrisett and Tolmach 1992, section 4.4, and "Smarter I/O" in section 8): one `mio` poller
 //! per runtime, on a driver thread of its own, turns the kernel's readiness notifications into
-//! commits of the waiters blocked on readiness events (`crate::io`, `crate::net`).
+//! calls on the readiness state of each registered source.
 //!
 //! A runtime's driver starts on the first registration made from one of its procs and stops
 //! when the runtime is dropped (`Runtime::drop` stops it through a `mio::Waker` and joins its
@@ -8,16 +8,14 @@
 //! tokio, `spawn_blocking` jobs) register with one process-wide fallback driver, started on first
 //! use and never stopped, like the fallback timer thread of `sched::timer`.
 //!
-//! Each registered source has a [`ScheduledIo`]: per direction (read, write) a readiness flag,
-//! a generation counter, a FIFO queue of blocked waiters (the `Queue` of
-//! `sync_var::waiters`), and two task waker slots, one for the poll-style operations
-//! (`AsyncRead`/`AsyncWrite`) and one for the async operations (`io::async_io`). The source is registered edge-triggered for both directions. On an
-//! event the driver sets the flag, bumps the generation and commits every queued waiter of that
-//! direction through the event protocol (`Waiter::synch_spinning`, then `Commit::publish`);
-//! waiters whose sync already completed elsewhere are skipped (and swept from queues as they
-//! grow). An operation that hits `WouldBlock` clears the flag only if the generation it saw
-//! before its system call is still current, so an edge that arrives meanwhile is never lost.
-//!
+//! This layer knows nothing of events or waiters: a source registers with an
+//! `Arc` of something that implements [`Readiness`], and the driver keeps that in a table by
+//! token. The source is registered edge-triggered for both directions; on an event the driver
+//! calls `Readiness::ready` for each direction it reports (one virtual call per event, beside a
+//! system call), and `Readiness::close` when the source is deregistered or the driver stops.
+//! The layer above (`io::readiness`) implements it: it keeps per direction the readiness flag,
+//! the generation, the queue of blocked syncs and the task waker slots, and commits the
+//! waiters through the event protocol.//!
 //! # Differences from the paper
 //! Seed 004 calls `select` before each blocking operation on the proc that performs it and
 //! relies on timer signals to preempt a thread stuck in I/O; its section 8 weighs handing I/O
@@ -47,30 +45,25 @@
 //! while a proc polls, which moves a thread wake-up to every park of that proc instead.
 //!
 //! # Invariants
-//! - A direction's `ready`, `generation`, `closed` and waiter queue change only under that
-//!   direction's lock; waiters are committed after the lock is released (the protocol never
-//!   takes the lock, so holding it would be safe too, but a wake-up can be slow).
-//! - `closed` is set once per direction (source deregistered, or its driver stopped) and makes
-//!   the direction permanently ready, so nothing blocks on a source that can never fire again.
+//! - `Readiness::close` is called for every source still registered when its driver stops, and
+//!   for each source when its registration is dropped, so nothing blocks on a source that can
+//!   never fire again.
 //! - Tokens are slab keys and may be reused after a deregistration; a stale event for a reused
 //!   token only causes a spurious readiness, which every operation tolerates (it retries).
-//! - The driver holds no reference to a source's owner, only to its `ScheduledIo`: sockets own
+//! - The driver holds no reference to a source's owner, only to its readiness state: sockets own
 //!   their registration, never the other way round, so nothing leaks through a cycle.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
-use crate::event::Waiter;
 use crate::sched::worker::{self, Shared};
-use crate::sync_var::waiters::Queue;
 
 /// Locks a std mutex of the I/O layer, ignoring poisoning: no user code runs under these
 /// locks except a listener's serve hook, which leaves the state consistent if it panics. (The
@@ -97,7 +90,7 @@ pub(crate) struct Driver {
     /// Wakes the driver thread out of `poll` to stop it.
     waker: Waker,
     /// Registered sources by token.
-    sources: Mutex<Slab<Arc<ScheduledIo>>>,
+    sources: Mutex<Slab<Arc<dyn Readiness>>>,
     /// `sources.len()`, readable without the lock by deadlock detection. Written under the
     /// `sources` lock.
     registered: AtomicUsize,
@@ -184,10 +177,10 @@ impl Driver {
             return;
         };
         if readable {
-            sio.set_ready(Dir::Read);
+            sio.ready(Dir::Read);
         }
         if writable {
-            sio.set_ready(Dir::Write);
+            sio.ready(Dir::Write);
         }
     }
 
@@ -257,12 +250,16 @@ impl Driver {
         }
     }
 
-    /// Registers `src` (edge-triggered, readable and writable).
-    pub(crate) fn register<S: Source>(self: &Arc<Self>, mut src: S) -> io::Result<Registered<S>> {
+    /// Registers `src` (edge-triggered, readable and writable); its readiness events go to
+    /// `sio` until the returned registration is dropped.
+    pub(crate) fn register<S: Source, R: Readiness>(
+        self: &Arc<Self>,
+        mut src: S,
+        sio: Arc<R>,
+    ) -> io::Result<Registered<S, R>> {
         if self.is_stopped() {
             return Err(stopped_error());
         }
-        let sio = Arc::new(ScheduledIo::new());
         let token = {
             let mut sources = lock(&self.sources);
             let token = sources.insert(sio.clone());
@@ -372,225 +369,31 @@ impl Shared {
     }
 }
 
-/// The readiness state of one registered source.
-pub(crate) struct ScheduledIo {
-    /// Indexed by `Dir`.
-    dirs: [Mutex<DirState>; 2],
-    /// Run by the driver after each read-readiness event (a listener serves its queued
-    /// accepts). Set once, before any event can reach it matters, by the source's owner.
-    on_readable: OnceLock<Box<dyn Fn() + Send + Sync>>,
-}
+/// What the driver tells a registered source: the readiness state kept by the layer above
+/// (`io::readiness`), called from the driver thread or from a proc polling the poller.
+pub(crate) trait Readiness: Send + Sync + 'static {
+    /// A readiness event for direction `d` arrived: record it and wake whoever waits for it.
+    fn ready(&self, d: Dir);
 
-/// One direction of a source. Written under its lock by the driver (set ready), by
-/// operations (clear on `WouldBlock`), by readiness events (enqueue) and by `close`.
-struct DirState {
-    /// The last event said ready and no operation has seen `WouldBlock` since.
-    ready: bool,
-    /// Bumped by every readiness event, so a stale `clear` does nothing.
-    generation: u64,
-    /// The source was deregistered or its driver stopped: ready for good.
-    closed: bool,
-    /// Syncs blocked on this direction's readiness event.
-    waiters: Queue<Waiter>,
-    /// The task parked by the last poll-style operation (`AsyncRead`/`AsyncWrite`) that saw
-    /// `WouldBlock`: one per direction, as in tokio's `poll_read_ready` (a second poller
-    /// replaces the first).
-    task: Option<std::task::Waker>,
-    /// The task of an async operation (`read_async` & co., `io::async_io`) waiting for the
-    /// next readiness event of this direction: one task at a time takes this slot, others
-    /// wait through `waiters` (see `park_unless_ready`). Apart from `task`, so a poll-style
-    /// operation never displaces it.
-    awaiting: Option<std::task::Waker>,
-}
-
-/// What [`ScheduledIo::park_unless_ready`] did.
-pub(crate) enum Park {
-    /// The direction is ready (an edge came since the operation's `WouldBlock`): try again.
-    Ready,
-    /// The waker is parked; the next readiness event wakes it.
-    Parked,
-    /// Another task's waker holds the slot: wait through the queue instead.
-    Taken,
-}
-
-impl ScheduledIo {
-    fn new() -> Self {
-        let dir = || {
-            Mutex::new(DirState {
-                ready: false,
-                generation: 0,
-                closed: false,
-                waiters: Queue::new(),
-                task: None,
-                awaiting: None,
-            })
-        };
-        Self {
-            dirs: [dir(), dir()],
-            on_readable: OnceLock::new(),
-        }
-    }
-
-    fn dir(&self, d: Dir) -> &Mutex<DirState> {
-        &self.dirs[d as usize]
-    }
-
-    /// Sets the hook the driver runs after each read-readiness event (once).
-    pub(crate) fn set_on_readable(&self, f: Box<dyn Fn() + Send + Sync>) {
-        let _ = self.on_readable.set(f);
-    }
-
-    /// Marks `d` ready and commits every waiter queued on it.
-    fn set_ready(&self, d: Dir) {
-        let waiters = {
-            let mut st = lock(self.dir(d));
-            st.ready = true;
-            st.generation += 1;
-            (
-                std::mem::take(&mut st.waiters.q),
-                st.task.take(),
-                st.awaiting.take(),
-            )
-        };
-        wake_all(waiters);
-        if d == Dir::Read {
-            if let Some(f) = self.on_readable.get() {
-                f();
-            }
-        }
-    }
-
-    /// Makes both directions ready for good and wakes their waiters (deregistration, driver
-    /// stop, or a listener closed by its owner).
-    pub(crate) fn close(&self) {
-        for d in [Dir::Read, Dir::Write] {
-            let waiters = {
-                let mut st = lock(self.dir(d));
-                st.closed = true;
-                st.ready = true;
-                st.generation += 1;
-                (
-                    std::mem::take(&mut st.waiters.q),
-                    st.task.take(),
-                    st.awaiting.take(),
-                )
-            };
-            wake_all(waiters);
-        }
-        if let Some(f) = self.on_readable.get() {
-            f();
-        }
-    }
-
-    /// Whether the source is closed (see `close`).
-    pub(crate) fn is_closed(&self) -> bool {
-        lock(self.dir(Dir::Read)).closed
-    }
-
-    /// Whether `d` looks ready (or is closed).
-    pub(crate) fn is_ready(&self, d: Dir) -> bool {
-        lock(self.dir(d)).ready
-    }
-
-    /// The current generation of `d`: take it before an operation's system call.
-    pub(crate) fn generation(&self, d: Dir) -> u64 {
-        lock(self.dir(d)).generation
-    }
-
-    /// Clears `d`'s readiness after an operation saw `WouldBlock`, unless an event arrived
-    /// since `generation` was read (or the source is closed).
-    pub(crate) fn clear_ready(&self, d: Dir, generation: u64) {
-        let mut st = lock(self.dir(d));
-        if st.generation == generation && !st.closed {
-            st.ready = false;
-        }
-    }
-
-    /// After a poll-style operation saw `WouldBlock`: unless an event arrived since
-    /// `generation` was read (or the source is closed), clears `d`'s readiness and parks
-    /// `waker` to be woken by the next event, returning `true`; else returns `false` (try
-    /// again). Clearing and parking under one lock, so no edge falls between them.
-    pub(crate) fn clear_and_park(&self, d: Dir, generation: u64, waker: &std::task::Waker) -> bool {
-        let mut st = lock(self.dir(d));
-        if st.generation != generation || st.closed {
-            return false;
-        }
-        st.ready = false;
-        match &mut st.task {
-            Some(t) if t.will_wake(waker) => {}
-            slot => *slot = Some(waker.clone()),
-        }
-        true
-    }
-
-    /// Parks `waker` to be woken by `d`'s next readiness event, unless `d` is ready (checked
-    /// under the same lock, so no event is missed) or another task's waker is parked there.
-    /// A waker left by an async operation that was dropped stays until the next event wakes
-    /// it (a spurious wake-up of its task); meanwhile other tasks wait through the queue.
-    pub(crate) fn park_unless_ready(&self, d: Dir, waker: &std::task::Waker) -> Park {
-        let mut st = lock(self.dir(d));
-        if st.ready {
-            return Park::Ready;
-        }
-        match &mut st.awaiting {
-            Some(t) if t.will_wake(waker) => Park::Parked,
-            Some(_) => Park::Taken,
-            slot => {
-                *slot = Some(waker.clone());
-                Park::Parked
-            }
-        }
-    }
-
-    /// Enqueues `w` on `d` unless `d` is ready; returns whether it was enqueued. The check and
-    /// the enqueue are under one lock, so a readiness event is never missed.
-    pub(crate) fn enqueue_unless_ready(&self, d: Dir, w: Waiter) -> bool {
-        let mut st = lock(self.dir(d));
-        if st.ready {
-            return false;
-        }
-        st.waiters.push(w);
-        true
-    }
-}
-
-/// Commits each waiter (skipping dead ones) and wakes the parked task; nothing to deliver but
-/// the wake-up.
-type Woken = (
-    VecDeque<Waiter>,
-    Option<std::task::Waker>,
-    Option<std::task::Waker>,
-);
-
-/// Commits each waiter (skipping dead ones) and wakes the parked tasks.
-fn wake_all((waiters, task, awaiting): Woken) {
-    if let Some(t) = task {
-        t.wake();
-    }
-    if let Some(t) = awaiting {
-        t.wake();
-    }
-    for w in waiters {
-        if let Some(commit) = w.synch_spinning() {
-            commit.publish();
-        }
-    }
+    /// No event will ever come again (source deregistered, or its driver stopped): make both
+    /// directions ready for good and wake everyone waiting.
+    fn close(&self);
 }
 
 /// A source registered with a driver; deregisters (and closes its readiness) on drop.
-pub(crate) struct Registered<S: Source> {
+pub(crate) struct Registered<S: Source, R: Readiness> {
     source: S,
-    sio: Arc<ScheduledIo>,
+    sio: Arc<R>,
     token: usize,
     driver: Arc<Driver>,
 }
 
-impl<S: Source> Registered<S> {
+impl<S: Source, R: Readiness> Registered<S, R> {
     pub(crate) fn source(&self) -> &S {
         &self.source
     }
 
-    pub(crate) fn sio(&self) -> &Arc<ScheduledIo> {
+    pub(crate) fn sio(&self) -> &Arc<R> {
         &self.sio
     }
 
@@ -599,16 +402,18 @@ impl<S: Source> Registered<S> {
     }
 }
 
-impl<S: Source> Drop for Registered<S> {
+impl<S: Source, R: Readiness> Drop for Registered<S, R> {
     fn drop(&mut self) {
         // The driver may have stopped; deregistering through its registry is still valid
         // (the registry holds its own descriptor of the poller).
         let _ = self.driver.registry.deregister(&mut self.source);
         {
             let mut sources = lock(&self.driver.sources);
+            // The same allocation (compared by address: one side is a trait object).
+            let mine = Arc::as_ptr(&self.sio).cast::<()>();
             if sources
                 .get(self.token)
-                .is_some_and(|s| Arc::ptr_eq(s, &self.sio))
+                .is_some_and(|s| Arc::as_ptr(s).cast::<()>() == mine)
             {
                 sources.remove(self.token);
             }
@@ -620,7 +425,7 @@ impl<S: Source> Drop for Registered<S> {
     }
 }
 
-impl<S: Source + fmt::Debug> fmt::Debug for Registered<S> {
+impl<S: Source + fmt::Debug, R: Readiness> fmt::Debug for Registered<S, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registered")
             .field("source", &self.source)
@@ -632,54 +437,4 @@ impl<S: Source + fmt::Debug> fmt::Debug for Registered<S> {
 /// The error of an operation on a source whose driver stopped.
 pub(crate) fn closed_error() -> io::Error {
     stopped_error()
-}
-
-#[cfg(all(test, not(pcml_loom)))]
-mod tests {
-    use std::future::{Future, IntoFuture};
-    use std::task::{Context, Waker};
-
-    use super::*;
-
-    impl ScheduledIo {
-        fn queued(&self, d: Dir) -> usize {
-            lock(self.dir(d)).waiters.q.len()
-        }
-    }
-
-    #[test]
-    fn abandoned_readiness_waits_are_swept_not_kept() {
-        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-        a.set_nonblocking(true).unwrap();
-        let a = crate::io::Async::new(a).unwrap();
-        let sio = a.sio().clone();
-        let mut cx = Context::from_waker(Waker::noop());
-        for _ in 0..1000 {
-            // Queue a readiness wait, then abandon it (a dropped `.await`).
-            let mut fut = Box::pin(a.readable_evt().into_future());
-            assert!(fut.as_mut().poll(&mut cx).is_pending());
-        }
-        assert!(
-            sio.queued(Dir::Read) <= 2 * crate::sync_var::waiters::SWEEP_AT,
-            "{} dead waiters kept",
-            sio.queued(Dir::Read)
-        );
-    }
-
-    #[test]
-    fn a_stale_clear_keeps_a_newer_edge() {
-        let sio = ScheduledIo::new();
-        let before = sio.generation(Dir::Read);
-        sio.set_ready(Dir::Read); // an edge arrives during the operation
-        sio.clear_ready(Dir::Read, before); // the operation saw WouldBlock
-        assert!(sio.is_ready(Dir::Read), "the edge was lost");
-        sio.clear_ready(Dir::Read, sio.generation(Dir::Read));
-        assert!(!sio.is_ready(Dir::Read));
-        sio.close();
-        sio.clear_ready(Dir::Read, sio.generation(Dir::Read));
-        assert!(
-            sio.is_ready(Dir::Read) && sio.is_ready(Dir::Write),
-            "closed stays ready"
-        );
-    }
 }

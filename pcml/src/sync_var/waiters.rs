@@ -1,6 +1,6 @@
 //! Queues of blocked waiters for the communication objects built on the public event API
 //! (`sync_var`, `bounded`, `mailbox`, `lock`, `net`, `actor`) and for I/O readiness
-//! (`sched::io`, where a waiter needs no slot): each waiter is its sync's handle plus a
+//! (`io::readiness`, where a waiter needs no slot): each waiter is its sync's handle plus a
 //! one-value slot, queued first come first served, with dead waiters swept as the queue grows.
 //!
 //! Besides the queue, the steps these objects share: queue an offer ([`Queue::push_offer`]),
@@ -68,7 +68,7 @@ impl<T> Queued for Offer<T> {
     }
 }
 
-/// A bare waiter: nothing to deliver but the wake-up (I/O readiness, `sched::io`).
+/// A bare waiter: nothing to deliver but the wake-up (I/O readiness, `io::readiness`).
 impl Queued for Waiter {
     fn waiter(&self) -> &Waiter {
         self

@@ -1,0 +1,317 @@
+//! The readiness state of a registered source: what the I/O driver (`sched::io`) reports
+//! through [`Readiness`], kept here where the readiness events and the blocking and async
+//! operations of `io` and `net` read it.
+//!
+//! Make one [`ScheduledIo`] per source and register it with the source ([`register`]); then
+//! take the direction's generation before each system call, clear readiness with it on
+//! `WouldBlock` (`clear_ready`, `clear_and_park`), and wait through a readiness event
+//! (`enqueue_unless_ready`) or a task waker slot (`park_unless_ready`, `clear_and_park`).
+//!
+//! Per direction (read, write) a source keeps a readiness flag, a generation counter, a FIFO
+//! queue of blocked waiters (the `Queue` of `sync_var::waiters`), and two task waker slots, one
+//! for the poll-style operations (`AsyncRead`/`AsyncWrite`) and one for the async operations
+//! (`io::async_io`). On an event the driver calls [`Readiness::ready`], which sets the flag,
+//! bumps the generation and commits every queued waiter of that direction through the event
+//! protocol (`Waiter::synch_spinning`, then `Commit::publish`); waiters whose sync already
+//! completed elsewhere are skipped (and swept from queues as they grow). An operation that hits
+//! `WouldBlock` clears the flag only if the generation it saw before its system call is still
+//! current, so an edge that arrives meanwhile is never lost.
+//!
+//! # Invariants
+//! - A direction's `ready`, `generation`, `closed` and waiter queue change only under that
+//!   direction's lock; waiters are committed after the lock is released (the protocol never
+//!   takes the lock, so holding it would be safe too, but a wake-up can be slow).
+//! - `closed` is set once per direction (source deregistered, or its driver stopped) and makes
+//!   the direction permanently ready, so nothing blocks on a source that can never fire again.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use mio::event::Source;
+
+use crate::event::Waiter;
+use crate::sched::io::{Dir, Readiness, current_driver, lock};
+use crate::sync_var::waiters::Queue;
+
+/// A source registered with its thread's driver, its readiness kept by a [`ScheduledIo`].
+pub(crate) type Registered<S> = crate::sched::io::Registered<S, ScheduledIo>;
+
+/// Registers `src` with the calling thread's driver (its runtime's, or the process-wide
+/// fallback's), with a fresh readiness state.
+pub(crate) fn register<S: Source>(src: S) -> io::Result<Registered<S>> {
+    register_with(&current_driver()?, src)
+}
+
+/// Registers `src` with `driver`, with a fresh readiness state.
+pub(crate) fn register_with<S: Source>(
+    driver: &Arc<crate::sched::io::Driver>,
+    src: S,
+) -> io::Result<Registered<S>> {
+    driver.register(src, Arc::new(ScheduledIo::new()))
+}
+
+/// The readiness state of one registered source.
+pub(crate) struct ScheduledIo {
+    /// Indexed by `Dir`.
+    dirs: [Mutex<DirState>; 2],
+    /// Run by the driver after each read-readiness event (a listener serves its queued
+    /// accepts). Set once, before any event can reach it matters, by the source's owner.
+    on_readable: OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+/// One direction of a source. Written under its lock by the driver (set ready), by
+/// operations (clear on `WouldBlock`), by readiness events (enqueue) and by `close`.
+struct DirState {
+    /// The last event said ready and no operation has seen `WouldBlock` since.
+    ready: bool,
+    /// Bumped by every readiness event, so a stale `clear` does nothing.
+    generation: u64,
+    /// The source was deregistered or its driver stopped: ready for good.
+    closed: bool,
+    /// Syncs blocked on this direction's readiness event.
+    waiters: Queue<Waiter>,
+    /// The task parked by the last poll-style operation (`AsyncRead`/`AsyncWrite`) that saw
+    /// `WouldBlock`: one per direction, as in tokio's `poll_read_ready` (a second poller
+    /// replaces the first).
+    task: Option<std::task::Waker>,
+    /// The task of an async operation (`read_async` & co., `io::async_io`) waiting for the
+    /// next readiness event of this direction: one task at a time takes this slot, others
+    /// wait through `waiters` (see `park_unless_ready`). Apart from `task`, so a poll-style
+    /// operation never displaces it.
+    awaiting: Option<std::task::Waker>,
+}
+
+/// What [`ScheduledIo::park_unless_ready`] did.
+pub(crate) enum Park {
+    /// The direction is ready (an edge came since the operation's `WouldBlock`): try again.
+    Ready,
+    /// The waker is parked; the next readiness event wakes it.
+    Parked,
+    /// Another task's waker holds the slot: wait through the queue instead.
+    Taken,
+}
+
+impl ScheduledIo {
+    fn new() -> Self {
+        let dir = || {
+            Mutex::new(DirState {
+                ready: false,
+                generation: 0,
+                closed: false,
+                waiters: Queue::new(),
+                task: None,
+                awaiting: None,
+            })
+        };
+        Self {
+            dirs: [dir(), dir()],
+            on_readable: OnceLock::new(),
+        }
+    }
+
+    fn dir(&self, d: Dir) -> &Mutex<DirState> {
+        &self.dirs[d as usize]
+    }
+
+    /// Sets the hook the driver runs after each read-readiness event (once).
+    pub(crate) fn set_on_readable(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_readable.set(f);
+    }
+
+    /// Marks `d` ready and commits every waiter queued on it.
+    fn set_ready(&self, d: Dir) {
+        let waiters = {
+            let mut st = lock(self.dir(d));
+            st.ready = true;
+            st.generation += 1;
+            (
+                std::mem::take(&mut st.waiters.q),
+                st.task.take(),
+                st.awaiting.take(),
+            )
+        };
+        wake_all(waiters);
+        if d == Dir::Read {
+            if let Some(f) = self.on_readable.get() {
+                f();
+            }
+        }
+    }
+
+    /// Makes both directions ready for good and wakes their waiters (deregistration, driver
+    /// stop, or a listener closed by its owner).
+    pub(crate) fn close(&self) {
+        for d in [Dir::Read, Dir::Write] {
+            let waiters = {
+                let mut st = lock(self.dir(d));
+                st.closed = true;
+                st.ready = true;
+                st.generation += 1;
+                (
+                    std::mem::take(&mut st.waiters.q),
+                    st.task.take(),
+                    st.awaiting.take(),
+                )
+            };
+            wake_all(waiters);
+        }
+        if let Some(f) = self.on_readable.get() {
+            f();
+        }
+    }
+
+    /// Whether the source is closed (see `close`).
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(self.dir(Dir::Read)).closed
+    }
+
+    /// Whether `d` looks ready (or is closed).
+    pub(crate) fn is_ready(&self, d: Dir) -> bool {
+        lock(self.dir(d)).ready
+    }
+
+    /// The current generation of `d`: take it before an operation's system call.
+    pub(crate) fn generation(&self, d: Dir) -> u64 {
+        lock(self.dir(d)).generation
+    }
+
+    /// Clears `d`'s readiness after an operation saw `WouldBlock`, unless an event arrived
+    /// since `generation` was read (or the source is closed).
+    pub(crate) fn clear_ready(&self, d: Dir, generation: u64) {
+        let mut st = lock(self.dir(d));
+        if st.generation == generation && !st.closed {
+            st.ready = false;
+        }
+    }
+
+    /// After a poll-style operation saw `WouldBlock`: unless an event arrived since
+    /// `generation` was read (or the source is closed), clears `d`'s readiness and parks
+    /// `waker` to be woken by the next event, returning `true`; else returns `false` (try
+    /// again). Clearing and parking under one lock, so no edge falls between them.
+    pub(crate) fn clear_and_park(&self, d: Dir, generation: u64, waker: &std::task::Waker) -> bool {
+        let mut st = lock(self.dir(d));
+        if st.generation != generation || st.closed {
+            return false;
+        }
+        st.ready = false;
+        match &mut st.task {
+            Some(t) if t.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        }
+        true
+    }
+
+    /// Parks `waker` to be woken by `d`'s next readiness event, unless `d` is ready (checked
+    /// under the same lock, so no event is missed) or another task's waker is parked there.
+    /// A waker left by an async operation that was dropped stays until the next event wakes
+    /// it (a spurious wake-up of its task); meanwhile other tasks wait through the queue.
+    pub(crate) fn park_unless_ready(&self, d: Dir, waker: &std::task::Waker) -> Park {
+        let mut st = lock(self.dir(d));
+        if st.ready {
+            return Park::Ready;
+        }
+        match &mut st.awaiting {
+            Some(t) if t.will_wake(waker) => Park::Parked,
+            Some(_) => Park::Taken,
+            slot => {
+                *slot = Some(waker.clone());
+                Park::Parked
+            }
+        }
+    }
+
+    /// Enqueues `w` on `d` unless `d` is ready; returns whether it was enqueued. The check and
+    /// the enqueue are under one lock, so a readiness event is never missed.
+    pub(crate) fn enqueue_unless_ready(&self, d: Dir, w: Waiter) -> bool {
+        let mut st = lock(self.dir(d));
+        if st.ready {
+            return false;
+        }
+        st.waiters.push(w);
+        true
+    }
+}
+
+/// Commits each waiter (skipping dead ones) and wakes the parked task; nothing to deliver but
+/// the wake-up.
+type Woken = (
+    VecDeque<Waiter>,
+    Option<std::task::Waker>,
+    Option<std::task::Waker>,
+);
+
+/// Commits each waiter (skipping dead ones) and wakes the parked tasks.
+fn wake_all((waiters, task, awaiting): Woken) {
+    if let Some(t) = task {
+        t.wake();
+    }
+    if let Some(t) = awaiting {
+        t.wake();
+    }
+    for w in waiters {
+        if let Some(commit) = w.synch_spinning() {
+            commit.publish();
+        }
+    }
+}
+
+impl Readiness for ScheduledIo {
+    fn ready(&self, d: Dir) {
+        self.set_ready(d);
+    }
+
+    fn close(&self) {
+        ScheduledIo::close(self);
+    }
+}
+
+#[cfg(all(test, not(pcml_loom)))]
+mod tests {
+    use std::future::{Future, IntoFuture};
+    use std::task::{Context, Waker};
+
+    use super::*;
+
+    impl ScheduledIo {
+        fn queued(&self, d: Dir) -> usize {
+            lock(self.dir(d)).waiters.q.len()
+        }
+    }
+
+    #[test]
+    fn abandoned_readiness_waits_are_swept_not_kept() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let a = crate::io::Async::new(a).unwrap();
+        let sio = a.sio().clone();
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..1000 {
+            // Queue a readiness wait, then abandon it (a dropped `.await`).
+            let mut fut = Box::pin(a.readable_evt().into_future());
+            assert!(fut.as_mut().poll(&mut cx).is_pending());
+        }
+        assert!(
+            sio.queued(Dir::Read) <= 2 * crate::sync_var::waiters::SWEEP_AT,
+            "{} dead waiters kept",
+            sio.queued(Dir::Read)
+        );
+    }
+
+    #[test]
+    fn a_stale_clear_keeps_a_newer_edge() {
+        let sio = ScheduledIo::new();
+        let before = sio.generation(Dir::Read);
+        sio.set_ready(Dir::Read); // an edge arrives during the operation
+        sio.clear_ready(Dir::Read, before); // the operation saw WouldBlock
+        assert!(sio.is_ready(Dir::Read), "the edge was lost");
+        sio.clear_ready(Dir::Read, sio.generation(Dir::Read));
+        assert!(!sio.is_ready(Dir::Read));
+        sio.close();
+        sio.clear_ready(Dir::Read, sio.generation(Dir::Read));
+        assert!(
+            sio.is_ready(Dir::Read) && sio.is_ready(Dir::Write),
+            "closed stays ready"
+        );
+    }
+}
