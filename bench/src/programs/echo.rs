@@ -6,9 +6,9 @@
 //! cores with the server, as every loopback measurement does, and is the same for both
 //! servers. Figures are the clients' round trips per second.
 
-use super::{Ctx, tokio_for};
+use super::{Ctx, pcml_against_tokio};
 use crate::runner::{Error, Metric, Result, Sample};
-use crate::table::{Goal, Row, Section};
+use crate::table::Section;
 
 #[path = "../../../pcml/examples/support/echo.rs"]
 mod echo_server;
@@ -38,30 +38,17 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     // Tiny sizes (the tests) check answers quickly.
     let secs = if ctx.cfg.tiny { 0.2 } else { 2.0 };
     for &p in &ctx.cfg.procs {
-        let (_, kind) = tokio_for(p);
-        let runs = ctx.cfg.runs.max(1);
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-        // Alternating, so both see the same machine.
-        for r in 0..runs {
-            ctx.step(&format!("{prog}: run {} of {runs}, {p} procs", r + 1));
-            ours.push(measure(Server::Pcml(p), secs)?);
-            theirs.push(measure(Server::Tokio(p), secs)?);
-        }
-        sec.rows.push(
-            Row::measured(&prog, "pcml tasks", Some(p), METRIC, &ours).with_note(&format!(
-                "{p} procs, {secs} s per run, alternating with tokio"
-            )),
-        );
-        sec.rows.push(
-            Row::measured(&prog, "tokio", Some(p), METRIC, &theirs)
-                .with_note(&format!("{kind}, {secs} s per run")),
-        );
-        sec.add_ratio(
-            &format!("echo round trips/s on pcml / on tokio, {p} procs"),
-            (&prog, "pcml tasks", Some(p)),
-            (&prog, "tokio", Some(p)),
-            Some(Goal::AtLeast(1.2)),
-        );
+        pcml_against_tokio(
+            ctx,
+            sec,
+            &prog,
+            METRIC,
+            p,
+            &format!("{secs} s per run"),
+            ("echo round trips/s", 1.2),
+            || measure(Server::Pcml(p), secs),
+            || measure(Server::Tokio(p), secs),
+        )?;
     }
     sec.notes.push(format!(
         "echo: {CONNECTIONS} connections from a tokio current_thread runtime on a thread of the \

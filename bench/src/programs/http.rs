@@ -10,9 +10,9 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
-use super::{Ctx, tokio_for};
+use super::{Ctx, pcml_against_tokio, tokio_for};
 use crate::runner::{Error, Metric, Result, Sample};
-use crate::table::{Goal, Row, Section};
+use crate::table::{Row, Section};
 
 #[path = "../../../pcml/examples/hyper_server.rs"]
 #[allow(dead_code)] // the example's `main`
@@ -159,7 +159,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         None
     };
     for &p in &ctx.cfg.procs {
-        let (workers, kind) = tokio_for(p);
+        let (workers, _) = tokio_for(p);
         if let Some(why) = skip {
             for system in ["pcml tasks", "tokio"] {
                 sec.rows
@@ -167,29 +167,17 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             }
             continue;
         }
-        let runs = ctx.cfg.runs.max(1);
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-        // Alternating, so both see the same machine.
-        for r in 0..runs {
-            ctx.step(&format!("{prog}: run {} of {runs}, {p} procs", r + 1));
-            ours.push(measure_pcml(p, secs)?);
-            theirs.push(measure_tokio(workers, secs)?);
-        }
-        sec.rows.push(
-            Row::measured(&prog, "pcml tasks", Some(p), METRIC, &ours).with_note(&format!(
-                "{p} procs, {secs} s per run, alternating with tokio"
-            )),
-        );
-        sec.rows.push(
-            Row::measured(&prog, "tokio", Some(p), METRIC, &theirs)
-                .with_note(&format!("{kind}, {secs} s per run")),
-        );
-        sec.add_ratio(
-            &format!("hyper requests/s on pcml / on tokio, {p} procs"),
-            (&prog, "pcml tasks", Some(p)),
-            (&prog, "tokio", Some(p)),
-            Some(Goal::AtLeast(1.0)),
-        );
+        pcml_against_tokio(
+            ctx,
+            sec,
+            &prog,
+            METRIC,
+            p,
+            &format!("{secs} s per run"),
+            ("hyper requests/s", 1.0),
+            || measure_pcml(p, secs),
+            || measure_tokio(workers, secs),
+        )?;
     }
     Ok(())
 }

@@ -553,6 +553,46 @@ pub fn tokio_for(procs: usize) -> (usize, &'static str) {
     }
 }
 
+/// A server program on pcml against the same program on tokio, on `p` procs: the configured
+/// number of runs of each, alternating so that both see the same machine; then their rows
+/// (`per_run` says how long a run is) and the ratio "`what` on pcml / on tokio" with its goal.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pcml_against_tokio(
+    ctx: &Ctx<'_>,
+    sec: &mut Section,
+    prog: &str,
+    metric: Metric,
+    p: usize,
+    per_run: &str,
+    (what, goal): (&str, f64),
+    mut pcml: impl FnMut() -> Result<Sample>,
+    mut tokio: impl FnMut() -> Result<Sample>,
+) -> Result<()> {
+    let (_, kind) = tokio_for(p);
+    let runs = ctx.cfg.runs.max(1);
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for r in 0..runs {
+        ctx.step(&format!("{prog}: run {} of {runs}, {p} procs", r + 1));
+        ours.push(pcml()?);
+        theirs.push(tokio()?);
+    }
+    sec.rows.push(
+        Row::measured(prog, "pcml tasks", Some(p), metric, &ours)
+            .with_note(&format!("{p} procs, {per_run}, alternating with tokio")),
+    );
+    sec.rows.push(
+        Row::measured(prog, "tokio", Some(p), metric, &theirs)
+            .with_note(&format!("{kind}, {per_run}")),
+    );
+    sec.add_ratio(
+        &format!("{what} on pcml / on tokio, {p} procs"),
+        (prog, "pcml tasks", Some(p)),
+        (prog, "tokio", Some(p)),
+        Some(Goal::AtLeast(goal)),
+    );
+    Ok(())
+}
+
 /// Runs `work` as a task spawned on a fresh tokio runtime of `workers` workers (0:
 /// `current_thread`), so that on a multi-thread runtime it runs on a worker rather than on
 /// the thread that called `block_on`. Tasks left pending when `work` ends are dropped with
