@@ -30,7 +30,7 @@
 //!   an actor's lock other than by a non-blocking send.
 
 use std::any::{Any, TypeId};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -310,6 +310,9 @@ pub(crate) struct Inner {
     st: Mutex<State>,
 }
 
+/// How many ended proxies [`Node::remote_of`] still answers for.
+const ENDED_KEPT: usize = 1024;
+
 #[derive(Default)]
 struct State {
     conns: HashMap<String, Slot>,
@@ -318,6 +321,11 @@ struct State {
     names: HashMap<String, Arc<Export>>,
     proxies: HashMap<(ErlPid, TypeId), Proxy>,
     proxy_keys: HashMap<ActorId, (ErlPid, TypeId)>,
+    /// The Erlang processes of the last [`ENDED_KEPT`] proxies that ended, oldest first in
+    /// `ended_order`: [`Node::remote_of`] still answers for the id an exit signal carries
+    /// after its proxy has been swept.
+    ended: HashMap<ActorId, ErlPid>,
+    ended_order: VecDeque<ActorId>,
     /// Remote processes monitoring a proxy (in practice the stand-in, on a pcml node, of
     /// a process that a proxy here monitors), with their references: told when the proxy
     /// ends, without a proxy of their own (which would monitor back, and so on forever).
@@ -691,7 +699,8 @@ impl Node {
     }
 
     /// The Erlang process a proxy stands for, given the proxy's id (as a [`Signal::Exit`]
-    /// or [`Signal::Down`] from it carries).
+    /// or [`Signal::Down`] from it carries). It answers for a proxy that has ended too, as
+    /// long as it is among the last 1,024 proxies of this node that ended.
     ///
     /// ```no_run
     /// use pcml::actor::Signal;
@@ -703,11 +712,11 @@ impl Node {
     /// }
     /// ```
     pub fn remote_of(&self, id: ActorId) -> Option<ErlPid> {
-        self.inner
-            .lock()
-            .proxy_keys
+        let st = self.inner.lock();
+        st.proxy_keys
             .get(&id)
             .map(|(p, _)| p.clone())
+            .or_else(|| st.ended.get(&id).cloned())
     }
 
     /// Stops the node now: unregisters from EPMD, closes every connection (their proxies end
@@ -792,10 +801,17 @@ impl Inner {
                 st.names.retain(|_, x| x.actor != actor);
             }
             st.proxy_watchers.remove(&actor);
-            if let Some(k) = st.proxy_keys.remove(&actor)
-                && st.proxies.get(&k).is_some_and(|p| p.id == actor)
-            {
-                st.proxies.remove(&k);
+            if let Some(k) = st.proxy_keys.remove(&actor) {
+                if st.proxies.get(&k).is_some_and(|p| p.id == actor) {
+                    st.proxies.remove(&k);
+                }
+                if st.ended_order.len() == ENDED_KEPT
+                    && let Some(old) = st.ended_order.pop_front()
+                {
+                    st.ended.remove(&old);
+                }
+                st.ended_order.push_back(actor);
+                st.ended.insert(actor, k.0);
             }
         }
     }

@@ -939,6 +939,10 @@ fn pcml_to_pcml() {
         match me.receive_signal() {
             Signal::Exit { from, reason } => {
                 assert_eq!(reason, ExitReason::Killed("bye".into()));
+                // The proxy has ended; once b has swept it (any export sweeps), b still
+                // knows whom the exit came from.
+                pcml::time::sleep(Duration::from_millis(50));
+                let _ = b.erl_pid(&actor::spawn(|_: Ctx<()>| {}));
                 assert_eq!(b.remote_of(from), Some(linker_erl));
             }
             other => panic!("expected the linked actor's exit, got {other:?}"),
