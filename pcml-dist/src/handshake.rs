@@ -168,18 +168,27 @@ fn challenge() -> u32 {
     h.finish() as u32
 }
 
-/// The initiator's side: we connected to `s`, wanting node `want`.
+/// The initiator's side: we connected to `s`, wanting node `want`. `have_other` says whether
+/// this node has another connection up to `want` (asked when `want` says it has one to us:
+/// then the two crossed, and the other one is kept).
 pub(crate) fn initiate(
     s: &TcpStream,
     me: &str,
     creation: u32,
     cookie: &str,
     want: &str,
+    have_other: impl FnOnce() -> bool,
 ) -> Result<Peer, DistError> {
     send(s, &name_msg(me, creation, None))?;
     let status = recv(s, "waiting for the status")?;
     match &status[..] {
         b"sok" | b"sok_simultaneous" => {}
+        b"salive" if have_other() => {
+            send(s, b"sfalse")?;
+            return Err(DistError::Simultaneous(format!(
+                "{want} and this node connected to each other at once; the other connection is kept"
+            )));
+        }
         b"salive" => send(s, b"strue")?,
         b"snok" => {
             return Err(DistError::Simultaneous(format!(
@@ -233,6 +242,10 @@ pub(crate) enum Admit {
     Ok,
     /// Refuse: this node's own attempt wins (`nok`).
     Nok,
+    /// This node has a connection up to the peer already: ask the peer whether it should be
+    /// replaced (`alive`; the peer says `true` when it has no connection up to us, so ours is
+    /// stale, and `false` when it has, so the two connections crossed).
+    Alive,
 }
 
 /// The acceptor's side: a peer connected to `s`. `admit` is asked once the peer's name is
@@ -248,6 +261,23 @@ pub(crate) fn accept(
     let (_, _, name) = parse_name(&hello, false)?;
     match admit(&name) {
         Admit::Ok => send(s, b"sok")?,
+        Admit::Alive => {
+            send(s, b"salive")?;
+            match &recv(s, "waiting for the answer to alive")?[..] {
+                b"strue" => {}
+                b"sfalse" => {
+                    return Err(DistError::Simultaneous(format!(
+                        "{name} keeps the connection it has with us"
+                    )));
+                }
+                other => {
+                    return Err(DistError::Handshake(format!(
+                        "{name} answered alive with {:?}",
+                        String::from_utf8_lossy(other)
+                    )));
+                }
+            }
+        }
         Admit::Nok => {
             send(s, b"snok")?;
             return Err(DistError::Handshake(format!(

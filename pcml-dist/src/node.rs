@@ -493,6 +493,12 @@ impl Node {
     /// Connects to `node` if not connected yet (Erlang's `net_kernel:connect_node/1`, what
     /// `net_adm:ping/1` does). Blocks the calling fiber for the handshake.
     ///
+    /// Two nodes that connect to each other at the same moment end with one connection that
+    /// both use: while both handshakes are under way, the attempt of the node with the greater
+    /// name wins (Erlang's `nok`); when one has finished first, the other is asked whether it
+    /// already has a connection up (Erlang's `alive`) and the crossing one is dropped. Either
+    /// way both calls return `Ok`.
+    ///
     /// # Errors
     /// The node is not registered with its host's EPMD, refuses us, or its cookie differs
     /// ([`DistError::Cookie`]).
@@ -1036,7 +1042,11 @@ impl Inner {
             }
         };
         if let Some(rx) = wait {
-            return rx.recv().unwrap_or(Err(DistError::Stopped));
+            return match rx.recv().unwrap_or(Err(DistError::Stopped)) {
+                // The connection waited for (the peer's, being accepted) failed: dial.
+                Err(DistError::Simultaneous(_)) => self.connection(node),
+                r => r,
+            };
         }
         let res = self.dial(node);
         let mut st = self.lock();
@@ -1100,7 +1110,9 @@ impl Inner {
         let addr = epmd::node_addr(host, port)?;
         let s = TcpStream::connect(addr).map_err(DistError::io)?;
         let (s, _peer) = with_deadline(s, Duration::from_secs(10), |s| {
-            handshake::initiate(s, &self.name, self.creation, &self.cookie, node)
+            handshake::initiate(s, &self.name, self.creation, &self.cookie, node, || {
+                matches!(self.lock().conns.get(node), Some(Slot::Up(_)))
+            })
         })?;
         Ok(conn::open(node.to_string(), s, self.ticktime))
     }
@@ -1123,11 +1135,23 @@ impl Inner {
     }
 
     fn handle_incoming(self: Arc<Self>, s: TcpStream) {
+        // The peer this handshake reserved a pending slot for: a `connect` to it from here
+        // waits for this connection instead of dialing a second one (two crossing
+        // connections, each side keeping a different one, lose messages).
+        let reserved = std::cell::RefCell::new(None::<String>);
         let admit = |peer: &str| -> Admit {
-            match self.lock().conns.get(peer) {
+            let mut st = self.lock();
+            match st.conns.get(peer) {
                 // Both sides are connecting: the greater name's attempt wins.
                 Some(Slot::Pending(_)) if self.name.as_str() > peer => Admit::Nok,
-                _ => Admit::Ok,
+                Some(Slot::Pending(_)) => Admit::Ok,
+                // Ours crossed theirs, or ours is stale: the peer knows which.
+                Some(Slot::Up(_)) => Admit::Alive,
+                None => {
+                    st.conns.insert(peer.to_string(), Slot::Pending(Vec::new()));
+                    *reserved.borrow_mut() = Some(peer.to_string());
+                    Admit::Ok
+                }
             }
         };
         let res = with_deadline(s, Duration::from_secs(10), |s| {
@@ -1135,11 +1159,24 @@ impl Inner {
         });
         let (s, peer) = match res {
             Ok(x) => x,
-            Err(DistError::Cookie(why)) => {
-                eprintln!("pcml-dist: {why}");
+            Err(e) => {
+                if let DistError::Cookie(why) = &e {
+                    eprintln!("pcml-dist: {why}");
+                }
+                if let Some(peer) = reserved.take() {
+                    // Whoever waits on the reservation dials itself.
+                    let mut st = self.lock();
+                    if let Some(Slot::Pending(w)) = st.conns.remove(&peer) {
+                        drop(st);
+                        for t in w {
+                            let _ = t.send(Err(DistError::Simultaneous(
+                                "the peer's own connection failed: dial again".into(),
+                            )));
+                        }
+                    }
+                }
                 return;
             }
-            Err(_) => return,
         };
         let (c, reader) = conn::open(peer.name.clone(), s, self.ticktime);
         let (old, waiters) = {

@@ -376,11 +376,13 @@ fn links_and_monitors_both_ways() {
         // A pcml actor linked to an Erlang process dies: the process gets the reason.
         let v = <(Atom, ErlPid)>::from_term(me.receive()).unwrap().1;
         let vp = node.pid_of::<Term>(&v).unwrap();
+        let (linked, is_linked) = pcml::chan::unbounded::<()>();
         let d = actor::spawn(move |mut ctx: Ctx<()>| {
             ctx.link(&vp);
+            let _ = linked.send(());
             ctx.receive();
         });
-        pcml::time::sleep(Duration::from_millis(50));
+        is_linked.recv().unwrap();
         d.kill("bye");
         assert_eq!(erl.expect("EXIT_V"), "EXIT_V bye");
     });
@@ -854,6 +856,17 @@ fn simultaneous_connect_both_ways() {
     });
 }
 
+/// A round trip to an echo actor through `proxy` (a proxy on this node of the echo on
+/// another): once the reply is back, everything the proxy sent before (its monitor of the
+/// echo) has reached the other node.
+fn sync_through(me: &mut Ctx<Term>, my: &ErlPid, proxy: &pcml::actor::Pid<Term>) {
+    proxy.send((my.clone(), atom("sync")).into_term()).unwrap();
+    assert_eq!(
+        me.receive_timeout(WAIT),
+        Some((atom("echo"), atom("sync")).into_term())
+    );
+}
+
 /// Waits (in pcml time) until `f` holds.
 fn eventually(what: &str, f: impl Fn() -> bool) {
     let t = Instant::now();
@@ -899,8 +912,9 @@ fn pcml_to_pcml() {
         );
         let term_echo_on_b = b.pid_of::<Term>(&a.erl_pid(&echo)).unwrap();
         let mon = me.monitor(&term_echo_on_b);
-        // Let the monitor reach a before the echo ends.
-        pcml::time::sleep(Duration::from_millis(100));
+        // A round trip through the new proxy: its monitor, sent first on the same connection,
+        // has reached a before the echo ends.
+        sync_through(&mut me, &my, &term_echo_on_b);
         echo.send(atom("stop")).unwrap();
         assert_eq!(
             me.receive_signal(),
@@ -911,14 +925,10 @@ fn pcml_to_pcml() {
             }
         );
         // A link from b to an actor of a, which is killed.
-        let victim = actor::spawn(|mut ctx: Ctx<Term>| {
-            loop {
-                ctx.receive();
-            }
-        });
+        let victim = spawn_echo(&a);
         let victim_on_b = b.pid_of::<Term>(&a.erl_pid(&victim)).unwrap();
         me.link(&victim_on_b);
-        pcml::time::sleep(Duration::from_millis(100));
+        sync_through(&mut me, &my, &victim_on_b);
         victim.kill("boom");
         assert_eq!(
             me.receive_signal(),
@@ -929,12 +939,14 @@ fn pcml_to_pcml() {
         );
         // A link from an actor of a to this fiber on b: a's actor ends, b hears its reason.
         let me_on_a = a.pid_of::<Term>(&my).unwrap();
+        let (linked, is_linked) = pcml::chan::unbounded::<()>();
         let linker = actor::spawn(move |mut ctx: Ctx<()>| {
             ctx.link(&me_on_a);
+            let _ = linked.send(());
             ctx.receive();
         });
         let linker_erl = a.erl_pid(&linker);
-        pcml::time::sleep(Duration::from_millis(100));
+        is_linked.recv().unwrap();
         linker.kill("bye");
         match me.receive_signal() {
             Signal::Exit { from, reason } => {
