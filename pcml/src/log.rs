@@ -23,7 +23,7 @@
 //!
 //! | target | level | message | fields |
 //! | --- | --- | --- | --- |
-//! | `pcml::sched` | TRACE | `spawn` | `thread`, `kind` (`fiber`, `task`, `blocking`), `name`, `site` (for [`SpawnBuilder`](crate::SpawnBuilder) spawns) |
+//! | `pcml::sched` | TRACE | `spawn` | `thread`, `kind` (`fiber`, `task`, `blocking`), `site` (the caller of the spawn), `name` (for [`SpawnBuilder`](crate::SpawnBuilder) spawns given one) |
 //! | `pcml::sched` | TRACE | `exit` | `thread`, `reason` (`returned`, `panicked`, `exited`, `cancelled`) |
 //! | `pcml::sched` | WARN | `thread panicked` | `thread`, `report` (message, location, backtrace if `RUST_BACKTRACE`) |
 //! | `pcml::sched` | ERROR | `thread panicked and nobody joined it` | `thread`, `report` (printed without the feature) |
@@ -46,8 +46,8 @@
 //! Every report pcml makes goes through one function of this module per event, so the list
 //! above is the whole of it. Without the feature the TRACE to INFO events compile to nothing;
 //! with it and no subscriber interested, each costs tracing's level check (a Relaxed load and
-//! a compare). A spawn through a `SpawnBuilder` passes its name and site to the spawn event
-//! through a thread-local (`with_spawn_label`), read only when the event is enabled.
+//! a compare). A spawn through a `SpawnBuilder` passes its name to the spawn event through a
+//! thread-local (`with_spawn_label`), read only when the event is enabled.
 //!
 //! [`ThreadId::as_u64`]: crate::ThreadId::as_u64
 
@@ -90,62 +90,56 @@ impl Kind {
 }
 
 #[cfg(feature = "tracing")]
-type Label = Option<(std::sync::Arc<str>, &'static Location<'static>)>;
-
-#[cfg(feature = "tracing")]
 std::thread_local! {
-    /// The name and site of the spawn a `SpawnBuilder` is making on this OS thread.
-    static SPAWN_LABEL: std::cell::RefCell<Label> = const { std::cell::RefCell::new(None) };
+    /// The name of the spawn a `SpawnBuilder` is making on this OS thread.
+    static SPAWN_LABEL: std::cell::RefCell<Option<std::sync::Arc<str>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
-/// Runs `spawn` with `name` and `site` as the label of the spawn event it emits.
+/// Runs `spawn` with `name` as the name in the spawn event it emits.
 #[inline]
-pub(crate) fn with_spawn_label<R>(
-    name: Option<&std::sync::Arc<str>>,
-    site: &'static Location<'static>,
-    spawn: impl FnOnce() -> R,
-) -> R {
+pub(crate) fn with_spawn_label<R>(name: &std::sync::Arc<str>, spawn: impl FnOnce() -> R) -> R {
     #[cfg(feature = "tracing")]
     {
         if tracing::enabled!(target: "pcml::sched", tracing::Level::TRACE) {
-            let name = name.cloned().unwrap_or_else(|| std::sync::Arc::from(""));
-            let prev = SPAWN_LABEL.with(|l| l.replace(Some((name, site))));
+            let prev = SPAWN_LABEL.with(|l| l.replace(Some(name.clone())));
             let r = spawn();
             SPAWN_LABEL.with(|l| *l.borrow_mut() = prev);
             return r;
         }
     }
-    let _ = (name, site);
+    let _ = name;
     spawn()
 }
 
-/// A thread was spawned.
+/// A thread was spawned at `site`.
 #[inline(always)]
-pub(crate) fn spawned(thread: ThreadId, kind: Kind) {
+pub(crate) fn spawned(thread: ThreadId, kind: Kind, site: &'static Location<'static>) {
     #[cfg(feature = "tracing")]
     if tracing::enabled!(target: "pcml::sched", tracing::Level::TRACE) {
-        spawned_slow(thread, kind);
+        spawned_slow(thread, kind, site);
     }
-    let _ = (thread, kind);
+    let _ = (thread, kind, site);
 }
 
 #[cfg(feature = "tracing")]
 #[cold]
 #[inline(never)]
-fn spawned_slow(thread: ThreadId, kind: Kind) {
+fn spawned_slow(thread: ThreadId, kind: Kind, site: &'static Location<'static>) {
     SPAWN_LABEL.with(|l| match &*l.borrow() {
-        Some((name, site)) => tracing::trace!(
+        Some(name) => tracing::trace!(
             target: "pcml::sched",
             thread = thread.as_u64(),
             kind = kind.as_str(),
-            name = &**name,
             site = %site,
+            name = &**name,
             "spawn"
         ),
         None => tracing::trace!(
             target: "pcml::sched",
             thread = thread.as_u64(),
             kind = kind.as_str(),
+            site = %site,
             "spawn"
         ),
     });

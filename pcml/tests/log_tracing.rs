@@ -118,6 +118,9 @@ fn spawn_and_exit_of_fibers_and_tasks() {
         assert_eq!(spawn.target, "pcml::sched");
         assert_eq!(spawn.level, Level::TRACE);
         assert_eq!(spawn.field("kind"), Some(kind), "{spawn:?}");
+        // Every spawn names its site: the caller of spawn, here.
+        let site = spawn.field("site").unwrap();
+        assert!(site.contains("log_tracing.rs"), "{site}");
         let exit = wait_for("exit", |e| e.message() == "exit" && of_thread(e, id));
         assert_eq!(exit.field("reason"), Some("returned"), "{exit:?}");
     }
@@ -139,6 +142,15 @@ fn a_panic_is_logged_and_an_unjoined_one_as_an_error() {
         let u = pcml::spawn(|| -> u8 { panic!("unjoined boom") });
         let uid = u.id();
         drop(u);
+        // Until it has run: a fiber still unstarted when main returns is dropped unrun.
+        while !EVENTS
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.message() == "thread panicked and nobody joined it" && of_thread(e, uid))
+        {
+            pcml::time::sleep(Duration::from_millis(1));
+        }
         (jid, uid)
     });
     let warn = wait_for("panic", |e| {

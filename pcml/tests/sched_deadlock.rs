@@ -507,6 +507,207 @@ fn threads_blocked_on_the_same_object_show_the_same_id() {
     assert_eq!(os.join().unwrap() + rt_got.unwrap(), 3);
 }
 
+/// Dumps until `ready` holds of the dump (sleeping a millisecond between looks), and returns
+/// that dump.
+fn dump_when(ready: impl Fn(&pcml::Dump) -> bool) -> pcml::Dump {
+    loop {
+        let d = pcml::dump().unwrap();
+        if ready(&d) {
+            return d;
+        }
+        pcml::time::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+fn thread_of(d: &pcml::Dump, id: pcml::ThreadId) -> Option<&pcml::ThreadDump> {
+    d.threads().iter().find(|t| t.id() == Some(id))
+}
+
+#[test]
+fn unnamed_threads_show_where_they_were_spawned() {
+    use pcml::ThreadState;
+    use pcml::actor::{self, Ctx};
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let ch = pcml::Chan::<u32>::new();
+                let (c1, c2) = (ch.clone(), ch.clone());
+                let fiber_line = line!() + 1;
+                let fiber = pcml::spawn(move || c1.recv());
+                let task_line = line!() + 1;
+                let task = pcml::spawn_task(async move { c2.recv_evt().await });
+                let tx = pcml::Chan::<actor::ActorId>::new();
+                let (tx1, tx2) = (tx.clone(), tx.clone());
+                let actor_line = line!() + 1;
+                let fa = actor::spawn(move |mut ctx: Ctx<u8>| {
+                    tx1.send(ctx.id());
+                    ctx.receive();
+                });
+                let async_line = line!() + 1;
+                let aa = actor::spawn_async(move |mut ctx: Ctx<u8>| async move {
+                    tx2.send_evt(ctx.id()).await;
+                    ctx.recv().await;
+                });
+                let (_, _) = (tx.recv(), tx.recv());
+                let here = |line: u32| format!("{}:{line}:", file!());
+                let d = dump_when(|d| {
+                    let blocked =
+                        |id| thread_of(d, id).is_some_and(|t| t.state() == ThreadState::Blocked);
+                    blocked(fiber.id())
+                        && thread_of(d, task.id()).is_some()
+                        && d.threads().iter().filter(|t| t.actor().is_some()).count() == 2
+                });
+                let site = |id| thread_of(&d, id).unwrap().spawned_at().unwrap().to_string();
+                assert!(site(fiber.id()).contains(&here(fiber_line)), "{d}");
+                assert!(site(task.id()).contains(&here(task_line)), "{d}");
+                let actor_site = |a: &actor::Pid<u8>| {
+                    let t = d.threads().iter().find(|t| {
+                        t.actor()
+                            .is_some_and(|s| s.starts_with(&a.id().to_string()))
+                    });
+                    t.unwrap_or_else(|| panic!("{d}"))
+                        .spawned_at()
+                        .unwrap()
+                        .to_string()
+                };
+                assert!(actor_site(&fa).contains(&here(actor_line)), "{d}");
+                assert!(actor_site(&aa).contains(&here(async_line)), "{d}");
+                // The main fiber's site is block_on's caller, in this file too.
+                let main = d.threads().iter().find(|t| t.name() == Some("main"));
+                assert!(main.unwrap().spawned_at().unwrap().contains(file!()), "{d}");
+                // And the text says it.
+                assert!(
+                    d.to_string()
+                        .contains(&format!("(spawned at {}", here(fiber_line))),
+                    "{d}"
+                );
+                fa.send(1).unwrap();
+                aa.send(1).unwrap();
+                ch.send(1);
+                ch.send(2);
+                assert_eq!(fiber.join().unwrap() + task.join().unwrap(), 3);
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn async_actors_show_their_id_and_names() {
+    use pcml::actor::{self, Ctx};
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let started = pcml::Chan::<()>::new();
+                let s = started.clone();
+                let pid = actor::spawn_async(move |mut ctx: Ctx<u8>| async move {
+                    s.send_evt(()).await;
+                    ctx.recv().await;
+                });
+                let name = format!("dump-async-actor-{procs}");
+                actor::register(&name, &pid).unwrap();
+                started.recv();
+                let d = dump_when(|d| {
+                    d.threads()
+                        .iter()
+                        .any(|t| t.kind() == pcml::ThreadKind::Task && t.actor().is_some())
+                });
+                let t = d
+                    .threads()
+                    .iter()
+                    .find(|t| t.kind() == pcml::ThreadKind::Task && t.actor().is_some())
+                    .unwrap();
+                let a = t.actor().unwrap();
+                assert!(a.starts_with(&pid.id().to_string()), "{d}");
+                assert!(a.contains(&format!("{name:?}")), "{d}");
+                assert!(d.to_string().contains(&format!("actor {a}")), "{d}");
+                pid.send(1).unwrap();
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_fiber_run_inline_by_its_joiner_shows_as_itself() {
+    use pcml::ThreadState;
+    // One proc: the joined fiber is held back unstarted, so the join runs it inline.
+    rt(1)
+        .block_on(|| {
+            let ch = pcml::Chan::<u32>::new();
+            let c = ch.clone();
+            let outer = pcml::SpawnBuilder::new()
+                .name("outer")
+                .spawn(move || {
+                    let inner_line = line!() + 1;
+                    let inner = pcml::spawn(move || (c.recv(), line!()));
+                    let inner_id = inner.id();
+                    (inner.join().unwrap(), inner_id, inner_line)
+                })
+                .unwrap();
+            let d = dump_when(|d| {
+                d.threads()
+                    .iter()
+                    .any(|t| t.inline_in().is_some() && t.state() == ThreadState::Blocked)
+            });
+            let inner = d
+                .threads()
+                .iter()
+                .find(|t| t.inline_in().is_some())
+                .unwrap();
+            assert_eq!(inner.inline_in(), Some(outer.id()), "{d}");
+            assert_ne!(inner.id(), Some(outer.id()), "{d}");
+            assert!(inner.waits_on()[0].contains("recv"), "{d}");
+            assert!(inner.object().is_some(), "{d}");
+            let host = thread_of(&d, outer.id()).unwrap_or_else(|| panic!("{d}"));
+            assert_eq!(host.name(), Some("outer"), "{d}");
+            assert_eq!(host.state(), ThreadState::Blocked, "{d}");
+            assert_eq!(host.waits_on()[0], "JoinHandle::join", "{d}");
+            assert_eq!(host.inline_in(), None, "{d}");
+            assert!(d.to_string().contains("inline on"), "{d}");
+            ch.send(4);
+            let ((v, _), inner_id, _) = outer.join().unwrap();
+            assert_eq!(v, 4);
+            assert_eq!(inner.id(), Some(inner_id), "{d}");
+            // Run to its end, it leaves no trace on the joiner's slot.
+            let d = pcml::dump().unwrap();
+            assert!(d.threads().iter().all(|t| t.inline_in().is_none()), "{d}");
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_dump_taken_inline_shows_the_inline_thread_running() {
+    use pcml::ThreadState;
+    rt(1)
+        .block_on(|| {
+            let outer = pcml::spawn(|| {
+                let inner = pcml::SpawnBuilder::new()
+                    .name("inner")
+                    .spawn(|| (pcml::current(), pcml::dump().unwrap()))
+                    .unwrap();
+                inner.join().unwrap()
+            });
+            let outer_id = outer.id();
+            let (inner_id, d) = outer.join().unwrap();
+            let inner = thread_of(&d, inner_id).unwrap_or_else(|| panic!("{d}"));
+            assert_eq!(inner.state(), ThreadState::Running, "{d}");
+            assert_eq!(inner.name(), Some("inner"), "{d}");
+            assert!(inner.spawned_at().unwrap().contains(file!()), "{d}");
+            assert_eq!(inner.inline_in(), Some(outer_id), "{d}");
+            // The chain of joiners: outer runs inline on main's stack too.
+            let host = thread_of(&d, outer_id).unwrap_or_else(|| panic!("{d}"));
+            assert_eq!(host.state(), ThreadState::Blocked, "{d}");
+            assert_eq!(host.waits_on()[0], "JoinHandle::join", "{d}");
+            assert!(host.waits_on()[1].contains(&format!("{inner_id:?}")), "{d}");
+            let main = d.threads().iter().find(|t| t.name() == Some("main"));
+            let main = main.unwrap_or_else(|| panic!("{d}"));
+            assert_eq!(host.inline_in(), main.id(), "{d}");
+            assert_eq!(main.inline_in(), None, "{d}");
+            assert_eq!(main.state(), ThreadState::Blocked, "{d}");
+            assert_eq!(d.threads().len(), 3, "{d}");
+        })
+        .unwrap();
+}
+
 // ---- partial deadlocks (the wait-for graph) ----
 
 /// Spawns two fibers named `a{tag}` and `b{tag}` that join each other: a partial deadlock as
@@ -533,7 +734,7 @@ fn spawn_join_cycle(tag: usize) {
         })
         .unwrap();
     // Both start before they are joined (`join` runs an unstarted thread on its joiner's
-    // stack, and a dump then shows the joiner only).
+    // stack, where the wait-for graph sees the joiner's wait only).
     started.recv();
     started.recv();
     to_b.send(a);

@@ -126,21 +126,29 @@ fn polling() -> Option<PeerRef> {
 
 /// The fiber actor that fiber slot `slot` of the calling proc runs, for a dump: its id and
 /// its registered names (`<0.12.0> "name"`).
-pub(crate) fn fiber_actor(slot: usize) -> Option<String> {
-    let peer = FIBERS
-        .try_with(|t| {
-            t.borrow()
-                .get(slot)
-                .and_then(|e| e.as_ref())
-                .map(|(_, rec)| rec.clone())
-        })
+/// Gives the actor's thread too: a thread run inline on the slot's fiber may be the actor
+/// instead of the fiber itself.
+pub(crate) fn fiber_actor(slot: usize) -> Option<(ThreadId, String)> {
+    let (thread, peer) = FIBERS
+        .try_with(|t| t.borrow().get(slot).and_then(|e| e.clone()))
         .ok()
         .flatten()?;
-    let mut s = peer.peer_id().to_string();
-    for n in peer.names() {
+    Some((thread, describe(peer.peer_id(), &peer.names())))
+}
+
+/// The async actor numbered `id` ([`ActorId::as_u64`](super::ActorId::as_u64)), for a dump
+/// of its task: its id and the names the registry holds for it.
+pub(crate) fn task_actor(id: u64) -> Option<String> {
+    let id = super::ActorId(std::num::NonZeroU64::new(id)?);
+    Some(describe(id, &super::registry::names_of(id)))
+}
+
+fn describe(id: super::ActorId, names: &[std::sync::Arc<str>]) -> String {
+    let mut s = id.to_string();
+    for n in names {
         s.push_str(&format!(" {n:?}"));
     }
-    Some(s)
+    s
 }
 
 /// A fiber actor's entry in its OS thread's table, from its start to its end. It holds the

@@ -730,6 +730,7 @@ impl<M: Send + 'static> Ctx<M> {
     ///     assert!(matches!(me.receive_signal(), Signal::Exit { from, .. } if from == child.id()));
     /// });
     /// ```
+    #[track_caller]
     pub fn spawn_link<N, F>(&self, f: F) -> Pid<N>
     where
         N: Send + 'static,
@@ -737,7 +738,7 @@ impl<M: Send + 'static> Ctx<M> {
     {
         let (pid, ctx, life) = super::new_actor();
         self.link(&pid);
-        super::start_fiber(ctx, life, f);
+        super::start_fiber(ctx, life, f, std::panic::Location::caller());
         pid
     }
 
@@ -756,6 +757,7 @@ impl<M: Send + 'static> Ctx<M> {
     ///     );
     /// });
     /// ```
+    #[track_caller]
     pub fn spawn_link_async<N, F, Fut>(&self, f: F) -> Pid<N>
     where
         N: Send + 'static,
@@ -764,7 +766,7 @@ impl<M: Send + 'static> Ctx<M> {
     {
         let (pid, ctx, life) = super::new_actor();
         self.link(&pid);
-        super::start_task(ctx, life, f);
+        super::start_task(ctx, life, f, std::panic::Location::caller());
         pid
     }
 
@@ -782,6 +784,7 @@ impl<M: Send + 'static> Ctx<M> {
     ///     ));
     /// });
     /// ```
+    #[track_caller]
     pub fn spawn_monitor<N, F>(&self, f: F) -> (Pid<N>, MonitorRef)
     where
         N: Send + 'static,
@@ -789,7 +792,7 @@ impl<M: Send + 'static> Ctx<M> {
     {
         let (pid, ctx, life) = super::new_actor();
         let mref = self.monitor(&pid);
-        super::start_fiber(ctx, life, f);
+        super::start_fiber(ctx, life, f, std::panic::Location::caller());
         (pid, mref)
     }
 
@@ -804,6 +807,7 @@ impl<M: Send + 'static> Ctx<M> {
     ///     assert!(matches!(me.receive_signal(), Signal::Down { actor, .. } if actor == pid.id()));
     /// });
     /// ```
+    #[track_caller]
     pub fn spawn_monitor_async<N, F, Fut>(&self, f: F) -> (Pid<N>, MonitorRef)
     where
         N: Send + 'static,
@@ -812,7 +816,7 @@ impl<M: Send + 'static> Ctx<M> {
     {
         let (pid, ctx, life) = super::new_actor();
         let mref = self.monitor(&pid);
-        super::start_task(ctx, life, f);
+        super::start_task(ctx, life, f, std::panic::Location::caller());
         (pid, mref)
     }
 

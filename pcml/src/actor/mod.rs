@@ -123,7 +123,7 @@ use crate::sched::blocker::Blocker;
 
 mod any;
 mod current;
-pub(crate) use current::fiber_actor;
+pub(crate) use current::{fiber_actor, task_actor};
 mod link;
 mod record;
 mod registry;
@@ -558,13 +558,14 @@ fn shutting_down() -> bool {
 ///     assert_eq!(me.receive(), 42);
 /// });
 /// ```
+#[track_caller]
 pub fn spawn<M, F>(f: F) -> Pid<M>
 where
     M: Send + 'static,
     F: FnOnce(Ctx<M>) + Send + 'static,
 {
     let (pid, ctx, life) = new_actor();
-    start_fiber(ctx, life, f);
+    start_fiber(ctx, life, f, std::panic::Location::caller());
     pid
 }
 
@@ -584,7 +585,7 @@ fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>, Life) {
     )
 }
 
-fn start_fiber<M, F>(ctx: Ctx<M>, life: Life, f: F)
+fn start_fiber<M, F>(ctx: Ctx<M>, life: Life, f: F, site: crate::fiber::Site)
 where
     M: Send + 'static,
     F: FnOnce(Ctx<M>) + Send + 'static,
@@ -603,8 +604,8 @@ where
     };
     // On a proc, a fiber with no join state; elsewhere (a blocking-pool thread, or no room for
     // a fiber, which `spawn` reports) the general spawn, its handle dropped.
-    if let Err(body) = crate::sched::spawn::spawn_unjoined(body) {
-        drop(crate::spawn(body));
+    if let Err(body) = crate::sched::spawn::spawn_unjoined(body, site) {
+        drop(crate::sched::spawn::spawn_at(body, site));
     }
 }
 
@@ -636,6 +637,7 @@ where
 ///     assert_eq!(sum, 999_000);
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_async<M, F, Fut>(f: F) -> Pid<M>
 where
     M: Send + 'static,
@@ -643,11 +645,11 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     let (pid, ctx, life) = new_actor();
-    start_task(ctx, life, f);
+    start_task(ctx, life, f, std::panic::Location::caller());
     pid
 }
 
-fn start_task<M, F, Fut>(ctx: Ctx<M>, life: Life, f: F)
+fn start_task<M, F, Fut>(ctx: Ctx<M>, life: Life, f: F, site: crate::fiber::Site)
 where
     M: Send + 'static,
     F: FnOnce(Ctx<M>) -> Fut + Send + 'static,
@@ -656,6 +658,7 @@ where
     // The record, for `enter` below: it runs while the task (not yet scheduled) holds the
     // body, whose context holds the record.
     let rec: *const record::Record<M> = &*ctx.rec;
+    let id = ctx.rec.id.as_u64();
     let body = async move {
         // A local declared before the body's future, so that a cancelled task (a kill, see
         // `Peer::kill`) drops that future, withdrawing its pending syncs, before `life` ends
@@ -689,10 +692,14 @@ where
     };
     // On a proc, a task with no join state; elsewhere (a blocking-pool thread, or no runtime,
     // which panics) the general detached spawn. From before its first run a kill cancels it.
-    // SAFETY: see `rec` above: the record is alive while `enter` runs.
-    let enter = move |task: &crate::task::TaskRef| unsafe { (*rec).enter_task(task) };
-    if let Err((body, enter)) = crate::task::spawn_unjoined(body, enter) {
-        crate::sched::spawn::spawn_task_detached(body, enter);
+    // The task's header names the actor, for dumps.
+    let enter = move |task: &crate::task::TaskRef| {
+        task.header().set_actor(id);
+        // SAFETY: see `rec` above: the record is alive while `enter` runs.
+        unsafe { (*rec).enter_task(task) }
+    };
+    if let Err((body, enter)) = crate::task::spawn_unjoined(body, enter, site) {
+        crate::sched::spawn::spawn_task_detached(body, enter, site);
     }
 }
 

@@ -126,6 +126,18 @@ pub fn register<M: Send + 'static>(name: &str, pid: &Pid<M>) -> Result<(), Regis
     Ok(())
 }
 
+/// The names registered to actor `id`, in order, for a dump of a thread that has only the
+/// actor's id at hand (an async actor's task).
+pub(crate) fn names_of(id: ActorId) -> Vec<Arc<str>> {
+    let mut names: Vec<Arc<str>> = table()
+        .iter()
+        .filter(|(_, p)| p.peer_id() == id)
+        .map(|(n, _)| n.clone())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Removes `name` from the registry; returns whether it was registered.
 ///
 /// ```

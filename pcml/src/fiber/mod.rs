@@ -88,6 +88,10 @@ pub(crate) type Coroutine = corosensei::Coroutine<Resume, Suspend, ()>;
 /// What a running fiber suspends through.
 pub(crate) type Yielder = corosensei::Yielder<Resume, Suspend>;
 
+/// Where a thread was spawned: the caller of the function that spawned it (`#[track_caller]`),
+/// kept for dumps. One pointer to a constant, so recording it costs one store.
+pub(crate) type Site = &'static std::panic::Location<'static>;
+
 /// The body of a spawned, unstarted fiber: a `Send` closure, type-erased.
 ///
 /// A body runs at most once: whoever `claim`s it first runs it, either a proc starting it as
@@ -102,11 +106,14 @@ pub(crate) unsafe trait FiberBody: Send + Sync {
     fn claim(&self) -> bool;
     /// [`claim`](Self::claim) by a proc that starts the body as a fiber of its own, in slot
     /// `slot` of proc `proc`: a body that can be cancelled records where, so that its
-    /// cancellation can reach it there.
-    fn claim_at(&self, proc: usize, slot: usize) -> bool {
+    /// cancellation can reach it there. Gives the body's spawn site (for the fiber's slot,
+    /// which a dump reads) when the claim succeeds: one virtual call for both.
+    fn claim_at(&self, proc: usize, slot: usize) -> Option<Site> {
         let _ = (proc, slot);
-        self.claim()
+        self.claim().then(|| self.site())
     }
+    /// Where the body's thread was spawned.
+    fn site(&self) -> Site;
     /// Whether the body has been claimed (a hint: `claim` decides).
     fn is_claimed(&self) -> bool;
     /// Runs the claimed body to its end on the current stack, catching panics.

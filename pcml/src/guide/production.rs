@@ -61,8 +61,11 @@
 //!
 //! # Seeing inside
 //! - [`pcml::dump()`](fn@crate::dump) (or [`Runtime::dump`](crate::Runtime::dump)) lists every
-//!   thread: its name ([`SpawnBuilder`](crate::SpawnBuilder)), proc, state, and what it waits
-//!   on. A deadlock is reported as [`RuntimeError::Deadlock`](crate::RuntimeError), carrying
+//!   thread: its name ([`SpawnBuilder`](crate::SpawnBuilder)), where it was spawned (every
+//!   spawn records its caller's file and line, named or not, at the cost of one store), the
+//!   actor it runs, its proc, its state, and what it waits on. A fiber that a `join` runs
+//!   inline on its joiner's stack shows as itself, with its joiner blocked in the join. A
+//!   deadlock is reported as [`RuntimeError::Deadlock`](crate::RuntimeError), carrying
 //!   such a dump, and only when it is one: a thread outside the runtime that could still act (an
 //!   OS thread holding a channel, another runtime) keeps it from being declared.
 //! - [`pcml::sched::deadlocks()`](fn@crate::sched::deadlocks) (or

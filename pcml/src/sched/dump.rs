@@ -6,13 +6,19 @@
 //! pointer to the object (`blocked_on`, whose address a dump hashes into an [`ObjectId`] and
 //! which the wait-for graph asks how the wait can end, see `waitfor`) and the address of the
 //! handle the fiber blocked through (`handle`); a general sync stores a pointer to its
-//! flattened event; nothing is walked until a dump is asked for. A thread that `join` ran inline on its joiner's stack (an unstarted fiber is run
-//! there rather than spawned elsewhere) shows as the fiber that owns the stack. Each proc describes its
-//! own fibers (their slots are private to it): the dumper sends every proc a request through
-//! its inbox and waits for the answers (a second at most: a proc busy in one long-running
-//! thread for longer is reported as not answering). Async tasks are read from the runtime's
-//! task registry; they record no wait. Names live in a process-wide table keyed by thread id,
-//! written only for threads spawned through a [`SpawnBuilder`], so plain spawns pay nothing.
+//! flattened event; nothing is walked until a dump is asked for. Every spawn records its
+//! site (`#[track_caller]`'s `Location`, one pointer) in the fiber's cell or the task's
+//! header, and a proc copies a fiber's into its slot when it starts it. A thread that `join`
+//! runs inline on its joiner's stack (an unstarted fiber is run there rather than started on
+//! its own) shares its joiner's slot: when it suspends, the slot notes its id
+//! (`FiberSlot::inline`, on the inline path only), and the dump shows it as itself, beside
+//! its joiner blocked in the join. Each proc describes its own fibers (their slots are
+//! private to it): the dumper sends every proc a request through its inbox and waits for the
+//! answers (a second at most: a proc busy in one long-running thread for longer is reported
+//! as not answering). Async tasks are read from the runtime's task registry (tasks that
+//! have waited at least once); they record no wait; an async actor's task header holds its
+//! actor's id. Names live in a process-wide table keyed by thread id, written only for
+//! threads named through a [`SpawnBuilder`], so plain spawns pay nothing for them.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,6 +28,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::ThreadId;
+use crate::fiber::Site;
 use crate::sched::waitfor::Edge;
 use crate::sched::worker::{self, InboxMsg, Shared};
 
@@ -70,6 +77,7 @@ pub struct ThreadDump {
     waits_on: Vec<String>,
     object: Option<ObjectId>,
     actor: Option<String>,
+    inline_in: Option<ThreadId>,
 }
 
 /// The id of an object threads block on (a channel, a join handle's thread, a mailbox), in
@@ -133,9 +141,10 @@ impl ThreadDump {
         self.object
     }
 
-    /// For a fiber that runs an actor ([`actor::spawn`](crate::actor::spawn)): the actor's
-    /// id and its registered names ([`actor::register`](crate::actor::register)), as
-    /// `<0.12.0> "name"`.
+    /// For a thread that runs an actor (a fiber of [`actor::spawn`](crate::actor::spawn), a
+    /// task of [`actor::spawn_async`](crate::actor::spawn_async)): the actor's id and its
+    /// registered names ([`actor::register`](crate::actor::register)), as
+    /// `<actor 12> "name"`. An async actor's task is listed once it has waited.
     ///
     /// ```
     /// use pcml::actor::{self, Ctx};
@@ -163,10 +172,52 @@ impl ThreadDump {
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
-    /// Where it was spawned (`file:line:column`), if it was spawned through a
-    /// [`SpawnBuilder`].
+    /// Where it was spawned (`file:line:column` of the call to `spawn`, `spawn_task`,
+    /// `actor::spawn`, a [`SpawnBuilder`]'s spawn, ...; the main fiber's is `block_on`'s
+    /// caller). `None` for OS threads, and for a thread run inline on its joiner's stack
+    /// ([`inline_in`](Self::inline_in)) that was not named.
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let ch = pcml::Chan::<u8>::new();
+    ///     let c = ch.clone();
+    ///     let h = pcml::spawn(move || c.recv()); // this line is the spawn site
+    ///     pcml::yield_now(); // it blocks in recv
+    ///     let d = pcml::dump().unwrap();
+    ///     let t = d.threads().iter().find(|t| t.id() == Some(h.id())).unwrap();
+    ///     assert!(t.spawned_at().unwrap().contains(file!()), "{d}");
+    ///     ch.send(1);
+    ///     h.join().unwrap();
+    /// });
+    /// ```
     pub fn spawned_at(&self) -> Option<&str> {
         self.spawned_at.as_deref()
+    }
+
+    /// For a fiber that `join` runs inline on its joiner's stack (a fiber not yet started
+    /// when it is joined runs there instead of on a stack of its own), the joiner: the fiber
+    /// whose stack it runs on, which the dump lists too, blocked in the join. With inline
+    /// runs nested, the joiners in between are not listed.
+    ///
+    /// ```
+    /// pcml::run(|| {
+    ///     let ch = pcml::Chan::<u8>::new();
+    ///     let c = ch.clone();
+    ///     let outer = pcml::spawn(move || {
+    ///         // Joined before it starts: it runs inline on `outer`'s stack.
+    ///         pcml::spawn(move || c.recv()).join().unwrap()
+    ///     });
+    ///     pcml::yield_now(); // outer runs, joins, and the inner fiber blocks in recv
+    ///     let d = pcml::dump().unwrap();
+    ///     let inner = d.threads().iter().find(|t| t.inline_in().is_some()).unwrap();
+    ///     assert_eq!(inner.inline_in(), Some(outer.id()), "{d}");
+    ///     assert!(inner.waits_on()[0].contains("recv"), "{d}");
+    ///     ch.send(7);
+    ///     assert_eq!(outer.join().unwrap(), 7);
+    /// });
+    /// ```
+    pub fn inline_in(&self) -> Option<ThreadId> {
+        self.inline_in
     }
     /// Fiber, task or OS thread.
     pub fn kind(&self) -> ThreadKind {
@@ -209,6 +260,9 @@ impl fmt::Display for ThreadDump {
             write!(f, ", proc {p}")?;
         }
         write!(f, "] {:?}", self.state)?;
+        if let Some(host) = self.inline_in {
+            write!(f, " (inline on {host:?}'s stack)")?;
+        }
         if let Some(s) = &self.spawned_at {
             write!(f, " (spawned at {s})")?;
         }
@@ -248,8 +302,9 @@ impl fmt::Display for ThreadDump {
 /// ```
 ///
 /// A dump lists, for each thread: its id, its name if it was given one
-/// ([`SpawnBuilder::name`]; the main fiber is `main`), where it was spawned if it was spawned
-/// through a [`SpawnBuilder`], its proc, its state, and for a blocked fiber what it waits on:
+/// ([`SpawnBuilder::name`]; the main fiber is `main`), where it was spawned, the actor it
+/// runs if it is one ([`ThreadDump::actor`]), its proc, its state, and for a blocked fiber
+/// what it waits on:
 /// the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...), the
 /// object it blocked on ([`ObjectId`]: a channel, a joined thread, a mailbox; the same id for
 /// every thread blocked on the same object) and, for a general sync (a choice, a wrapped or
@@ -259,7 +314,9 @@ impl fmt::Display for ThreadDump {
 /// socket with its file descriptor and address, and a user's
 /// [`BaseEvent`](crate::event::base::BaseEvent) by its type name (or its own
 /// [`describe`](crate::event::base::BaseEvent::describe)). OS threads blocked in a pcml
-/// operation are listed too, by their OS thread name.
+/// operation are listed too, by their OS thread name. A fiber that a `join` runs inline on
+/// its joiner's stack is listed as itself, with the joiner ([`ThreadDump::inline_in`]) listed
+/// as blocked in the join.
 /// [`Runtime::dump`](crate::Runtime::dump) dumps a runtime from anywhere, [`dump`] the calling
 /// thread's runtime; a deadlock error carries one
 /// ([`RuntimeError::Deadlock`](crate::RuntimeError::Deadlock)).
@@ -303,10 +360,10 @@ impl fmt::Display for Dump {
 
 // ---- names ----
 
-/// A name and a spawn site, for threads spawned through a [`SpawnBuilder`].
+/// A name and a spawn site, for threads named through a [`SpawnBuilder`] and the main fiber.
 struct Label {
-    name: Option<Arc<str>>,
-    site: &'static Location<'static>,
+    name: Arc<str>,
+    site: Site,
 }
 
 static LABELS: Mutex<Option<HashMap<ThreadId, Label>>> = Mutex::new(None);
@@ -322,7 +379,7 @@ fn with_labels<R>(f: impl FnOnce(&mut HashMap<ThreadId, Label>) -> R) -> R {
 struct Labelled(ThreadId, Option<u64>);
 
 impl Labelled {
-    fn enter(name: Option<Arc<str>>, site: &'static Location<'static>) -> Self {
+    fn enter(name: Arc<str>, site: Site) -> Self {
         let id = crate::current();
         with_labels(|l| l.insert(id, Label { name, site }));
         let kind = match worker::current() {
@@ -351,7 +408,7 @@ pub(crate) fn label_main(id: ThreadId) {
         l.insert(
             id,
             Label {
-                name: Some("main".into()),
+                name: "main".into(),
                 site,
             },
         )
@@ -365,13 +422,19 @@ pub(crate) fn unlabel(id: ThreadId) {
 
 fn label_of(id: ThreadId) -> (Option<String>, Option<String>) {
     with_labels(|l| match l.get(&id) {
-        Some(Label { name, site }) => (name.as_deref().map(str::to_string), Some(site.to_string())),
+        Some(Label { name, site }) => (Some(name.to_string()), Some(site.to_string())),
         None => (None, None),
     })
 }
 
+/// The name thread `id` was given, if any.
+fn name_of(id: ThreadId) -> Option<String> {
+    label_of(id).0
+}
+
 /// Thread number `id` as a report names it: `ThreadId(17) "name" (spawned at file:line:col)`,
-/// the name and site only if it was spawned through a [`SpawnBuilder`].
+/// the name and site only if it was named through a [`SpawnBuilder`] (the watchdog, which
+/// calls this, cannot read the slot of a fiber that holds its proc).
 pub(crate) fn describe_thread(id: u64) -> String {
     let Some(id) = ThreadId::from_u64(id) else {
         return "(unknown thread)".to_string();
@@ -401,16 +464,13 @@ pub(crate) fn describe_thread(id: u64) -> String {
 /// ```
 pub fn current_name() -> Option<String> {
     let id = crate::try_current()?;
-    with_labels(|l| {
-        l.get(&id)
-            .and_then(|lb| lb.name.as_deref().map(str::to_string))
-    })
+    with_labels(|l| l.get(&id).map(|lb| lb.name.to_string()))
 }
 
 /// Spawns fibers and tasks with a name, as `std::thread::Builder` does OS threads.
 ///
-/// The name shows in dumps ([`dump`]), in deadlock reports and through [`current_name`]; the
-/// spawn site is recorded too.
+/// The name shows in dumps ([`dump`]), in deadlock reports, in the watchdog's reports and
+/// through [`current_name`]; the spawn site is recorded too (as for every spawn).
 ///
 /// ```
 /// pcml::run(|| {
@@ -447,13 +507,18 @@ impl SpawnBuilder {
         T: Send + 'static,
     {
         let site = Location::caller();
-        let name = self.name;
+        let Some(name) = self.name else {
+            return crate::sched::spawn::try_spawn_at(f, site);
+        };
         let label = name.clone();
-        crate::log::with_spawn_label(label.as_ref(), site, || {
-            crate::try_spawn(move || {
-                let _l = Labelled::enter(name, site);
-                f()
-            })
+        crate::log::with_spawn_label(&label, || {
+            crate::sched::spawn::try_spawn_at(
+                move || {
+                    let _l = Labelled::enter(name, site);
+                    f()
+                },
+                site,
+            )
         })
     }
 
@@ -479,13 +544,19 @@ impl SpawnBuilder {
         T: Send + 'static,
     {
         let site = Location::caller();
-        let name = self.name;
+        let Some(name) = self.name else {
+            return crate::sched::spawn::try_spawn_on_at(proc, f, site);
+        };
         let label = name.clone();
-        crate::log::with_spawn_label(label.as_ref(), site, || {
-            crate::try_spawn_on(proc, move || {
-                let _l = Labelled::enter(name, site);
-                f()
-            })
+        crate::log::with_spawn_label(&label, || {
+            crate::sched::spawn::try_spawn_on_at(
+                proc,
+                move || {
+                    let _l = Labelled::enter(name, site);
+                    f()
+                },
+                site,
+            )
         })
     }
 
@@ -503,13 +574,18 @@ impl SpawnBuilder {
             return Err(crate::SpawnError::NoRuntime);
         }
         let site = Location::caller();
-        let name = self.name;
+        let Some(name) = self.name else {
+            return Ok(crate::sched::spawn::spawn_task_at(fut, site));
+        };
         let label = name.clone();
-        Ok(crate::log::with_spawn_label(label.as_ref(), site, || {
-            crate::spawn_task(async move {
-                let _l = Labelled::enter(name, site);
-                fut.await
-            })
+        Ok(crate::log::with_spawn_label(&label, || {
+            crate::sched::spawn::spawn_task_at(
+                async move {
+                    let _l = Labelled::enter(name, site);
+                    fut.await
+                },
+                site,
+            )
         }))
     }
 }
@@ -598,38 +674,91 @@ impl Request {
     }
 }
 
-/// Describes a fiber slot's thread (on its proc's worker).
-pub(crate) fn fiber_dump(
-    id: ThreadId,
-    slot: usize,
-    proc: usize,
-    state: ThreadState,
-    blocked_in: &str,
-    obj: usize,
-    detail: Option<&dyn Describe>,
-) -> ThreadDump {
-    let (name, spawned_at) = label_of(id);
+/// A fiber slot as its proc sees it, for [`fiber_dump`].
+pub(crate) struct SlotView<'a> {
+    /// The fiber that owns the slot (and the stack).
+    pub(crate) id: ThreadId,
+    pub(crate) slot: usize,
+    pub(crate) proc: usize,
+    pub(crate) site: Site,
+    pub(crate) state: ThreadState,
+    /// The thread that runs inline on the fiber's stack and is the one suspended (or
+    /// running), if any, with its joiners, innermost first (the last is the fiber `id`).
+    pub(crate) inline: Option<(ThreadId, Vec<ThreadId>)>,
+    /// For a blocked fiber: the operation, the object's address (0: none) and the branches.
+    pub(crate) blocked_in: &'a str,
+    pub(crate) obj: usize,
+    pub(crate) detail: Option<&'a dyn Describe>,
+}
+
+/// Describes a fiber slot's threads (on its proc's worker): the fiber, or, when a thread
+/// runs inline on its stack, that thread and the joiners blocked in the joins that run it.
+pub(crate) fn fiber_dump(v: SlotView<'_>, out: &mut Vec<ThreadDump>) {
+    let actor = crate::actor::fiber_actor(v.slot);
+    let actor_of = |id: ThreadId| {
+        actor
+            .as_ref()
+            .filter(|(t, _)| *t == id)
+            .map(|(_, a)| a.clone())
+    };
     let mut waits_on = Vec::new();
-    if state == ThreadState::Blocked {
-        waits_on.push(blocked_in.to_string());
-        if let Some(d) = detail {
+    if v.state == ThreadState::Blocked {
+        waits_on.push(v.blocked_in.to_string());
+        if let Some(d) = v.detail {
             d.describe(&mut waits_on);
         }
     }
-    ThreadDump {
-        id: Some(id),
-        name,
-        spawned_at,
-        kind: ThreadKind::Fiber,
-        proc: Some(proc),
-        state,
-        waits_on,
-        object: if state == ThreadState::Blocked {
-            object_id(obj)
-        } else {
-            None
-        },
-        actor: crate::actor::fiber_actor(slot),
+    let object = if v.state == ThreadState::Blocked {
+        object_id(v.obj)
+    } else {
+        None
+    };
+    // The stack's owner's name and site; an inline thread's from its label, if named.
+    let label = |id: ThreadId| match id == v.id {
+        true => (name_of(id), Some(v.site.to_string())),
+        false => label_of(id),
+    };
+    let Some((inner, hosts)) = v.inline else {
+        let (name, spawned_at) = label(v.id);
+        out.push(ThreadDump {
+            id: Some(v.id),
+            name,
+            spawned_at,
+            kind: ThreadKind::Fiber,
+            proc: Some(v.proc),
+            state: v.state,
+            waits_on,
+            object,
+            actor: actor_of(v.id),
+            inline_in: None,
+        });
+        return;
+    };
+    // The inline thread, then each joiner, blocked in the join of the one it runs.
+    let mut thread = inner;
+    let (mut state, mut waits_on, mut object) = (v.state, waits_on, object);
+    for host in hosts.into_iter().map(Some).chain([None]) {
+        let (name, spawned_at) = label(thread);
+        out.push(ThreadDump {
+            id: Some(thread),
+            name,
+            spawned_at,
+            kind: ThreadKind::Fiber,
+            proc: Some(v.proc),
+            state,
+            waits_on,
+            object,
+            actor: actor_of(thread),
+            inline_in: host,
+        });
+        let Some(host) = host else { break };
+        state = ThreadState::Blocked;
+        waits_on = vec![
+            "JoinHandle::join".to_string(),
+            format!("of {thread:?}, run inline on this stack"),
+        ];
+        object = None;
+        thread = host;
     }
 }
 
@@ -682,21 +811,21 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
     let edges = std::mem::take(&mut parts.edges);
     drop(parts);
     threads.sort_by_key(|t| (t.proc, t.id));
-    shared.tasks.for_each(|id| {
+    shared.tasks.for_each(|id, site, actor| {
         if threads.iter().any(|t| t.id == Some(id)) {
             return;
         }
-        let (name, spawned_at) = label_of(id);
         threads.push(ThreadDump {
             id: Some(id),
-            name,
-            spawned_at,
+            name: name_of(id),
+            spawned_at: Some(site.to_string()),
             kind: ThreadKind::Task,
             proc: None,
             state: ThreadState::Pending,
             waits_on: Vec::new(),
             object: None,
-            actor: None,
+            actor: crate::actor::task_actor(actor),
+            inline_in: None,
         });
     });
     for (_, w) in OS_WAITERS
@@ -715,6 +844,7 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
             waits_on: vec![unsafe { &*w.what }.to_string()],
             object: object_id(w.obj),
             actor: None,
+            inline_in: None,
         });
     }
     (

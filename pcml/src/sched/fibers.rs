@@ -18,7 +18,7 @@ use std::ptr::NonNull;
 use slab::Slab;
 
 use crate::ThreadId;
-use crate::fiber::Coroutine;
+use crate::fiber::{Coroutine, Site};
 use crate::sched::waitfor::WaitObject;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,16 @@ pub(crate) struct FiberSlot {
     pub(crate) id: ThreadId,
     pub(crate) main: bool,
     pub(crate) guard: (usize, usize),
+    /// Where the fiber was spawned (its body's site, taken when the proc claimed it).
+    pub(crate) site: Site,
+    /// The thread that runs inline on this fiber's stack (a fiber that `join` ran on its
+    /// joiner's stack), as a `ThreadId` number, while the fiber is suspended with one running:
+    /// set and cleared around the suspension by `Context::suspend_inlined`; 0 otherwise.
+    /// Read by a dump, which then shows that thread as the one suspended.
+    pub(crate) inline: Cell<u64>,
+    /// With `inline`: the innermost inline run (`worker::calls::InlineRun`, on the fiber's
+    /// stack), whose list names the joiners; null otherwise.
+    pub(crate) inline_runs: Cell<*const crate::sched::worker::InlineRun>,
     /// What the fiber blocked in (`block_fiber`'s `what`): set at each block, read only by a
     /// dump while the fiber is blocked (the string outlives the suspension).
     pub(crate) blocked_in: Cell<*const str>,
@@ -99,6 +109,7 @@ impl FiberTable {
         id: ThreadId,
         main: bool,
         guard: (usize, usize),
+        site: Site,
     ) -> usize {
         // SAFETY: the caller guarantees exclusive access to the table.
         unsafe {
@@ -111,6 +122,9 @@ impl FiberTable {
                 id,
                 main,
                 guard,
+                site,
+                inline: Cell::new(0),
+                inline_runs: Cell::new(std::ptr::null()),
                 blocked_in: Cell::new(""),
                 blocked_on: Cell::new(None),
                 handle: Cell::new(0),

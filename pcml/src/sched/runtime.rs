@@ -685,6 +685,7 @@ impl Runtime {
                 body: unsafe {
                     BodyPtr::from_raw(NonNull::from(Box::leak(Box::new(MainBody {
                         f: Mutex::new(Some(main)),
+                        site: std::panic::Location::caller(),
                         value: value.clone(),
                         shared: self.shared.clone(),
                     })) as &mut dyn FiberBody))
@@ -813,6 +814,8 @@ impl Drop for Runtime {
 /// The main fiber's body.
 struct MainBody<F, T> {
     f: Mutex<Option<F>>,
+    /// `block_on`'s caller.
+    site: crate::fiber::Site,
     value: Arc<Mutex<Option<T>>>,
     shared: Arc<Shared>,
 }
@@ -838,6 +841,10 @@ where
     }
 
     fn cancel(&self) {}
+
+    fn site(&self) -> crate::fiber::Site {
+        self.site
+    }
 
     fn run(&self) {
         let f = self.f.lock().unwrap().take().expect("main body runs once");

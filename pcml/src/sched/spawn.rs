@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use crate::fiber::stack::{self, NoStack};
-use crate::fiber::{BodyPtr, FiberBody, NewFiber};
+use crate::fiber::{BodyPtr, FiberBody, NewFiber, Site};
 use crate::loom::PlainCell;
 use crate::mp::RefCount;
 use crate::sched::blocking::{self, BlockingPool};
@@ -121,6 +121,8 @@ struct FiberCell<F, T> {
     /// `CLAIMED`, `ABORT`, and `STARTED` with the fiber's slot and proc (`home`); see the
     /// invariants.
     state: AtomicUsize,
+    /// Where it was spawned (for dumps); written once, at the spawn.
+    site: Site,
     /// Taken once, by the claimer.
     f: PlainCell<Option<F>>,
 }
@@ -292,11 +294,11 @@ where
         self.state.fetch_or(CLAIMED, Ordering::AcqRel) & CLAIMED == 0
     }
 
-    fn claim_at(&self, proc: usize, slot: usize) -> bool {
+    fn claim_at(&self, proc: usize, slot: usize) -> Option<Site> {
         let mut s = 0;
         loop {
             if s & CLAIMED != 0 {
-                return false;
+                return None;
             }
             // AcqRel: as `claim`; and the Release half publishes `home` to `abort`'s Acquire
             // read-modify-write.
@@ -306,7 +308,7 @@ where
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return true,
+                Ok(_) => return Some(self.site),
                 // Claimed by a joiner, aborted, or a spurious failure: look again.
                 Err(actual) => s = actual,
             }
@@ -315,6 +317,10 @@ where
 
     fn is_claimed(&self) -> bool {
         self.state.load(Ordering::Relaxed) & CLAIMED != 0
+    }
+
+    fn site(&self) -> Site {
+        self.site
     }
 
     fn run(&self) {
@@ -456,6 +462,8 @@ where
 ///   `release`, through the freeing proc's [`SpareCell`] when it has room.
 struct LoneFiber<F> {
     id: ThreadId,
+    /// Where it was spawned (for dumps).
+    site: Site,
     /// Taken once, by `run` or `cancel`.
     f: PlainCell<Option<F>>,
 }
@@ -484,6 +492,10 @@ where
     fn is_claimed(&self) -> bool {
         // SAFETY: only the holder of the one reference calls this (invariants).
         self.f.with(|f| unsafe { (*f).is_none() })
+    }
+
+    fn site(&self) -> Site {
+        self.site
     }
 
     fn run(&self) {
@@ -526,7 +538,7 @@ where
 /// is reported as an unjoined thread's is. Only on a proc with room for a fiber (the common
 /// case: an actor spawned by an actor); otherwise it gives `f` back, for [`spawn`], which
 /// places it or says why it cannot.
-pub(crate) fn spawn_unjoined<F>(f: F) -> Result<(), F>
+pub(crate) fn spawn_unjoined<F>(f: F, site: Site) -> Result<(), F>
 where
     F: FnOnce() + Send + 'static,
 {
@@ -537,9 +549,10 @@ where
         return Err(f);
     }
     let id = ThreadId::next();
-    crate::log::spawned(id, crate::log::Kind::Fiber);
+    crate::log::spawned(id, crate::log::Kind::Fiber, site);
     let value = LoneFiber {
         id,
+        site,
         f: PlainCell::new(Some(f)),
     };
     let cell = place_cell(Some(ctx.spare_cell()), value);
@@ -591,19 +604,21 @@ fn new_fiber<F, T>(
     runtime: u64,
     proc: usize,
     spare: Option<&SpareCell>,
+    site: Site,
 ) -> (NewFiber, JoinHandle<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
     let id = ThreadId::next();
-    crate::log::spawned(id, crate::log::Kind::Fiber);
+    crate::log::spawned(id, crate::log::Kind::Fiber, site);
     let value = FiberCell {
         refs: RefCount::new(2),
         join: JoinState::new_inline(id),
         runtime,
         proc,
         state: AtomicUsize::new(0),
+        site,
         f: PlainCell::new(Some(f)),
     };
     let cell = place_cell(spare, value);
@@ -658,12 +673,12 @@ fn check_on_proc(ctx: &worker::Context) -> Result<(), SpawnError> {
 
 /// Spawns a fiber on the calling proc, which has checked its capacity ([`check_on_proc`]).
 #[inline(always)]
-fn spawn_here<F, T>(ctx: &worker::Context, f: F) -> JoinHandle<T>
+fn spawn_here<F, T>(ctx: &worker::Context, f: F, site: Site) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (fiber, handle) = new_fiber(f, ctx.shared.id, ANY_PROC, Some(ctx.spare_cell()));
+    let (fiber, handle) = new_fiber(f, ctx.shared.id, ANY_PROC, Some(ctx.spare_cell()), site);
     // Counts it live unless it is held (see `Context::hold_new`).
     ctx.hold_new(fiber);
     handle
@@ -688,18 +703,29 @@ fn spawn_failed(e: SpawnError) -> ! {
 /// });
 /// assert!(matches!(pcml::try_spawn(|| ()), Err(pcml::SpawnError::NoRuntime)));
 /// ```
+#[track_caller]
 pub fn try_spawn<F, T>(f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    try_spawn_at(f, Location::caller())
+}
+
+/// [`try_spawn`] with the spawn site given.
+#[inline]
+pub(crate) fn try_spawn_at<F, T>(f: F, site: Site) -> Result<JoinHandle<T>, SpawnError>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
     if let Some(ctx) = worker::context() {
         check_on_proc(ctx)?;
-        return Ok(spawn_here(ctx, f));
+        return Ok(spawn_here(ctx, f, site));
     }
     let shared = blocking::current_shared().ok_or(SpawnError::NoRuntime)?;
     check_capacity(&shared)?;
-    let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC, None);
+    let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC, None, site);
     shared.count_live(1);
     // Off the procs (a blocking-pool thread): through the injector.
     shared.push_injector(Runnable::Fiber(fiber));
@@ -719,7 +745,18 @@ where
 ///     assert_eq!(sum, 328350);
 /// });
 /// ```
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_at(f, Location::caller())
+}
+
+/// [`spawn`] with the spawn site given.
+#[inline(always)]
+pub(crate) fn spawn_at<F, T>(f: F, site: Site) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -729,9 +766,9 @@ where
         if let Err(e) = check_on_proc(ctx) {
             spawn_failed(e)
         }
-        return spawn_here(ctx, f);
+        return spawn_here(ctx, f, site);
     }
-    try_spawn(f).unwrap_or_else(|e| spawn_failed(e))
+    try_spawn_at(f, site).unwrap_or_else(|e| spawn_failed(e))
 }
 
 /// Spawns a fiber that starts and stays on proc `proc` (explicit placement, as the papers'
@@ -746,7 +783,21 @@ where
 /// })
 /// .unwrap();
 /// ```
+#[track_caller]
 pub fn try_spawn_on<F, T>(proc: usize, f: F) -> Result<JoinHandle<T>, SpawnError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    try_spawn_on_at(proc, f, Location::caller())
+}
+
+/// [`try_spawn_on`] with the spawn site given.
+pub(crate) fn try_spawn_on_at<F, T>(
+    proc: usize,
+    f: F,
+    site: Site,
+) -> Result<JoinHandle<T>, SpawnError>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -758,7 +809,7 @@ where
             return Err(SpawnError::NoSuchProc { proc, procs });
         }
         check_capacity(shared)?;
-        let (fiber, handle) = new_fiber(f, shared.id, proc, None);
+        let (fiber, handle) = new_fiber(f, shared.id, proc, None, site);
         shared.count_live(1);
         shared.send_to(proc, InboxMsg::Start(fiber));
         Ok(handle)
@@ -769,12 +820,13 @@ where
 ///
 /// # Panics
 /// As [`spawn`], and if the runtime has no proc `proc`.
+#[track_caller]
 pub fn spawn_on<F, T>(proc: usize, f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    try_spawn_on(proc, f).unwrap_or_else(|e| panic!("{e}"))
+    try_spawn_on_at(proc, f, Location::caller()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Spawns an async task: a stackless thread that may run on any proc and migrate between them.
@@ -793,13 +845,24 @@ where
 ///     assert_eq!(t.join().unwrap(), 21);
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_task<F>(fut: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    spawn_task_at(fut, Location::caller())
+}
+
+/// [`spawn_task`] with the spawn site given.
+#[inline]
+pub(crate) fn spawn_task_at<F>(fut: F, site: Site) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     with_runtime("pcml::spawn_task", |shared| {
-        crate::task::spawn_on_runtime(shared, fut)
+        crate::task::spawn_on_runtime(shared, fut, site)
     })
 }
 
@@ -807,13 +870,13 @@ where
 ///
 /// # Panics
 /// Outside a pcml runtime.
-pub(crate) fn spawn_task_detached<F>(fut: F, before: impl FnOnce(&crate::task::TaskRef))
+pub(crate) fn spawn_task_detached<F>(fut: F, before: impl FnOnce(&crate::task::TaskRef), site: Site)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     with_runtime("pcml::actor::spawn_async", |shared| {
-        crate::task::spawn_detached_on_runtime(shared, fut, before)
+        crate::task::spawn_detached_on_runtime(shared, fut, before, site)
     })
 }
 
@@ -829,6 +892,7 @@ where
 ///     assert!(h.join().unwrap());
 /// });
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -836,7 +900,7 @@ where
 {
     let shared = with_runtime("pcml::spawn_blocking", Arc::clone);
     let id = ThreadId::next();
-    crate::log::spawned(id, crate::log::Kind::Blocking);
+    crate::log::spawned(id, crate::log::Kind::Blocking, Location::caller());
     let join = JoinState::new(id);
     let handle = JoinHandle::new(join.clone());
     BlockingPool::submit(

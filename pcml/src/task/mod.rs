@@ -84,13 +84,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use crossbeam_utils::CachePadded;
 use slab::Slab;
 
 use crate::ThreadId;
+use crate::fiber::Site;
 use crate::loom::PlainCell;
 use crate::mp::SpinLock;
 use crate::mp::{Counted, Counts, RefCount};
@@ -181,6 +182,13 @@ pub(crate) struct Header {
     /// Set once by `JoinHandle::abort`, before it wakes the task; read by the runner before
     /// each poll: a cancelled task's future is dropped instead of polled.
     aborted: AtomicBool,
+    /// Where the task was spawned (for dumps); written once, at the spawn.
+    pub(crate) site: Site,
+    /// The actor the task runs (an async actor's [`ActorId`](crate::actor::ActorId) as a
+    /// number), or 0: written once by the actor's spawn before the task is scheduled, read by
+    /// dumps. Relaxed: a dump reads it after the registry's lock, taken after the scheduling
+    /// push that publishes the cell.
+    actor: AtomicU64,
 }
 
 impl Header {
@@ -195,6 +203,16 @@ impl Header {
             .unwrap_or(u32::MAX)
             .min(u32::from(u16::MAX));
         self.polled_at.store(proc << 16 | depth, Ordering::Relaxed);
+    }
+
+    /// Records that the task runs actor `actor` (its id as a number), for dumps.
+    pub(crate) fn set_actor(&self, actor: u64) {
+        self.actor.store(actor, Ordering::Relaxed);
+    }
+
+    /// The actor the task runs, as [`set_actor`](Self::set_actor) recorded (0: none).
+    pub(crate) fn actor(&self) -> u64 {
+        self.actor.load(Ordering::Relaxed)
     }
 
     /// The proc and deque length of [`Header::set_polled_at`]'s last record, or `None` if there
@@ -555,11 +573,21 @@ impl TaskRegistry {
         drop(removed);
     }
 
-    /// Calls `f` with the id of every registered task (a dump).
-    pub(crate) fn for_each(&self, mut f: impl FnMut(ThreadId)) {
+    /// Calls `f` with the id, spawn site and actor ([`Header::actor`]) of every registered
+    /// task (a dump), outside the registry's locks.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(ThreadId, Site, u64)) {
         for shard in self.shards.iter() {
-            let ids: Vec<ThreadId> = shard.lock().iter().map(|(_, t)| t.header().id).collect();
-            ids.into_iter().for_each(&mut f);
+            let tasks: Vec<(ThreadId, Site, u64)> = shard
+                .lock()
+                .iter()
+                .map(|(_, t)| {
+                    let h = t.header();
+                    (h.id, h.site, h.actor())
+                })
+                .collect();
+            tasks
+                .into_iter()
+                .for_each(|(id, site, actor)| f(id, site, actor));
         }
     }
 
@@ -575,14 +603,18 @@ impl TaskRegistry {
 }
 
 /// Spawns `fut` as a task of `shared`, scheduled from the current thread.
-pub(crate) fn spawn_on_runtime<F>(shared: &Arc<Shared>, fut: F) -> crate::JoinHandle<F::Output>
+pub(crate) fn spawn_on_runtime<F>(
+    shared: &Arc<Shared>,
+    fut: F,
+    site: Site,
+) -> crate::JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let id = ThreadId::next();
     // Two references: the run queue's and the handle's.
-    let cell = new_cell(shared, fut, JoinState::new_inline(id), id, 2);
+    let cell = new_cell(shared, fut, JoinState::new_inline(id), id, 2, site);
     shared.count_live(1);
     // SAFETY: `new_cell` counted this reference for the run queue.
     let task = unsafe { TaskRef::from_counted(cell) };
@@ -600,12 +632,13 @@ pub(crate) fn spawn_detached_on_runtime<F>(
     shared: &Arc<Shared>,
     fut: F,
     before: impl FnOnce(&TaskRef),
+    site: Site,
 ) where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let id = ThreadId::next();
-    let cell = new_cell(shared, fut, JoinState::new_inline_detached(id), id, 1);
+    let cell = new_cell(shared, fut, JoinState::new_inline_detached(id), id, 1, site);
     // SAFETY: `new_cell` counted this one reference, for the run queue.
     let task = unsafe { TaskRef::from_counted(cell) };
     before(&task);
@@ -618,7 +651,7 @@ pub(crate) fn spawn_detached_on_runtime<F>(
 /// runtime (the common case: an actor spawned by an actor); elsewhere it returns `fut` back
 /// for [`spawn_detached_on_runtime`]'s path. `before` sees the task before it is scheduled.
 #[inline]
-pub(crate) fn spawn_unjoined<F, B>(fut: F, before: B) -> Result<(), (F, B)>
+pub(crate) fn spawn_unjoined<F, B>(fut: F, before: B, site: Site) -> Result<(), (F, B)>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -627,7 +660,7 @@ where
     let Some(ctx) = worker::context() else {
         return Err((fut, before));
     };
-    let cell = new_cell(&ctx.shared, fut, Detached, ThreadId::next(), 1);
+    let cell = new_cell(&ctx.shared, fut, Detached, ThreadId::next(), 1, site);
     // SAFETY: `new_cell` counted this one reference, for the run queue.
     let task = unsafe { TaskRef::from_counted(cell) };
     before(&task);
@@ -646,13 +679,14 @@ fn new_cell<F, J>(
     join: J,
     id: ThreadId,
     refs: usize,
+    site: Site,
 ) -> NonNull<TaskCell<F, J>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     J: Completion<F::Output>,
 {
-    crate::log::spawned(id, crate::log::Kind::Task);
+    crate::log::spawned(id, crate::log::Kind::Task, site);
     crate::sched::metrics::task_spawned(shared);
     // Written straight into its block (`Box::new` built the cell on the stack, then copied
     // it there, future and all).
@@ -666,6 +700,8 @@ where
             registry_key: AtomicUsize::new(NOT_REGISTERED),
             polled_at: AtomicU32::new(u32::MAX),
             aborted: AtomicBool::new(false),
+            site,
+            actor: AtomicU64::new(0),
         },
         future: PlainCell::new(Some(fut)),
         join,

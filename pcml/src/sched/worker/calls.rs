@@ -165,6 +165,49 @@ pub(super) fn fiber_room(ctx: &'static Context) -> Option<(&'static Context, usi
     (sp >= ctx.guard.get() + ctx.inline_margin).then_some((ctx, slot, inlined))
 }
 
+/// One thread run inline on a fiber's stack ([`run_as`]), on that stack: the thread it runs
+/// on (its joiner) and the run it is nested in. `Context::inline_top` points to the
+/// innermost while the fiber runs; a dump walks the list (`inline_hosts`) to name every
+/// joiner.
+///
+/// When dropped (the inline thread ended, or the host unwinds through it: a cancelled host,
+/// see `sched::panic::AbortSignal`), it names the host thread again and pops itself.
+pub(crate) struct InlineRun {
+    ctx: &'static Context,
+    /// `current` before the run: the joiner.
+    outer: Current,
+    /// The run this one is nested in, on the same stack; null if the joiner is the fiber
+    /// itself.
+    prev: *const InlineRun,
+}
+
+impl Drop for InlineRun {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.ctx.current.set(self.outer);
+        self.ctx.inline_top.set(self.prev);
+    }
+}
+
+/// The joiners of the innermost inline run `top` (see [`InlineRun`]), innermost first: the
+/// last is the fiber that owns the stack.
+///
+/// # Safety
+/// `top` is null, or the `inline_top` of the running fiber (read on it), or what
+/// `suspend_inlined` noted for a fiber that is still suspended: its runs live on its stack.
+pub(crate) unsafe fn inline_hosts(mut top: *const InlineRun) -> Vec<ThreadId> {
+    let mut hosts = Vec::new();
+    while !top.is_null() {
+        // SAFETY: as the caller promises, each run in the list is alive on its stack.
+        let run = unsafe { &*top };
+        if let Current::Fiber { id, .. } = run.outer {
+            hosts.push(id);
+        }
+        top = run.prev;
+    }
+    hosts
+}
+
 /// Runs `body` as thread `id` on the calling fiber (slot `slot`, running `inlined` threads
 /// inline already): `current()` names `id` while it runs. The thread is not counted live
 /// (`ProcShared::live`) unless the fiber blocks while it runs.
@@ -173,28 +216,25 @@ pub(super) fn fiber_room(ctx: &'static Context) -> Option<(&'static Context, usi
 /// cancelled, and `current` names the host again on the way.
 #[inline(always)]
 pub(super) fn run_as<R>(
-    ctx: &Context,
+    ctx: &'static Context,
     slot: usize,
     inlined: u32,
     id: ThreadId,
     body: impl FnOnce() -> R,
 ) -> R {
-    /// Names the host thread again when the inline thread ends, or when the host unwinds
-    /// through it (a cancelled host, see `sched::panic::AbortSignal`).
-    struct Restore<'a>(&'a Cell<Current>, Current);
-    impl Drop for Restore<'_> {
-        #[inline(always)]
-        fn drop(&mut self) {
-            self.0.set(self.1);
-        }
-    }
     let outer = ctx.current.replace(Current::Fiber {
         slot,
         id,
         main: false,
         inlined: inlined + 1,
     });
-    let _restore = Restore(&ctx.current, outer);
+    let run = InlineRun {
+        ctx,
+        outer,
+        prev: ctx.inline_top.get(),
+    };
+    // The run stays where it is until it drops, at the end of this call.
+    ctx.inline_top.set(&run);
     body()
 }
 

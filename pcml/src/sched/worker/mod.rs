@@ -285,6 +285,11 @@ pub(crate) struct Context {
     next_token: Cell<u64>,
     budget: Cell<u32>,
     current: OneLine<Cell<Current>>,
+    /// The innermost thread run inline on the running fiber's stack ([`calls::InlineRun`]),
+    /// or null: set by `run_as`, popped when the run ends; `suspend_inlined` notes it in the
+    /// fiber's slot and nulls it while the fiber is suspended, so it is null whenever
+    /// anything but a fiber with an inline run is running.
+    inline_top: Cell<*const calls::InlineRun>,
     /// The running fiber's yielder; restored by the fiber itself after each suspension.
     yielder: Cell<*const Yielder>,
     /// The start of the running fiber's guard page (0: none), for the overflow handler.
@@ -411,6 +416,7 @@ pub(crate) fn run_worker(
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),
         current: OneLine::new(Cell::new(Current::Scheduler)),
+        inline_top: Cell::new(ptr::null()),
         yielder: Cell::new(ptr::null()),
         shutting_down: Cell::new(false),
         guard: Cell::new(0),

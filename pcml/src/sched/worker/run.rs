@@ -25,7 +25,24 @@ impl Context {
     #[inline(always)]
     pub(super) fn suspend_inlined(&self, why: Suspend) -> Resume {
         let current = self.current.get();
+        // The inline runs stay on this stack; nothing else runs inline meanwhile.
+        let top = self.inline_top.replace(std::ptr::null());
+        // Shows a dump which thread is suspended here, and its joiners (the fiber's slot
+        // names only its owner).
+        let note = |id: u64, runs| {
+            if let Current::Fiber { slot, .. } = current
+                && let Some(e) = self.fibers.get(slot)
+            {
+                e.inline.set(id);
+                e.inline_runs.set(runs);
+            }
+        };
+        if let Current::Fiber { id, .. } = current {
+            note(id.as_u64(), top);
+        }
         let r = self.switch_out(why);
+        note(0, std::ptr::null());
+        self.inline_top.set(top);
         self.current.set(current);
         r
     }
@@ -176,12 +193,12 @@ impl Context {
         };
         // The slot `insert` below gives: where a cancellation finds the fiber.
         let slot = self.fibers.vacant_key();
-        if !f.body.claim_at(self.index, slot) {
+        let Some(site) = f.body.claim_at(self.index, slot) else {
             // Claimed by its joiner meanwhile.
             self.stacks.borrow_mut().give(stack);
             sh.release_fiber_slot();
             return;
-        }
+        };
         let guard = stack::guard_range(&stack);
         let (id, main) = (f.id, f.main);
         let co = Coroutine::with_stack(stack, move |y: &Yielder, _: Resume| {
@@ -192,7 +209,7 @@ impl Context {
             // `f` drops here, already claimed: nothing more happens.
         });
         // SAFETY: called from the worker loop, with no fiber running and no slot borrowed.
-        let inserted = unsafe { self.fibers.insert(co, id, main, guard) };
+        let inserted = unsafe { self.fibers.insert(co, id, main, guard, site) };
         debug_assert_eq!(inserted, slot);
         metrics::add(&self.me().metrics.fibers, 1);
         self.resume_fiber(slot);

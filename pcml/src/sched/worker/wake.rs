@@ -395,7 +395,7 @@ impl Context {
     /// what it waits on; unstarted and queued work by count. On the worker loop, or from the
     /// running fiber that asked for the dump (which then shows as running).
     pub(crate) fn answer_dump(&self, req: &crate::sched::dump::Request) {
-        use crate::sched::dump::{ThreadState, fiber_dump};
+        use crate::sched::dump::{SlotView, ThreadState, fiber_dump};
         let mut threads = Vec::new();
         let mut edges = Vec::new();
         self.fibers.for_each(|slot, e| {
@@ -434,7 +434,35 @@ impl Context {
                 });
             }
             let obj = obj.map_or(0, |o| o.cast::<()>().as_ptr().addr());
-            threads.push(fiber_dump(e.id, slot, self.index, state, what, obj, detail));
+            // The thread suspended on this stack (noted by `suspend_inlined`), or running
+            // on it: the dumper itself, when it runs inline.
+            let inline = match self.current.get() {
+                Current::Fiber {
+                    slot: s,
+                    id,
+                    inlined: 1..,
+                    ..
+                } if s == slot && state == ThreadState::Running => {
+                    // SAFETY: the running fiber's own runs, read on it.
+                    Some((id, unsafe { inline_hosts(self.inline_top.get()) }))
+                }
+                _ if state == ThreadState::Running => None,
+                // SAFETY: noted by `suspend_inlined` for this fiber, which is suspended.
+                _ => ThreadId::from_u64(e.inline.get())
+                    .map(|id| (id, unsafe { inline_hosts(e.inline_runs.get()) })),
+            };
+            let view = SlotView {
+                id: e.id,
+                slot,
+                proc: self.index,
+                site: e.site,
+                state,
+                inline,
+                blocked_in: what,
+                obj,
+                detail,
+            };
+            fiber_dump(view, &mut threads);
         });
         let unstarted = self.local.len()
             + self.own.borrow().len()
