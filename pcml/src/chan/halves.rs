@@ -15,8 +15,8 @@ use crate::time::at_time_evt;
 
 use super::handles::Kind;
 use super::{
-    ChanInner, Checked, Mode, RecvError, RecvEvt, RecvFuture, RecvTimeoutError, SendError, SendEvt,
-    SendFuture, SendTimeoutError, TryRecvError, TrySendError,
+    ChanInner, Checked, InlineRecv, InlineSend, Mode, RecvError, RecvFuture, RecvTimeoutError,
+    SendError, SendEvt, SendFuture, SendTimeoutError, TryRecvError, TrySendError,
 };
 
 /// Makes a rendezvous channel and returns its two halves: a send and a receive meet, and the
@@ -363,7 +363,7 @@ impl<T: Send + 'static> Sender<T> {
     /// ```
     pub fn send_evt(&self, msg: T) -> Event<Result<(), SendError<T>>> {
         match &self.flavor {
-            Flavor::Zero(ch) => Event::from_direct_base(SendEvt::<T, Checked>::new(ch, msg)),
+            Flavor::Zero(ch) => Event::from_inline(InlineSend::<T, Checked>::new(ch, msg)),
             Flavor::Bounded(ch) => bounded::Inner::send_evt::<Checked>(ch, msg),
             Flavor::Unbounded(mb) => mailbox::Inner::send_evt::<Checked>(mb, msg),
         }
@@ -594,7 +594,7 @@ impl<T: Send + 'static> Receiver<T> {
     /// ```
     pub fn recv_evt(&self) -> Event<Result<T, RecvError>> {
         match &self.flavor {
-            Flavor::Zero(ch) => Event::from_direct_base(RecvEvt::<T, Checked>::new(ch)),
+            Flavor::Zero(ch) => Event::from_inline(InlineRecv::<T, Checked>::new(ch)),
             Flavor::Bounded(ch) => bounded::Inner::recv_evt::<Checked>(ch),
             Flavor::Unbounded(mb) => mailbox::Inner::recv_evt::<Checked>(mb),
         }

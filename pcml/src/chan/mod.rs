@@ -104,9 +104,15 @@
 //! drops the slot's content: a delivered message nobody will see, as `recv_evt`'s
 //! "Cancellation" says (the `BaseEvent::discard` of a channel receive).
 //!
-//! [`Chan::recv_async`] and [`Chan::send_async`] are the same async path without an event: a
-//! future that borrows the channel, so a sync costs no allocation and no reference count (the
-//! event's `Box` and `Arc` clone are about 40% of a one-proc task ping-pong's cycles).
+//! The event of `recv_evt`/`send_evt` holds its base event inline, with no box, when the
+//! message is small (up to two words): its `.await` polls the channel in place, through the
+//! `SyncFuture`, and only a choice, a `wrap` or a `poll` boxes it as an ordinary branch
+//! (see `event::inline`). What such an `.await` still pays beyond [`Chan::recv_async`] and
+//! [`Chan::send_async`], the same async path without an event (a future that borrows the
+//! channel), is the event's reference count on the channel (an `Arc` clone and drop) and the
+//! general future's state: 2,022 against 1,653 instructions a round trip of four awaits in a
+//! one-proc task ping-pong (`examples/taskpp`, callgrind), down from 2,657 when the event was
+//! boxed.
 //!
 //! # Dead offers
 //! An offer whose sync completed elsewhere stays queued until someone meets it (and drops it)
@@ -151,7 +157,9 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
 use crate::event::Event;
-use crate::event::branch::DirectBase;
+use crate::event::branch::{Branch, DirectBase};
+use crate::event::direct_branch;
+use crate::event::inline::InlineBase;
 use crate::event::rep::{
     BaseEvent, Blocked, DirectRecord, Match, OwnWaiter, SelfSynch, SyncRecord,
 };
@@ -498,21 +506,20 @@ enum BlockOn<R> {
     Closed,
 }
 
-/// An async direct sync's wait: owns its offer, on the heap (the future may move between
-/// polls). Dropped without `finish` (the future is dropped; its task is dropped at shutdown),
-/// it withdraws the offer if still queued, or waits for the partner that took it to
-/// be done with it, then frees it (dropping what the slot holds: a send's message nobody
+/// An async direct sync's wait: owns its queued offer, on the heap (the future may move
+/// between polls). Dropped without `finish` (the future is dropped; its task is dropped at
+/// shutdown), it withdraws the offer if still queued, or waits for the partner that took it
+/// to be done with it, then frees it (dropping what the slot holds: a send's message nobody
 /// took, or a message delivered to a receive nobody will see). `C` is how it reaches the
 /// channel: borrowed by `recv_async`/`send_async`, through its event's reference by an event.
+///
+/// Two words: a wait exists only once its offer is queued, so it needs no flag for that (an
+/// inline event holds one: see `event::inline`).
 struct DirectWait<T, C: Deref<Target = ChanInner<T>>> {
     ch: C,
-    /// Allocated by `DirectWait::new`, freed (or cached) only by `finish` or `drop`.
+    /// Allocated and queued by `DirectWait::queue`, freed (or cached) only by `finish` or
+    /// `drop`.
     offer: NonNull<DirectOffer<T>>,
-    /// Whether the offer was queued.
-    queued: Cell<bool>,
-    /// Set by `finish` once the offer is recycled: `drop` then has nothing left to do but
-    /// release `ch`.
-    recycled: bool,
 }
 
 // SAFETY: a `DirectWait` owns its offer as a `Box` would (module invariants: only its owner
@@ -532,66 +539,59 @@ impl<T, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
 }
 
 impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
-    /// A fresh offer holding `msg`: the thread's cached one, else a new one.
-    fn new(ch: C, msg: Option<T>) -> Self {
-        let b = match cache::take::<DirectOffer<T>>() {
-            Some(b) => {
-                b.rec.reset();
+    /// Queues a fresh offer holding `msg` (the thread's cached one, else a new one) in
+    /// `ch`'s queue `q`, under the lock held in `qs`, which it releases, with `b` installed:
+    /// the prepare step of blocking.
+    fn queue(
+        ch: C,
+        msg: Option<T>,
+        b: blocker::Blocker,
+        qs: Guard<'_, T>,
+        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+    ) -> Self {
+        let offer = match cache::take::<DirectOffer<T>>() {
+            Some(o) => {
+                o.rec.reset();
                 if let Some(m) = msg {
                     // SAFETY: we own the box: nobody else can reach the slot.
-                    unsafe { b.slot.put(m) };
+                    unsafe { o.slot.put(m) };
                 }
-                b
+                o
             }
             None => Box::new(DirectOffer {
                 rec: DirectRecord::new(),
                 slot: Slot::new(msg),
             }),
         };
-        DirectWait {
-            ch,
-            offer: NonNull::from(Box::leak(b)),
-            queued: Cell::new(false),
-            recycled: false,
-        }
-    }
-
-    /// Queues the offer in `q` (under the lock held in `qs`, which it releases) with `b`
-    /// installed: the prepare step of blocking.
-    fn queue(
-        &self,
-        b: blocker::Blocker,
-        qs: Guard<'_, T>,
-        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
-    ) {
-        queue_offer(&self.ch, self.offer(), b, qs, q);
-        self.queued.set(true);
+        let offer = NonNull::from(Box::leak(offer));
+        // SAFETY: just leaked: alive until the wait made below frees it.
+        queue_offer(&ch, unsafe { offer.as_ref() }, b, qs, q);
+        DirectWait { ch, offer }
     }
 
     /// Woken: the partner delivered. Returns the slot's content and recycles the offer.
-    fn finish(mut self) -> Option<T> {
+    fn finish(self) -> Option<T> {
+        // A panic here drops `self`, which withdraws the offer.
         assert_delivered(self.offer());
+        let me = std::mem::ManuallyDrop::new(self);
         // SAFETY: the partner is done with the offer (`is_done`): the slot is ours.
-        let v = unsafe { self.offer().slot.take() };
-        // SAFETY: the offer came from `Box::leak` in `new`, nobody else references it any
-        // more, and `recycled` keeps `drop` from freeing it again.
-        cache::put(unsafe { Box::from_raw(self.offer.as_ptr()) });
-        self.recycled = true;
+        let v = unsafe { me.offer().slot.take() };
+        // SAFETY: the offer came from `Box::leak` in `queue` and nobody else references it
+        // any more; `me` is not dropped, so it is not freed again.
+        cache::put(unsafe { Box::from_raw(me.offer.as_ptr()) });
+        // SAFETY: `ch` is read once, out of a value that is never dropped.
+        drop(unsafe { std::ptr::read(&me.ch) });
         v
     }
 }
 
 impl<T, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, C> {
     fn drop(&mut self) {
-        if self.recycled {
-            return;
-        }
-        if self.queued.get() {
-            abandon_direct(&self.ch, self.offer);
-        }
+        abandon_direct(&self.ch, self.offer);
         // SAFETY: the offer is not queued and no partner holds it (above): the slot is ours.
         drop(unsafe { self.offer().slot.take() });
-        // SAFETY: the offer came from `Box::leak` in `new` and nobody references it any more.
+        // SAFETY: the offer came from `Box::leak` in `queue` and nobody references it any
+        // more.
         drop(unsafe { Box::from_raw(self.offer.as_ptr()) });
     }
 }
@@ -1122,6 +1122,11 @@ unsafe impl<T: Send> Send for ChanRef<T> {}
 /// partner is done, or install the new waker while the offer is still queued. Delivery swaps
 /// the partner's slot with `msg`; `Ready` holds what `msg` holds afterwards, or our own
 /// offer's slot after a wait (the received message).
+///
+/// Always inline: the queue selectors then become constants (callgrind, `examples/taskpp`:
+/// out of line under an inline event's `.await` it cost 2,179 instructions a round trip
+/// against 2,070 inline).
+#[inline(always)]
 fn poll_direct<T: Send + 'static, C: Deref<Target = ChanInner<T>>>(
     ch: &ChanInner<T>,
     handle: impl FnOnce() -> C,
@@ -1163,9 +1168,8 @@ fn poll_direct<T: Send + 'static, C: Deref<Target = ChanInner<T>>>(
         // As in `ChanInner::direct`: a send keeps its message, a receive gets none.
         return Poll::Ready(msg.take());
     }
-    let w = DirectWait::new(handle(), msg.take());
-    w.queue(blocker::Blocker::from_waker(cx.waker().clone()), qs, ours);
-    *wait = Some(w);
+    let b = blocker::Blocker::from_waker(cx.waker().clone());
+    *wait = Some(DirectWait::queue(handle(), msg.take(), b, qs, ours));
     Poll::Pending
 }
 
@@ -1313,17 +1317,6 @@ pub(crate) struct RecvEvt<T, M> {
     mode: PhantomData<M>,
 }
 
-impl<T: Send + 'static, M: Mode> RecvEvt<T, M> {
-    pub(crate) fn new(ch: &Arc<ChanInner<T>>) -> Self {
-        RecvEvt {
-            ch: ch.clone(),
-            offer: None,
-            direct: None,
-            mode: PhantomData,
-        }
-    }
-}
-
 impl<T: Send + 'static, M: Mode> DirectBase for RecvEvt<T, M> {
     fn sync_direct(&mut self) -> M::Recv<T> {
         M::recv(
@@ -1393,6 +1386,132 @@ impl<T: Send + 'static, M: Mode> BaseEvent for RecvEvt<T, M> {
 
     fn describe(&self) -> String {
         crate::sched::dump::on_object("Chan::recv_evt", Arc::as_ptr(&self.ch))
+    }
+}
+
+/// The inline form of [`SendEvt`] (no box, see `event::inline`), for a send event with no
+/// message to give back: the channel and the message, and on the async direct path its
+/// queued offer. Anything but a one-branch sync turns it into a boxed `SendEvt`.
+pub(crate) struct InlineSend<T, M> {
+    /// As `SendEvt::direct`; declared before `ch`, which it points into.
+    direct: Option<AsyncWait<T>>,
+    ch: Arc<ChanInner<T>>,
+    msg: Option<T>,
+    mode: PhantomData<M>,
+}
+
+impl<T: Send + 'static, M: Mode> InlineSend<T, M> {
+    pub(crate) fn new(ch: &Arc<ChanInner<T>>, msg: T) -> Self {
+        InlineSend {
+            direct: None,
+            ch: ch.clone(),
+            msg: Some(msg),
+            mode: PhantomData,
+        }
+    }
+}
+
+impl<T: Send + 'static, M: Mode> InlineBase for InlineSend<T, M> {
+    type Output = M::Sent<T>;
+
+    fn into_branch(self) -> Box<dyn Branch<M::Sent<T>>> {
+        let InlineSend {
+            direct, ch, msg, ..
+        } = self;
+        debug_assert!(
+            direct.is_none(),
+            "pcml: a polled inline send turned into a branch"
+        );
+        direct_branch(SendEvt::<T, M> {
+            direct: None,
+            ch,
+            msg,
+            offer: None,
+            back: None,
+            mode: PhantomData,
+        })
+    }
+
+    fn sync_direct(mut self) -> M::Sent<T> {
+        let msg = self.msg.take().expect("pcml: send event reused");
+        M::sent(
+            self.ch
+                .direct(Queues::recvq, Queues::sendq, Some(msg), "sync", 0),
+        )
+    }
+
+    #[inline]
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Sent<T>> {
+        let ch = &self.ch;
+        poll_direct(
+            ch,
+            || ChanRef::new(ch),
+            &mut self.direct,
+            Queues::recvq,
+            Queues::sendq,
+            &mut self.msg,
+            cx,
+        )
+        .map(M::sent)
+    }
+}
+
+/// The inline form of [`RecvEvt`], as [`InlineSend`] is of `SendEvt`.
+pub(crate) struct InlineRecv<T, M> {
+    /// As `RecvEvt::direct`; declared before `ch`, which it points into.
+    direct: Option<AsyncWait<T>>,
+    ch: Arc<ChanInner<T>>,
+    mode: PhantomData<M>,
+}
+
+impl<T: Send + 'static, M: Mode> InlineRecv<T, M> {
+    pub(crate) fn new(ch: &Arc<ChanInner<T>>) -> Self {
+        InlineRecv {
+            direct: None,
+            ch: ch.clone(),
+            mode: PhantomData,
+        }
+    }
+}
+
+impl<T: Send + 'static, M: Mode> InlineBase for InlineRecv<T, M> {
+    type Output = M::Recv<T>;
+
+    fn into_branch(self) -> Box<dyn Branch<M::Recv<T>>> {
+        let InlineRecv { direct, ch, .. } = self;
+        debug_assert!(
+            direct.is_none(),
+            "pcml: a polled inline receive turned into a branch"
+        );
+        direct_branch(RecvEvt::<T, M> {
+            direct: None,
+            ch,
+            offer: None,
+            mode: PhantomData,
+        })
+    }
+
+    fn sync_direct(self) -> M::Recv<T> {
+        M::recv(
+            self.ch
+                .direct(Queues::sendq, Queues::recvq, None, "sync", 0),
+        )
+    }
+
+    #[inline]
+    fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Recv<T>> {
+        let mut none = None;
+        let ch = &self.ch;
+        poll_direct(
+            ch,
+            || ChanRef::new(ch),
+            &mut self.direct,
+            Queues::sendq,
+            Queues::recvq,
+            &mut none,
+            cx,
+        )
+        .map(M::recv)
     }
 }
 
@@ -1657,7 +1776,7 @@ impl<T: Send + 'static> Chan<T> {
     /// A sync of it panics if the channel is closed ([`Sender::send_evt`]'s event returns
     /// the message in an error instead).
     pub fn send_evt(&self, msg: T) -> Event<()> {
-        Event::from_direct_base(SendEvt::<T, Plain>::new(&self.inner, msg))
+        Event::from_inline(InlineSend::<T, Plain>::new(&self.inner, msg))
     }
 
     /// The event of receiving a message (CML's `recvEvt`).
@@ -1698,7 +1817,7 @@ impl<T: Send + 'static> Chan<T> {
     /// A sync of it panics if the channel is closed: a closed channel's receive event is
     /// enabled, and [`Receiver::recv_evt`]'s carries a [`RecvError`].
     pub fn recv_evt(&self) -> Event<T> {
-        Event::from_direct_base(RecvEvt::<T, Plain>::new(&self.inner))
+        Event::from_inline(InlineRecv::<T, Plain>::new(&self.inner))
     }
 
     /// Sends `msg` only if a receiver is blocked on the channel now; gives it back otherwise

@@ -106,6 +106,7 @@
 pub mod base;
 pub(crate) mod branch;
 pub mod guide;
+pub(crate) mod inline;
 mod join;
 pub(crate) mod nack;
 pub(crate) mod rep;
@@ -120,6 +121,7 @@ use std::fmt;
 use std::future::IntoFuture;
 
 use self::branch::{Branch, DirectBase, DirectLeaf, Leaf, Mapped, SharedMap};
+use self::inline::{Inline, InlineBase};
 use self::sync::Prepared;
 
 pub use self::rep::BaseEvent;
@@ -152,6 +154,9 @@ pub(crate) enum Kind<T> {
     Never,
     /// A base event with its wrappers.
     Base(Box<dyn Branch<T>>),
+    /// A small base event with a direct path and no wrapper, held without a box (see
+    /// `inline`).
+    Inline(Inline<T>),
     /// A choice.
     Choose(Vec<Event<T>>),
     /// A choice that tries its branches in order.
@@ -202,7 +207,7 @@ impl<T> fmt::Debug for Event<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let k = match &self.kind {
             Kind::Never => "Never",
-            Kind::Base(_) => "Base",
+            Kind::Base(_) | Kind::Inline(_) => "Base",
             Kind::Choose(_) => "Choose",
             Kind::ChooseBiased(_) => "ChooseBiased",
             Kind::Guard(_) => "Guard",
@@ -246,13 +251,30 @@ impl<T: Send + 'static> Event<T> {
     /// wrappers) takes that path; in a choice it is an ordinary base event.
     pub(crate) fn from_direct_base<E: DirectBase<Output = T>>(base: E) -> Self {
         Event {
-            kind: Kind::Base(Box::new(DirectLeaf {
-                leaf: Leaf {
-                    base,
-                    out: None,
-                    f: identity::<T>,
-                },
-            })),
+            kind: Kind::Base(direct_branch(base)),
+        }
+    }
+
+    /// Makes an event of a small base event with a direct path, held inline (no box) if it
+    /// fits: a one-branch sync or `.await` of it is its direct path; a choice, a `wrap` or a
+    /// `poll` uses its boxed branch.
+    pub(crate) fn from_inline<E: InlineBase<Output = T>>(base: E) -> Self {
+        let kind = if inline::fits::<E>() {
+            Kind::Inline(Inline::new(base))
+        } else {
+            Kind::Base(base.into_branch())
+        };
+        Event { kind }
+    }
+
+    /// This event with an inline base event turned into its boxed branch: what every path
+    /// but a one-branch sync works with.
+    pub(crate) fn boxed(self) -> Self {
+        match self.kind {
+            Kind::Inline(i) => Event {
+                kind: Kind::Base(i.into_branch()),
+            },
+            kind => Event { kind },
         }
     }
 
@@ -271,6 +293,10 @@ impl<T: Send + 'static> Event<T> {
         let kind = match self.kind {
             Kind::Never => Kind::Never,
             Kind::Base(b) => Kind::Base(Box::new(Mapped { inner: b, f })),
+            Kind::Inline(i) => Kind::Base(Box::new(Mapped {
+                inner: i.into_branch(),
+                f,
+            })),
             kind => Kind::Wrapped(Box::new(WrapNode {
                 inner: Event { kind },
                 f,
@@ -319,6 +345,17 @@ impl<T: Send + 'static> Event<T> {
 
 fn identity<T>(x: T) -> T {
     x
+}
+
+/// The boxed branch of a base event with a direct path and no wrapper.
+pub(crate) fn direct_branch<E: DirectBase>(base: E) -> Box<dyn Branch<E::Output>> {
+    Box::new(DirectLeaf {
+        leaf: Leaf {
+            base,
+            out: None,
+            f: identity::<E::Output>,
+        },
+    })
 }
 
 impl<T: Send + 'static> IntoFuture for Event<T> {

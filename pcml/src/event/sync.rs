@@ -41,6 +41,7 @@ use crate::sched::blocker::{self, Blocker};
 use crate::sched::worker;
 
 use super::branch::{BlockOutcome, Branch};
+use super::inline::Inline;
 use super::nack::Nack;
 use super::rep::{OwnWaiter, SelfSynch, SyncRecord};
 use super::{Event, Kind};
@@ -123,6 +124,7 @@ pub(crate) fn flatten<T: Send + 'static>(ev: Event<T>, out: &mut Prepared<T>) {
     match ev.kind {
         Kind::Never => {}
         Kind::Base(b) => out.branches.push(Some(b)),
+        Kind::Inline(i) => out.branches.push(Some(i.into_branch())),
         Kind::Choose(evs) => {
             out.branches.reserve(evs.len());
             for e in evs {
@@ -216,6 +218,9 @@ fn commit_single<T>(ev: Event<T>) -> Result<T, (Event<T>, bool)> {
                 ))
             }
         }
+        Kind::Inline(i) => commit_single(Event {
+            kind: Kind::Base(i.into_branch()),
+        }),
         kind => Err((Event { kind }, false)),
     }
 }
@@ -430,6 +435,7 @@ pub(crate) fn sync<T: Send + 'static>(ev: Event<T>) -> T {
                 kind: Kind::Base(b),
             }
         }
+        Kind::Inline(i) => return i.sync(),
         kind => Event { kind },
     };
     let (p, start) = match poll_phases(ev) {
@@ -567,6 +573,9 @@ pub struct SyncFuture<T> {
 
 enum FutState<T> {
     Init(Event<T>),
+    /// A one-branch sync of an inline event (see `inline`), on its direct path; `true` once
+    /// a poll queued its offer (which the event owns and withdraws when dropped).
+    Inline(Inline<T>, bool),
     /// A one-branch sync on its base event's direct path, its offer queued (owned by the
     /// branch, which withdraws it when dropped).
     Direct(Box<dyn Branch<T>>),
@@ -577,8 +586,8 @@ enum FutState<T> {
 impl<T> std::fmt::Debug for SyncFuture<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = match self.state {
-            FutState::Init(_) => "Init",
-            FutState::Direct(_) | FutState::Blocked(_) => "Blocked",
+            FutState::Init(_) | FutState::Inline(_, false) => "Init",
+            FutState::Direct(_) | FutState::Blocked(_) | FutState::Inline(_, true) => "Blocked",
             FutState::Done => "Done",
         };
         f.debug_struct("SyncFuture").field("state", &s).finish()
@@ -587,9 +596,11 @@ impl<T> std::fmt::Debug for SyncFuture<T> {
 
 impl<T> SyncFuture<T> {
     pub(crate) fn new(ev: Event<T>) -> Self {
-        Self {
-            state: FutState::Init(ev),
-        }
+        let state = match ev.kind {
+            Kind::Inline(i) => FutState::Inline(i, false),
+            kind => FutState::Init(Event { kind }),
+        };
+        Self { state }
     }
 }
 
@@ -598,6 +609,36 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
+        if let FutState::Inline(ev, queued) = &mut this.state {
+            // The channel event's own direct path, polled in place.
+            if !*queued && async_budget_exhausted() {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            return match ev.poll(cx) {
+                Poll::Ready(v) => {
+                    this.state = FutState::Done;
+                    Poll::Ready(v)
+                }
+                Poll::Pending => {
+                    if !*queued {
+                        *queued = true;
+                        async_budget_reset();
+                    }
+                    Poll::Pending
+                }
+            };
+        }
+        this.poll_general(cx)
+    }
+}
+
+impl<T: Send + 'static> SyncFuture<T> {
+    /// Every sync but an inline event's: out of line, so that the inline path above stays
+    /// small.
+    #[inline(never)]
+    fn poll_general(&mut self, cx: &mut Context<'_>) -> Poll<T> {
+        let this = self;
         match std::mem::replace(&mut this.state, FutState::Done) {
             FutState::Init(ev) => {
                 if async_budget_exhausted() {
@@ -606,7 +647,7 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
                     return Poll::Pending;
                 }
                 // A one-branch event whose base event has a direct path takes it.
-                let ev = match ev.kind {
+                let ev = match ev.boxed().kind {
                     Kind::Base(mut b) => match b.poll_direct(cx) {
                         Some(Poll::Ready(())) => return Poll::Ready(b.finish()),
                         Some(Poll::Pending) => {
@@ -651,6 +692,7 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
                 }
                 None => unreachable!("pcml: a direct branch lost its direct path"),
             },
+            FutState::Inline(..) => unreachable!("pcml: an inline sync polled as another"),
             FutState::Blocked(pending) => {
                 if let Some(w) = pending.rec.winner() {
                     return Poll::Ready(pending.finish(w));

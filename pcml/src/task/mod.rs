@@ -48,16 +48,18 @@
 //! | --- | ---: | ---: | --- |
 //! | spawn a task and await its `JoinHandle` | 1,165 | 1,726 | `taskspawn [tokio] N` |
 //! | skynet, per leaf, sums returned through join handles | 989 | 1,570 | `skynet N tasks-once` / `tokio-once` |
-//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,911 | - | `skynet N chan-once` |
-//! | ping-pong round trip, `recv_async`/`send_async` | 1,668 | 2,113 | `taskpp async N` / `taskpp tokio N` |
-//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 2,657 | 2,113 | `taskpp N` |
+//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,467 | - | `skynet N chan-once` |
+//! | ping-pong round trip, `recv_async`/`send_async` | 1,653 | 2,113 | `taskpp async N` / `taskpp tokio N` |
+//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 2,022 | 2,113 | `taskpp N` |
 //!
 //! (tokio's ping-pong is over two `mpsc::channel(1)`s: it has no rendezvous channel.) So a
 //! value handed to a parent is cheapest through the child's join handle, and a hot loop on
 //! one channel is cheapest with `recv_async`/`send_async`: an `.await` of a channel event pays
-//! for the event itself (its `Box`, an `Arc` clone of the channel, the sync future), about
-//! 250 instructions an await, in exchange for taking part in choices, timeouts and wrappers.
-//! In time, `pcml-bench --only spawn,pingpong,skynet --no-peers --runs 6 --rounds 2` on a
+//! for the event itself (an `Arc` clone of the channel and the sync future's state; the event
+//! is held without a box, see the `chan` docs), about 90 instructions an await, in exchange
+//! for taking part in choices, timeouts and wrappers (it was about 250 with a boxed event:
+//! 2,657 a round trip, and skynet over channels 2,919 a leaf). Earlier figures, in time,
+//! before that change: `pcml-bench --only spawn,pingpong,skynet --no-peers --runs 6 --rounds 2` on a
 //! shared 2-core machine (so the spreads are wide), medians against tokio's in the same run:
 //! spawn+join 1.62x tokio's rate on one proc, 1.21x on two against tokio's 2 workers (2.99 M
 //! against 2.47 M a second, spreads 1.2 to 5.5 M and 1.4 to 4.0 M); skynet 100000/10 with

@@ -456,3 +456,91 @@ fn a_pending_recv_async_polled_with_a_new_waker_wakes_that_waker() {
         Poll::Ready(4)
     );
 }
+
+/// A pending `.await` moved to another place between polls (its future is `Unpin`) still
+/// completes, with the value a partner delivered while it was being moved, on both sides.
+#[test]
+fn a_pending_await_moved_between_polls_completes() {
+    let mut cx = Context::from_waker(Waker::noop());
+    let ch: Chan<String> = Chan::new();
+    let mut recv = ch.recv_evt().into_future();
+    assert!(Pin::new(&mut recv).poll(&mut cx).is_pending());
+    let mut moved = vec![recv];
+    assert_eq!(ch.try_send("hi".to_string()), Ok(()));
+    let mut recv = moved.pop().unwrap();
+    assert_eq!(
+        Pin::new(&mut recv).poll(&mut cx),
+        Poll::Ready("hi".to_string())
+    );
+
+    let mut send = ch.send_evt("yo".to_string()).into_future();
+    assert!(Pin::new(&mut send).poll(&mut cx).is_pending());
+    let mut send = Box::new(send);
+    assert_eq!(ch.try_recv().as_deref(), Some("yo"));
+    assert_eq!(Pin::new(&mut *send).poll(&mut cx), Poll::Ready(()));
+    assert_eq!(ch.queue_lens(), (0, 0));
+}
+
+/// One-branch events of the halves take the same path: awaited in tasks on 1 and 2 procs
+/// until the senders are gone, then the pending receive wakes with the close.
+#[test]
+fn awaited_events_of_the_halves_ping_pong_and_see_the_close() {
+    for procs in [1, 2] {
+        let got = run_on_procs(procs, || {
+            let (tx, rx) = pcml::chan::channel::<u64>();
+            let consumer = pcml::spawn_task(async move {
+                let mut sum = 0;
+                while let Ok(v) = rx.recv_evt().await {
+                    sum += v;
+                }
+                sum
+            });
+            pcml::spawn_task(async move {
+                for i in 1..=500 {
+                    tx.send_evt(i).await.unwrap();
+                }
+            })
+            .join()
+            .unwrap();
+            consumer.join().unwrap()
+        })
+        .unwrap();
+        assert_eq!(got, 500 * 501 / 2, "procs = {procs}");
+    }
+    // A send event of a closed channel gives its message back.
+    let (tx, rx) = pcml::chan::channel::<u64>();
+    drop(rx);
+    let rt = tokio_rt();
+    assert_eq!(
+        rt.block_on(tx.send_evt(3).into_future()),
+        Err(pcml::chan::SendError(3))
+    );
+}
+
+/// The events `recv_evt`/`send_evt` make are ordinary events everywhere but a one-branch
+/// sync: a poll, a wrap, a choice of them, and messages too large to be held inline.
+#[test]
+fn channel_events_poll_wrap_choose_and_carry_large_messages() {
+    let ch: Chan<[u64; 8]> = Chan::new();
+    assert_eq!(ch.recv_evt().poll(), None);
+    assert_eq!(ch.send_evt([1; 8]).poll(), None);
+    assert_eq!(ch.queue_lens(), (0, 0));
+    let got = run_on_procs(2, move || {
+        let (a, b) = (ch.clone(), Chan::<u8>::new());
+        let b2 = b.clone();
+        pcml::spawn_task(async move {
+            a.send_evt([7; 8]).await;
+            b2.send_evt(1).wrap(|()| ()).await;
+        });
+        let first = select([
+            ch.recv_evt().wrap(|x: [u64; 8]| x.iter().sum::<u64>()),
+            b.recv_evt().wrap(u64::from),
+        ]);
+        let second = pcml::spawn_task(async move { b.recv_evt().wrap(|x| x + 1).await })
+            .join()
+            .unwrap();
+        (first, second)
+    })
+    .unwrap();
+    assert_eq!(got, (56, 2));
+}
