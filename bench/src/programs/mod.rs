@@ -164,6 +164,13 @@ impl Ctx<'_> {
     ///
     /// `spawned(procs, runs)` and `placed(procs, runs)` measure pcml (fitting their own
     /// operation counts); `peer_program`, `n` and `ops_key` are as for [`Ctx::peer_rows`].
+    ///
+    /// The scheduler-placed rows take their runs in turns, one run at each proc count before
+    /// the next run at any (`interleaved`): on a shared machine the load changes from second to
+    /// second, and measuring 1 proc's runs and then 2 procs' made their ratio swing with it
+    /// (spawn+join 2P/1P read 0.44x in one suite run and 1.72x in another two hours earlier,
+    /// while the spawner's CPU time per spawn+join on 2 procs stayed 1.1-1.3x its 1-proc
+    /// figure: `examples/spawn1.rs`).
     #[allow(clippy::too_many_arguments)]
     pub fn multicore_rows(
         &self,
@@ -178,11 +185,13 @@ impl Ctx<'_> {
     ) -> Result<()> {
         const SPAWNED: &str = "pcml fibers (spawn)";
         let runs = self.cfg.runs;
-        for &p in &self.cfg.procs {
-            self.step(&format!(
-                "{program}: pcml fibers placed by the scheduler, {p} procs"
-            ));
-            let s = spawned(p, runs)?;
+        let quiet = self.interleaved(
+            &format!("{program}: pcml fibers placed by the scheduler"),
+            &self.cfg.procs,
+            runs,
+            spawned,
+        )?;
+        for (&p, s) in self.cfg.procs.iter().zip(quiet) {
             sec.rows.push(
                 Row::measured(program, SPAWNED, Some(p), metric, &s)
                     .with_note("every thread `pcml::spawn`ed: the scheduler places them"),
@@ -227,11 +236,13 @@ impl Ctx<'_> {
         let guard = crate::coload::CoRunners::start(k)
             .map_err(|e| Error::Failed(format!("cannot start {k} co-runners: {e}")))?;
         let mut rows = Vec::new();
-        for p in [1, 2] {
-            self.step(&format!(
-                "{busy}: pcml fibers placed by the scheduler, {p} procs"
-            ));
-            let s = spawned(p, runs)?;
+        let loaded = self.interleaved(
+            &format!("{busy}: pcml fibers placed by the scheduler"),
+            &[1, 2],
+            runs,
+            spawned,
+        )?;
+        for (p, s) in [1, 2].into_iter().zip(loaded) {
             rows.push(
                 Row::measured(&busy, SPAWNED, Some(p), metric, &s).with_note(&format!(
                     "as the quiet row, beside {k} busy-looping processes"
@@ -296,6 +307,26 @@ impl Ctx<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// `runs` runs of `measure` at each of `procs`, taken in turns (one run at each proc
+    /// count, then the next round), so that every proc count sees the same changes of the
+    /// machine's load; the samples per proc count, in the order of `procs`.
+    pub fn interleaved(
+        &self,
+        what: &str,
+        procs: &[usize],
+        runs: usize,
+        measure: &dyn Fn(usize, usize) -> Result<Vec<Sample>>,
+    ) -> Result<Vec<Vec<Sample>>> {
+        let mut samples = vec![Vec::with_capacity(runs); procs.len()];
+        for round in 1..=runs {
+            for (&p, s) in procs.iter().zip(samples.iter_mut()) {
+                self.step(&format!("{what}, {p} procs (run {round} of {runs})"));
+                s.extend(measure(p, 1)?);
+            }
+        }
+        Ok(samples)
     }
 
     /// Adds one row per peer run of `program`: CML on its one proc (when `cml`), Go and
