@@ -38,7 +38,8 @@ impl Parker {
     }
 
     /// Sleeps until a token is available (consuming it), or until `timeout` passes if given.
-    pub(crate) fn park(&self, timeout: Option<Duration>) {
+    /// Returns whether a token ended the wait (`false`: the timeout passed).
+    pub(crate) fn park(&self, timeout: Option<Duration>) -> bool {
         // Acquire: pairs with the Release swap in `unpark`, so what the unparker published
         // before unparking (an inbox push) is visible once we consume its token.
         if self
@@ -46,7 +47,7 @@ impl Parker {
             .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            return;
+            return true;
         }
         let mut guard = self.lock.lock().unwrap();
         match self
@@ -59,7 +60,7 @@ impl Parker {
             Err(_) => {
                 // Acquire: as above.
                 self.state.swap(EMPTY, Ordering::Acquire);
-                return;
+                return true;
             }
         }
         loop {
@@ -76,7 +77,7 @@ impl Parker {
                 .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
-                return;
+                return true;
             }
             if timeout.is_some() {
                 // Timed out (or a spurious wake-up, which is harmless for a timed park): stop
@@ -88,7 +89,7 @@ impl Parker {
                     Ordering::Relaxed,
                 );
                 drop(guard);
-                return;
+                return false;
             }
             // Spurious wake-up: still PARKED, wait again.
         }

@@ -47,6 +47,21 @@
 //!   process, 2 of 50 runs stole a filter with the 2 ms grace alone, none of 50 with the
 //!   CPU-time test. Go's scheduler likewise waits before it steals a goroutine's `runnext`,
 //!   and tokio never steals its LIFO slot.
+//! - **A held fiber wakes nobody.** Since no proc may take it for `HELD_GRACE`, a spawn
+//!   does not wake an idle proc for it (work pushed on a deque does). Instead, while some
+//!   proc spawns (its held slot's ticket moves) or holds a fiber, one idle proc, the
+//!   watcher, parks at most `HELD_GRACE` and looks again, without spinning when its park
+//!   timed out; a spawn wakes a sleeper only when no proc watches. Waking an idle proc at
+//!   every spawn kept it cycling between a futex wake-up, 100 us of spinning and a park
+//!   while another proc ran a spawn+join loop, and under load some such looks stole the
+//!   held fiber (which then crossed procs to be joined): `examples/spawn1.rs 2000000 4`, 5
+//!   runs each alternating at load 10, stole 9 fibers before and none with the watcher (on 8
+//!   procs 4 and 3: the watchdog marks a proc that spawns and joins without a turn as
+//!   hogged, and a spawner the OS deschedules can leave a fiber held 2 ms). The spawn path
+//!   also lost its SeqCst fence.
+//!   The price: a spawn that races with a proc falling asleep may go unseen (no fence on
+//!   the spawner's side); the fiber then runs when its proc next takes a turn, or moves
+//!   when the watchdog finds that proc hogged.
 //! - **A chain of threads is not cut across procs.** Scheduler placement keeps a pipeline
 //!   such as the primes sieve on the proc that spawned it, even with another proc idle. The
 //!   best cut there is (`examples/primes.rs split 1000 2`: the generator and the first 279
@@ -57,9 +72,20 @@
 //!   often finds its next number already offered), parked 340-750 times a run, and sent
 //!   1,800-2,000 wake-ups across procs; at load 8.7 its median over 7 runs was 274 ms
 //!   (175-602 ms) against 260 ms (149-376 ms) for the same program on one proc. So one proc's speed is
-//!   the bound for such a program here, and a second proc must not make it slower. Were time
-//!   to go as resumes, the busier half's 430,000-510,000 resumes would bound a one-cut split to about
-//!   1.2x of one proc even on two idle cores.
+//!   the bound for such a program here, and a second proc must not make it slower.
+//!
+//!   The bound, from counts rather than times (resumes do not depend on the machine's load):
+//!   crossing procs is not what costs. Cut after filter 279 (prime 1,801 > the square root
+//!   of 7,919), only the 721 primes above it cross, and main takes the last 720 primes back:
+//!   about 1,440 cross-proc messages of 516,383. What costs is that each half runs dry: on
+//!   one proc a filter usually finds its next number already offered (573,791 resumes, 1.11
+//!   a message), split it more often blocks first (883,000-1,041,000 resumes, 1.7-2.0 a
+//!   message). The busier proc's resumes, over 2 runs per cut (`examples/primes.rs split
+//!   1000 2 1 K`): 697,000-723,000 cutting at K = 150, 466,000-510,000 at 280, 562,000-571,000
+//!   at 400, 726,000-735,000 at 550. Even with free hops and perfect overlap, time in
+//!   proportion to the busier proc's resumes bounds the best one-cut split to 573,791 /
+//!   466,000-510,000 = 1.13-1.23x of one proc: the 1.3x of the benchmark's goal would take
+//!   441,000 resumes at most on the busier proc, below what any cut gave.
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //! - **`spawn_on` is the exception**, for programs that know their layout: the thread runs on
@@ -72,9 +98,12 @@
 //!   it does not keep the thread with work off a core), then sleeps until its next timer or a
 //!   wake-up. Only so many idle procs spin at once: half as many as the procs the machine's
 //!   cores can run together (one on a 2-core machine, whatever the number of procs); the
-//!   others look for 10 us (taking over if a spinner finds work meanwhile) and park. One spinner finds new work as soon as several would, and with
-//!   more procs than cores (a `procs` setting taken from a bigger machine) spinners would take
-//!   cores from the procs that have work.
+//!   others look for 10 us (taking over if a spinner finds work meanwhile) and park. One
+//!   spinner finds new work as soon as several would, and with more procs than cores (a
+//!   `procs` setting taken from a bigger machine) spinners would take cores from the procs
+//!   that have work. A proc back from a park that timed out (the held-slot watcher, or a
+//!   timer that fired nothing for it) parks again at once if it found nothing: nobody
+//!   handed it work, so none is on its way.
 //!
 //! ## Fair choice across procs
 //!

@@ -10,10 +10,19 @@ impl Context {
         let me = &sh.procs[self.index];
         // A turn for the watchdog: an idle proc is not running a thread.
         let turns = &me.watch.turns;
-        turns.store(
-            turns.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
+        let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
+        turns.store(tick, Ordering::Relaxed);
+        // Back from a park that timed out, and no turn since ran anything (its failed turn
+        // and this call are the two counted): nobody handed this proc work, so park again at
+        // once rather than spin (a watcher of the held slots wakes every `HELD_GRACE`).
+        if self.timed_out_at.take() == Some(tick.wrapping_sub(2)) {
+            if self.fire_due_timers() || self.check_owed() {
+                return;
+            }
+            sh.poll_io_now();
+            self.sleep();
+            return;
+        }
         // Only `spin_limit` idle procs spin at once; the others look for `SPIN_OVER_LIMIT`
         // (becoming spinners if some stop meanwhile: a proc that just handed work to the
         // spinner is likely to get work back from it) and park. With more procs than cores,
@@ -63,6 +72,56 @@ impl Context {
         if found {
             return;
         }
+        self.sleep();
+    }
+
+    /// Whether another proc's held slot is full, or its ticket moved since this proc last
+    /// looked (it spawns: its next held fiber may be left waiting); records the tickets.
+    fn held_moved(&self) -> bool {
+        let mut seen = self.held_tickets.borrow_mut();
+        let mut moved = false;
+        for (i, p) in self.shared.procs.iter().enumerate() {
+            let t = p.held.ticket();
+            moved |= i != self.index && (t != seen[i] || p.held.is_full());
+            seen[i] = t;
+        }
+        moved
+    }
+
+    /// Claims the role of watching the held slots (see `sleep`), or keeps it.
+    fn try_watch(&self) -> bool {
+        let w = &self.shared.held_watch.watcher;
+        // Relaxed: the role is a hint about who will look; the slots themselves are read
+        // with their own orderings.
+        match w.compare_exchange(NO_WATCHER, self.index, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => true,
+            // Ours already.
+            Err(i) if i == self.index => true,
+            // Another proc watches.
+            Err(_) => false,
+        }
+    }
+
+    /// Gives up the role of watching the held slots, if this proc has it.
+    fn stop_watching(&self) {
+        let w = &self.shared.held_watch.watcher;
+        // Relaxed: as in `try_watch`.
+        let _ = w.compare_exchange(self.index, NO_WATCHER, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Parks until woken, the next timer, a deadlock re-check, an owed turn's check, or, for
+    /// the one proc that watches the held slots, `HELD_GRACE`.
+    ///
+    /// A fiber held by another proc may be taken only once it has waited there `HELD_GRACE`
+    /// (`held_waited`), and a spawn wakes nobody for it (`hold_new_shared`). So while some
+    /// proc spawns (its slot's ticket moves) or holds a fiber, one sleeping proc, the
+    /// watcher, parks at most `HELD_GRACE` and looks again; the other sleepers are blind to
+    /// held fibers and count themselves so, and a spawn wakes one of them only when nobody
+    /// watches (`Shared::notify_held`). A watcher woken by a token goes to work and gives the
+    /// role up; one whose park timed out looks again without spinning.
+    fn sleep(&self) {
+        let sh = &*self.shared;
+        let me = &sh.procs[self.index];
         // SeqCst: the sleeper's half of the Dekker pairs with `send_to` (inbox) and
         // `notify_idle` (deques, injector): set the flag, count ourselves, then look once more.
         me.sleeping.store(true, Ordering::SeqCst);
@@ -74,33 +133,58 @@ impl Context {
             if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
                 recheck = self.check_deadlock().map(|d| Instant::now() + d);
             }
-            // Sleep exactly until the next timer, if any, or the next deadlock re-check, and
-            // no longer than `HELD_GRACE` if another proc holds a fiber: it may be left
-            // waiting there.
+            // Sleep exactly until the next timer, if any, the next deadlock re-check or owed
+            // turns' check, and, as the watcher, no longer than `HELD_GRACE`.
             let next = self.next_timer();
             let mut next = match (next, recheck) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            if sh.procs.iter().any(|p| p.held.is_full()) {
-                let grace = Instant::now() + HELD_GRACE;
-                next = Some(next.map_or(grace, |d| d.min(grace)));
-            }
             if let Some(due) = self.owed.borrow().next_check() {
                 next = Some(next.map_or(due, |d| d.min(due)));
             }
-            match next {
+            let mut watching = !self.alone && self.held_moved() && self.try_watch();
+            let mut blind = false;
+            if !watching && !self.alone {
+                self.stop_watching();
+                let blind_sleepers = &sh.held_watch.blind_sleepers;
+                // SeqCst: a full barrier between the count and the second look at the slots
+                // below (the spawner's side is a hint: see `Shared::notify_held`).
+                blind_sleepers.fetch_add(1, Ordering::SeqCst);
+                if self.held_moved() && self.try_watch() {
+                    blind_sleepers.fetch_sub(1, Ordering::Relaxed);
+                    watching = true;
+                } else {
+                    blind = true;
+                }
+            }
+            if watching {
+                let grace = Instant::now() + HELD_GRACE;
+                next = Some(next.map_or(grace, |d| d.min(grace)));
+            }
+            let woken = match next {
                 Some(deadline) => {
                     let now = Instant::now();
-                    if deadline > now {
+                    deadline <= now || {
                         metrics::bump(&me.metrics.parks);
-                        me.parker.park(Some(deadline - now));
+                        me.parker.park(Some(deadline - now))
                     }
                 }
                 None => {
                     metrics::bump(&me.metrics.parks);
                     me.parker.park(None)
                 }
+            };
+            if blind {
+                // Relaxed: a hint for spawners.
+                sh.held_watch.blind_sleepers.fetch_sub(1, Ordering::Relaxed);
+            }
+            if watching {
+                self.stop_watching();
+            }
+            if !woken {
+                self.timed_out_at
+                    .set(Some(me.watch.turns.load(Ordering::Relaxed)));
             }
         }
         // Before anything this proc does awake is visible (deadlock detection across

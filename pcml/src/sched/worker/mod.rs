@@ -273,6 +273,14 @@ pub(crate) struct Context {
     /// Another proc's held fiber as this proc last saw it: the victim's entry, its slot's
     /// ticket, when, and the CPU time the victim's thread had used then (see `held_waited`).
     held_seen: Cell<Option<HeldSeen>>,
+    /// Each proc's held-slot ticket when this proc last decided how to park (`idle`): a
+    /// ticket that moved since means that proc spawns, so its next held fiber may be left
+    /// waiting there.
+    held_tickets: RefCell<Vec<u32>>,
+    /// The watchdog's turn count of this proc (`ProcWatch::turns`) after its last park that
+    /// ended by timeout: if no turn ran anything since, the next `idle` parks at once
+    /// instead of spinning (nobody handed this proc work, so none is on its way).
+    timed_out_at: Cell<Option<u32>>,
     fibers: FiberTable,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
@@ -406,6 +414,8 @@ pub(crate) fn run_worker(
         own_held: OneLine::new(RefCell::new(None)),
         alone: shared_procs == 1,
         held_seen: Cell::new(None),
+        held_tickets: RefCell::new(vec![0; shared_procs]),
+        timed_out_at: Cell::new(None),
         ready_mark: Cell::new(usize::MAX),
         owed: RefCell::new(Owed::new(shared_procs)),
         fibers: FiberTable::new(),

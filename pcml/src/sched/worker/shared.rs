@@ -74,6 +74,12 @@ pub(crate) struct Shared {
     pub(crate) spin_limit: usize,
     /// Procs parked or about to park.
     pub(crate) num_sleeping: AtomicUsize,
+    /// The proc that watches the other procs' held slots while it sleeps (it parks at most
+    /// `HELD_GRACE` and looks again: see `Context::idle`), or `NO_WATCHER`. Claimed and
+    /// released by idle procs; read (Relaxed, a hint) by every spawn on a runtime of several
+    /// procs (`notify_held`). On a line of its own with `blind_sleepers`, which change only
+    /// when a proc parks or wakes.
+    pub(crate) held_watch: CachePadded<HeldWatch>,
     /// Threads started minus finished by threads that are not this runtime's procs; with the
     /// procs' own `live` counters, the fibers and tasks alive (main included).
     pub(crate) live_external: AtomicIsize,
@@ -109,6 +115,27 @@ pub(crate) struct Shared {
     pub(crate) tasks_external: std::sync::atomic::AtomicI64,
     /// Actors started minus ended off the procs (`sched::metrics`); Relaxed, read for metrics.
     pub(crate) actors_external: std::sync::atomic::AtomicI64,
+}
+
+/// `Shared::held_watch`: who looks at the held slots while idle.
+pub(crate) struct HeldWatch {
+    /// The watching proc's index, or `NO_WATCHER`.
+    pub(crate) watcher: AtomicUsize,
+    /// Procs parked with no `HELD_GRACE` bound that are not the watcher: a held fiber is seen
+    /// by them only once woken. Incremented before such a park, decremented after it.
+    pub(crate) blind_sleepers: AtomicUsize,
+}
+
+/// `HeldWatch::watcher` when no proc watches.
+pub(crate) const NO_WATCHER: usize = usize::MAX;
+
+impl HeldWatch {
+    pub(crate) fn new() -> Self {
+        Self {
+            watcher: AtomicUsize::new(NO_WATCHER),
+            blind_sleepers: AtomicUsize::new(0),
+        }
+    }
 }
 
 impl ProcShared {
@@ -152,6 +179,24 @@ impl Shared {
         fence(Ordering::SeqCst);
         if self.num_searching.load(Ordering::SeqCst) == 0
             && self.num_sleeping.load(Ordering::SeqCst) > 0
+        {
+            self.wake_sleeper();
+        }
+    }
+
+    /// A fiber was just held (`Context::hold_new_shared`): wakes a sleeping proc to watch the
+    /// held slots if none watches and one sleeps blind to them. No fence: a put that races
+    /// with a proc going to sleep blind can be missed (the sleeper's look at the slots may
+    /// run before the put is visible, and this load before the sleeper's count); the fiber
+    /// then waits for its own proc's next turn, or for the watchdog, which wakes a sleeper
+    /// when a proc with a held fiber has taken no turn for a time slice. A held fiber is the
+    /// one its spawner is likeliest to join next, so nothing else is delayed.
+    #[inline]
+    pub(crate) fn notify_held(&self) {
+        let w = &self.held_watch;
+        // Relaxed, both: hints (see above).
+        if w.blind_sleepers.load(Ordering::Relaxed) > 0
+            && w.watcher.load(Ordering::Relaxed) == NO_WATCHER
         {
             self.wake_sleeper();
         }

@@ -31,12 +31,21 @@ impl Context {
     }
 
     /// [`hold_new`](Self::hold_new) on a runtime of several procs.
+    ///
+    /// A held fiber wakes no idle proc: none may take it before `HELD_GRACE`, and its joiner
+    /// usually takes it back within nanoseconds. Waking one per spawn made a spawn+join loop
+    /// on 2 procs keep the other proc cycling between a futex wake-up, a spin and a park
+    /// (see `idle`: a watcher looks at the held slots instead). Only when no proc watches
+    /// and one sleeps with no deadline is one woken, to start watching.
     #[inline(never)]
     pub(super) fn hold_new_shared(&self, f: NewFiber) {
-        if let Err(f) = self.me().held.try_put(f) {
-            self.queue_new(f);
+        match self.me().held.try_put(f) {
+            Ok(()) => self.shared.notify_held(),
+            Err(f) => {
+                self.queue_new(f);
+                self.shared.notify_idle();
+            }
         }
-        self.shared.notify_idle();
     }
 
     /// Pushes a fiber just spawned here to the local deque, counting it live.
