@@ -132,8 +132,10 @@ const HELD_GRACE: Duration = Duration::from_millis(2);
 /// waiting only because the OS gave its thread no core will run it as soon as it gets one,
 /// beside the threads it was spawned to talk to, so it is not moved then.
 const HELD_BUSY: Duration = Duration::from_millis(1);
-/// Every this many turns a proc with armed timers fires the due ones.
+/// Every this many turns a proc with armed timers fires the due ones (a power of two: `turn`
+/// tests the turn counter's low bits).
 const TIMER_EVERY: u32 = 32;
+const _: () = assert!(TIMER_EVERY.is_power_of_two());
 /// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
 const INJECTOR_EVERY: u32 = 61;
 /// Syncs that complete without blocking before a fiber yields anyway.
@@ -286,8 +288,6 @@ pub(crate) struct Context {
     inbox_buf: RefCell<Vec<InboxMsg>>,
     /// Turns left before the injector is looked at first.
     injector_turn: Cell<u32>,
-    /// Turns left before due timers are looked at again.
-    timer_turn: Cell<u32>,
     /// Set when a fiber yields: the next pick takes new work before ready fibers.
     prefer_new: Cell<bool>,
     next_token: Cell<u64>,
@@ -422,7 +422,6 @@ pub(crate) fn run_worker(
         inbox_buf: RefCell::new(Vec::new()),
         injector_turn: Cell::new(INJECTOR_EVERY),
         prefer_new: Cell::new(false),
-        timer_turn: Cell::new(TIMER_EVERY),
         next_token: Cell::new(1),
         budget: Cell::new(BUDGET),
         current: OneLine::new(Cell::new(Current::Scheduler)),

@@ -75,13 +75,11 @@ impl Context {
         let turns = &self.me().watch.turns;
         let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
         turns.store(tick, Ordering::Relaxed);
-        let t = self.timer_turn.get();
-        if t == 0 {
-            self.timer_turn.set(TIMER_EVERY);
+        // Every `TIMER_EVERY`th turn, read off the turn counter (a power of two: a test of its
+        // low bits, no countdown of its own to load and store).
+        if tick % TIMER_EVERY == 0 {
             self.fire_due_timers();
             self.check_owed();
-        } else {
-            self.timer_turn.set(t - 1);
         }
         let countdown = self.injector_turn.get();
         if countdown == 0 {
