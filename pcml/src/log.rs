@@ -31,15 +31,16 @@
 //! | `pcml::sched` | ERROR | `deadlock` | `blocked`, `waiting_for_stack`, `dump` (the runtime's [`Dump`](crate::Dump)) |
 //! | `pcml::sched` | ERROR | `partial deadlock` | `threads`, `report` (a [`PartialDeadlock`](crate::sched::PartialDeadlock); only with [`Builder::report_deadlocks`](crate::Builder::report_deadlocks); printed without the feature) |
 //! | `pcml::actor` | DEBUG | `actor exited` | `actor`, `reason` (every end but a normal one) |
-//! | `pcml::actor` | ERROR | `actor crashed` | `actor`, `reason`, `report`, `observed` (a panic; printed without the feature when nobody watches the actor) |
+//! | `pcml::actor` | ERROR | `actor crashed` | `actor`, `reason`, `report`, `observed`, `last_message` (a panic; printed without the feature when nobody watches the actor, or when it keeps its last message) |
 //! | `pcml::actor` | INFO | `child restarted` | `supervisor`, `child` (its name), `reason`, `restarts` |
 //! | `pcml::actor` | ERROR | `supervisor gave up` | `supervisor`, `child`, `reason`, `max_restarts`, `period` |
 //! | `pcml::io` | ERROR | what failed (`the I/O driver stopped: epoll_wait failed`, `could not wake the I/O driver to stop it`) | `error` (printed without the feature) |
 //!
 //! An actor's crash is its panic, as OTP's crash report is an abnormal end other than a
 //! shutdown: an actor killed by a link or by its supervisor is logged as `actor exited`, the
-//! panic that started it as `actor crashed`. The crash report does not carry the message the
-//! actor was handling. Thread ids are [`ThreadId::as_u64`],
+//! panic that started it as `actor crashed`. The crash report carries the `Debug` text of the
+//! last message the actor received if it asked for that
+//! ([`Ctx::report_last_message`](crate::actor::Ctx::report_last_message)). Thread ids are [`ThreadId::as_u64`],
 //! actor ids [`ActorId::as_u64`](crate::actor::ActorId::as_u64).
 //!
 //! # Implementation
@@ -235,10 +236,21 @@ pub(crate) fn actor_ended(
     reason: &crate::actor::ExitReason,
     report: Option<&str>,
     observed: bool,
+    last_message: Option<&str>,
 ) {
     if to_stderr() {
-        if !observed && let Some(report) = report {
-            eprintln!("pcml: {actor} died unobserved: {report}");
+        if let Some(report) = report {
+            // The report may run over several lines (a backtrace): the message goes first.
+            match (observed, last_message) {
+                (false, None) => eprintln!("pcml: {actor} died unobserved: {report}"),
+                (false, Some(m)) => eprintln!(
+                    "pcml: {actor} died unobserved (last message received: {m}): {report}"
+                ),
+                (true, Some(m)) => {
+                    eprintln!("pcml: {actor} crashed (last message received: {m}): {report}")
+                }
+                (true, None) => {}
+            }
         }
         return;
     }
@@ -250,12 +262,13 @@ pub(crate) fn actor_ended(
             reason = %reason,
             report,
             observed,
+            last_message,
             "actor crashed"
         );
     } else {
         tracing::debug!(target: "pcml::actor", actor = actor.as_u64(), reason = %reason, "actor exited");
     }
-    let _ = reason;
+    let _ = (reason, last_message);
 }
 
 /// A supervisor restarted its child `child` after it ended with `reason`.

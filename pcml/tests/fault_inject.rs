@@ -747,3 +747,59 @@ fn report_deadlocks_logs_a_partial_deadlock_once() {
     let line = err.lines().find(|l| l.contains("\"forgotten\"")).unwrap();
     assert!(line.contains("recv"), "{out}");
 }
+
+/// Child: a supervised actor that keeps its last message crashes on its second message; the
+/// child waits for the supervisor to restart it, then prints DONE.
+#[test]
+fn child_supervised_crash_with_last_message() {
+    use pcml::actor::{self, ChildSpec, Ctx, Strategy, Supervisor};
+    if !child_case("child_supervised_crash_with_last_message") {
+        return;
+    }
+    pcml::run(|| {
+        let sup = Supervisor::new(Strategy::OneForOne)
+            .child(ChildSpec::new("kept-last", || {
+                actor::spawn(|mut ctx: Ctx<(u32, String)>| {
+                    ctx.report_last_message(true);
+                    actor::register("kept-last", &ctx.pid()).unwrap();
+                    loop {
+                        let (n, _) = ctx.receive();
+                        assert!(n < 3, "too big");
+                    }
+                })
+            }))
+            .start();
+        let first = loop {
+            if let Some(p) = actor::whereis::<(u32, String)>("kept-last") {
+                break p;
+            }
+            pcml::yield_now();
+        };
+        first.send((1, "small".to_string())).unwrap();
+        first.send((7, "the culprit".to_string())).unwrap();
+        // Restarted: a new actor holds the name.
+        while actor::whereis::<(u32, String)>("kept-last").is_none_or(|p| p.id() == first.id()) {
+            pcml::time::sleep(std::time::Duration::from_millis(1));
+        }
+        drop(sup);
+    });
+    println!("DONE");
+}
+
+/// Expected: without a tracing subscriber, the crash of a supervised actor that keeps its last
+/// message is printed on stderr with its report and that message (an observed actor's crash
+/// is not printed otherwise).
+#[test]
+fn a_supervised_crash_prints_the_last_message() {
+    let o = run_child("child_supervised_crash_with_last_message", &[]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err.lines().find(|l| l.contains("crashed"));
+    let line = line.unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("(last message received: (7, \"the culprit\")): "),
+        "{out}"
+    );
+    assert!(err.contains("too big"), "{out}");
+}

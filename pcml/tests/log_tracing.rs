@@ -208,6 +208,81 @@ fn an_actor_crash_is_logged_with_its_report() {
 }
 
 #[test]
+fn a_supervised_crash_carries_the_last_message() {
+    install();
+    let first = pcml::run(|| {
+        let sup = Supervisor::new(Strategy::OneForOne)
+            .child(ChildSpec::new("log-last-message", || {
+                actor::spawn(|mut ctx: Ctx<(u32, &'static str)>| {
+                    ctx.report_last_message(true);
+                    actor::register("log-last-message", &ctx.pid()).unwrap();
+                    loop {
+                        let (n, _) = ctx.receive();
+                        assert!(n < 3, "too big");
+                    }
+                })
+            }))
+            .start();
+        let first = loop {
+            if let Some(p) = actor::whereis::<(u32, &'static str)>("log-last-message") {
+                break p;
+            }
+            pcml::yield_now();
+        };
+        first.send((1, "small")).unwrap();
+        first.send((7, "the culprit")).unwrap();
+        // Restarted (after the crash was logged): a new actor holds the name.
+        while actor::whereis::<(u32, &'static str)>("log-last-message")
+            .is_none_or(|p| p.id() == first.id())
+        {
+            pcml::time::sleep(Duration::from_millis(1));
+        }
+        drop(sup);
+        first.id()
+    });
+    let crash = wait_for("actor crash", |e| {
+        e.message() == "actor crashed" && e.field("actor") == Some(&first.as_u64().to_string())
+    });
+    assert_eq!(crash.field("observed"), Some("true"), "{crash:?}");
+    assert!(
+        crash.field("report").unwrap().contains("too big"),
+        "{crash:?}"
+    );
+    assert_eq!(
+        crash.field("last_message"),
+        Some("(7, \"the culprit\")"),
+        "{crash:?}"
+    );
+}
+
+#[test]
+fn an_async_actor_keeps_its_last_message_cut_to_a_thousand_bytes() {
+    install();
+    let id = pcml::run(|| {
+        let a = actor::spawn_async(|mut ctx: Ctx<String>| async move {
+            ctx.report_last_message(true);
+            loop {
+                let m = ctx.recv().await;
+                assert!(m.len() < 100, "too long");
+            }
+        });
+        a.send("short".to_string()).unwrap();
+        a.send("x".repeat(5000)).unwrap();
+        while a.is_alive() {
+            pcml::time::sleep(Duration::from_millis(1));
+        }
+        a.id()
+    });
+    let crash = wait_for("actor crash", |e| {
+        e.message() == "actor crashed" && e.field("actor") == Some(&id.as_u64().to_string())
+    });
+    let last = crash.field("last_message").unwrap();
+    assert!(last.starts_with("\"xxx"), "{last}");
+    assert!(last.ends_with("x..."), "{last}");
+    assert_eq!(last.len(), 1003, "{last}");
+}
+
+#[test]
 fn supervisor_restarts_and_giving_up_are_logged() {
     install();
     let sup = pcml::run(|| {

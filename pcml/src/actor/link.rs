@@ -179,6 +179,18 @@ pub(crate) struct Ext {
     signals: VecDeque<Signal>,
     /// Blocked signal events.
     signal_offers: Offers<Result<Signal, ExitReason>>,
+    /// The text of the last message received, kept by the actor's context when it asked
+    /// (`Ctx::report_last_message`), for its crash report.
+    pub(crate) last_message: Option<super::LastMessage>,
+}
+
+impl Ext {
+    /// The last message's text, if the actor keeps it and has received one.
+    pub(crate) fn last_message_text(&self) -> Option<String> {
+        let (_, t) = self.last_message.as_ref()?;
+        let t = t.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (!t.is_empty()).then(|| t.clone())
+    }
 }
 
 impl Default for Ext {
@@ -191,6 +203,7 @@ impl Default for Ext {
             kill: None,
             signals: VecDeque::new(),
             signal_offers: Offers::new(),
+            last_message: None,
         }
     }
 }

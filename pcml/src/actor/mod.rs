@@ -462,16 +462,17 @@ pub(crate) fn finish<M: Send + 'static>(
         // record when that reference is dropped, right after, and the lock `die` takes (an
         // atomic read-modify-write) is not needed. The common end of an actor nobody kept.
         if reason.is_abnormal() {
-            crate::log::actor_ended(rec.id, &reason, report.as_deref(), false);
+            let last = rec.lock().ext.as_ref().and_then(|e| e.last_message_text());
+            crate::log::actor_ended(rec.id, &reason, report.as_deref(), false, last.as_deref());
         }
         return;
     }
     let remains = match rec.die() {
         Died::Leaving(remains) => remains,
         Died::Quietly => {
-            // Nobody watches it.
+            // Nobody watches it, nor asked for its last message (both are in `ext`).
             if reason.is_abnormal() {
-                crate::log::actor_ended(rec.id, &reason, report.as_deref(), false);
+                crate::log::actor_ended(rec.id, &reason, report.as_deref(), false, None);
             }
             return;
         }
@@ -482,7 +483,14 @@ pub(crate) fn finish<M: Send + 'static>(
     let ext = remains.ext;
     if reason.is_abnormal() {
         let observed = ext.as_ref().is_some_and(|e| e.has_observers());
-        crate::log::actor_ended(rec.id, &reason, report.as_deref(), observed);
+        let last = ext.as_ref().and_then(|e| e.last_message_text());
+        crate::log::actor_ended(
+            rec.id,
+            &reason,
+            report.as_deref(),
+            observed,
+            last.as_deref(),
+        );
     }
     if let Some(ext) = ext {
         (*ext).notify(rec.id, &reason);
@@ -578,6 +586,7 @@ fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>, Life) {
         Pid { rec: pid },
         Ctx {
             rec,
+            last: false,
             detached: false,
             own: std::sync::Mutex::new(Own::new()),
         },
@@ -724,9 +733,70 @@ pub struct Ctx<M: Send + 'static> {
     rec: RecRef<M>,
     /// Made by `Ctx::new`: the actor ends when the context is dropped.
     detached: bool,
+    /// Whether the actor keeps the `Debug` text of the last message it receives
+    /// ([`report_last_message`](Self::report_last_message)), in its record's extension.
+    last: bool,
     /// The oldest messages, taken out of the shared queue by the owner's receives (see
     /// `record::Own`).
     pub(crate) own: std::sync::Mutex<Own<M>>,
+}
+
+/// How an actor that asked for it ([`Ctx::report_last_message`]) keeps the `Debug` text of
+/// the last message it received, in its record's extension (`Ext::last_message`), where its
+/// crash report reads it: the function that formats a message of its type, and the text (a
+/// buffer reused from message to message).
+pub(crate) type LastMessage = (fn(&dyn Any, &mut String), Arc<std::sync::Mutex<String>>);
+
+/// The longest text of a last message kept for a crash report, in bytes.
+const LAST_MESSAGE_MAX: usize = 1000;
+
+/// Writes the `Debug` text of `m` (an `M`) into `out`, cut at [`LAST_MESSAGE_MAX`] bytes
+/// (formatting stops there).
+fn debug_text<M: fmt::Debug + 'static>(m: &dyn Any, out: &mut String) {
+    struct Capped<'a>(&'a mut String);
+    impl fmt::Write for Capped<'_> {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let room = LAST_MESSAGE_MAX.saturating_sub(self.0.len());
+            if s.len() <= room {
+                self.0.push_str(s);
+                return Ok(());
+            }
+            let mut cut = room;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.0.push_str(&s[..cut]);
+            self.0.push_str("...");
+            Err(fmt::Error)
+        }
+    }
+    if let Some(m) = m.downcast_ref::<M>() {
+        let _ = fmt::write(&mut Capped(out), format_args!("{m:?}"));
+    }
+}
+
+/// `m`, noted first as the last message received if the actor asked for it (`keep`).
+#[inline(always)]
+fn noted<M: Send + 'static>(keep: bool, rec: &Record<M>, m: M) -> M {
+    if keep {
+        note_last(rec, &m);
+    }
+    m
+}
+
+/// Notes `m` as the last message `rec`'s actor received. The text is formatted outside the
+/// record's lock (a `Debug` impl may do anything).
+#[cold]
+#[inline(never)]
+fn note_last<M: Send + 'static>(rec: &Record<M>, m: &M) {
+    let slot = rec.lock().ext.as_ref().and_then(|e| e.last_message.clone());
+    if let Some((fmt, text)) = slot {
+        let mut t = text
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        t.clear();
+        fmt(m, &mut t);
+    }
 }
 
 impl<M: Send + 'static> fmt::Debug for Ctx<M> {
@@ -769,6 +839,7 @@ impl<M: Send + 'static> Ctx<M> {
     pub fn new() -> Self {
         Ctx {
             rec: Record::counted(true),
+            last: false,
             detached: true,
             own: std::sync::Mutex::new(Own::new()),
         }
@@ -817,6 +888,47 @@ impl<M: Send + 'static> Ctx<M> {
         self.len() == 0
     }
 
+    /// Keeps the `Debug` text of the last message this actor received (its first 1,000
+    /// bytes), so that the report of its crash names it, as OTP's crash report does; `false`
+    /// stops. Off by default: it costs a lock and the formatting of every message received.
+    ///
+    /// The crash report is the `actor crashed` event of the [`log`](crate::log) module (its
+    /// `last_message` field); without a `tracing` subscriber it goes to stderr, even for an
+    /// actor that is linked or monitored (a supervisor's child, say), whose crash is not
+    /// printed otherwise. Messages taken by every receive of this context count:
+    /// `receive*`, `try_receive*`, `recv*`, `recv_many*` and the receive events; not those of
+    /// `receive_any` and `recv_any`.
+    ///
+    /// ```
+    /// use pcml::actor::{self, Ctx, ExitReason, Signal};
+    ///
+    /// pcml::run(|| {
+    ///     let mut me = Ctx::<()>::new();
+    ///     me.trap_exits(true);
+    ///     let pid = me.spawn_link(|mut ctx: Ctx<(u32, &'static str)>| {
+    ///         ctx.report_last_message(true);
+    ///         loop {
+    ///             let (n, what) = ctx.receive();
+    ///             // Prints: pcml: <actor N> crashed (last message received: (7, "seven")): ...
+    ///             assert!(n < 3, "too big");
+    ///         }
+    ///     });
+    ///     pid.send((1, "one")).unwrap();
+    ///     pid.send((7, "seven")).unwrap();
+    ///     let Signal::Exit { reason, .. } = me.receive_signal() else { unreachable!() };
+    ///     assert!(matches!(reason, ExitReason::Panic(_)));
+    /// });
+    /// ```
+    pub fn report_last_message(&mut self, on: bool)
+    where
+        M: fmt::Debug,
+    {
+        self.last = on;
+        let slot: Option<LastMessage> =
+            on.then(|| (debug_text::<M> as fn(&dyn Any, &mut String), Arc::default()));
+        self.rec.lock().ext().last_message = slot;
+    }
+
     /// Receives the oldest message, blocking while the mailbox is empty.
     ///
     /// # Panics
@@ -836,7 +948,7 @@ impl<M: Send + 'static> Ctx<M> {
                 .rec
                 .owner_take(own_mut(&mut self.own), &mut scan, &mut |_| true)
             {
-                Ok(m) => return m,
+                Ok(m) => return noted(self.last, &self.rec, m),
                 Err(st) => park("actor receive", st),
             }
         }
@@ -854,6 +966,7 @@ impl<M: Send + 'static> Ctx<M> {
         self.rec
             .owner_take(own_mut(&mut self.own), &mut Scan::new(), &mut |_| true)
             .ok()
+            .map(|m| noted(self.last, &self.rec, m))
     }
 
     /// Selective receive: takes the oldest message `f` accepts, blocking until one arrives.
@@ -884,7 +997,7 @@ impl<M: Send + 'static> Ctx<M> {
                 .rec
                 .owner_take(own_mut(&mut self.own), &mut scan, &mut f)
             {
-                Ok(m) => return m,
+                Ok(m) => return noted(self.last, &self.rec, m),
                 Err(st) => park("actor receive_match", st),
             }
         }
@@ -939,7 +1052,7 @@ impl<M: Send + 'static> Ctx<M> {
                 .rec
                 .owner_take(own_mut(&mut self.own), &mut scan, &mut f)
             {
-                Ok(m) => return m,
+                Ok(m) => return noted(self.last, &self.rec, m),
                 Err(st) => park("actor receive_match_since", st),
             }
         }
@@ -957,6 +1070,7 @@ impl<M: Send + 'static> Ctx<M> {
         self.rec
             .owner_take(own_mut(&mut self.own), &mut Scan::new(), &mut f)
             .ok()
+            .map(|m| noted(self.last, &self.rec, m))
     }
 
     /// Receives the oldest message, or `None` if none arrives within `d`.
@@ -1022,6 +1136,10 @@ impl<M: Send + 'static> Ctx<M> {
             let mut st = self.rec.lock_owner();
             st.drain_into(&mut out, n);
             if out.len() == n {
+                drop(st);
+                if let (true, Some(m)) = (self.last, out.last()) {
+                    note_last(&self.rec, m);
+                }
                 return out;
             }
             park("actor recv_many", st);
@@ -1052,8 +1170,12 @@ impl<M: Send + 'static> Ctx<M> {
 
     fn recv_evt_with(&self, pred: Option<record::Pred<M>>) -> Event<M> {
         let (id, detached) = (self.rec.id, self.rec.detached);
+        let keep = self.last.then(|| self.rec.clone());
         Event::from_base(RecvEvt::new(&self.rec, &self.own, pred)).wrap(move |r| match r {
-            Ok((m, _)) => m,
+            Ok((m, _)) => match &keep {
+                Some(rec) => noted(true, rec, m),
+                None => m,
+            },
             Err(reason) => record::raise(id, detached, reason),
         })
     }
@@ -1117,10 +1239,10 @@ impl<M: Send + 'static> Ctx<M> {
 
     /// The oldest message `f` accepts from where `scan` starts, for async actors.
     async fn recv_scan(&mut self, mut scan: Scan, mut f: impl FnMut(&M) -> bool) -> M {
-        let rec = &self.rec;
+        let (rec, last) = (&self.rec, self.last);
         let own = own_mut(&mut self.own);
         poll_fn(|cx| match rec.owner_take(own, &mut scan, &mut f) {
-            Ok(m) => Poll::Ready(m),
+            Ok(m) => Poll::Ready(noted(last, rec, m)),
             Err(mut st) => {
                 st.parked = Some(Blocker::from_waker(cx.waker().clone()));
                 Poll::Pending
@@ -1195,6 +1317,10 @@ impl<M: Send + 'static> Ctx<M> {
             let mut st = rec.lock_owner();
             st.drain_into(&mut out, n);
             if out.len() == n {
+                drop(st);
+                if let (true, Some(m)) = (self.last, out.last()) {
+                    note_last(rec, m);
+                }
                 return Poll::Ready(std::mem::take(&mut out));
             }
             st.parked = Some(Blocker::from_waker(cx.waker().clone()));

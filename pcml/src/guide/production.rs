@@ -82,7 +82,10 @@
 //! - With the `tracing` feature, pcml reports spawns and exits, panics, actor crashes,
 //!   supervisor restarts, deadlocks and I/O driver errors as `tracing` events (the
 //!   [`log`](crate::log) module lists them); without it, only what nobody else would see goes
-//!   to stderr.
+//!   to stderr. An actor that calls
+//!   [`Ctx::report_last_message`](crate::actor::Ctx::report_last_message) has its crash
+//!   reported with the last message it received, as OTP's crash report has (at the cost of
+//!   formatting every message it receives; nothing for the actors that do not ask).
 //! - [`pcml::sched::metrics()`](fn@crate::sched::metrics) and
 //!   [`Runtime::metrics`](crate::Runtime::metrics) count, per proc, fiber resumes, task polls,
 //!   steals, parks and wake-ups across procs, as tokio's `RuntimeMetrics` does; the benchmark
