@@ -69,6 +69,10 @@ struct DirState {
     generation: u64,
     /// The source was deregistered or its driver stopped: ready for good.
     closed: bool,
+    /// An event said that the peer closed this direction (or an error came): a read that
+    /// returns less than it asked for no longer shows the buffer drained (`clear_drained`),
+    /// since no edge will follow the end of the stream. Never reset.
+    peer_closed: bool,
     /// Syncs blocked on this direction's readiness event.
     waiters: Queue<Waiter>,
     /// The task parked by the last poll-style operation (`AsyncRead`/`AsyncWrite`) that saw
@@ -99,6 +103,7 @@ impl ScheduledIo {
                 ready: false,
                 generation: 0,
                 closed: false,
+                peer_closed: false,
                 waiters: Queue::new(),
                 task: None,
                 awaiting: None,
@@ -119,11 +124,13 @@ impl ScheduledIo {
         let _ = self.on_readable.set(f);
     }
 
-    /// Marks `d` ready and commits every waiter queued on it.
-    fn set_ready(&self, d: Dir) {
+    /// Marks `d` ready (for good against `clear_drained` if `peer_closed`) and commits every
+    /// waiter queued on it.
+    fn set_ready(&self, d: Dir, peer_closed: bool) {
         let waiters = {
             let mut st = lock(self.dir(d));
             st.ready = true;
+            st.peer_closed |= peer_closed;
             st.generation += 1;
             (
                 std::mem::take(&mut st.waiters.q),
@@ -185,6 +192,17 @@ impl ScheduledIo {
         }
     }
 
+    /// Clears `d`'s readiness after a read of a stream returned less than it asked for
+    /// (edge-triggered epoll: the socket's buffer was drained), as `clear_ready` does after
+    /// `WouldBlock`, unless an event arrived since `generation` was read or the peer closed
+    /// its side (then the end of the stream is still to be read, and no edge will come).
+    pub(crate) fn clear_drained(&self, d: Dir, generation: u64) {
+        let mut st = lock(self.dir(d));
+        if st.generation == generation && !st.closed && !st.peer_closed {
+            st.ready = false;
+        }
+    }
+
     /// After a poll-style operation saw `WouldBlock`: unless an event arrived since
     /// `generation` was read (or the source is closed), clears `d`'s readiness and parks
     /// `waker` to be woken by the next event, returning `true`; else returns `false` (try
@@ -195,6 +213,21 @@ impl ScheduledIo {
             return false;
         }
         st.ready = false;
+        match &mut st.task {
+            Some(t) if t.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        }
+        true
+    }
+
+    /// For a poll-style read that waits for readiness before its system call: unless `d` is
+    /// ready (or closed), parks `waker` in the poll-style slot, as `clear_and_park` does, and
+    /// returns `true`; `false` (go ahead) if it is ready. One lock, so no event is missed.
+    pub(crate) fn park_task_unless_ready(&self, d: Dir, waker: &std::task::Waker) -> bool {
+        let mut st = lock(self.dir(d));
+        if st.ready {
+            return false;
+        }
         match &mut st.task {
             Some(t) if t.will_wake(waker) => {}
             slot => *slot = Some(waker.clone()),
@@ -257,8 +290,8 @@ fn wake_all((waiters, task, awaiting): Woken) {
 }
 
 impl Readiness for ScheduledIo {
-    fn ready(&self, d: Dir) {
-        self.set_ready(d);
+    fn ready(&self, d: Dir, peer_closed: bool) {
+        self.set_ready(d, peer_closed);
     }
 
     fn close(&self) {
@@ -302,7 +335,7 @@ mod tests {
     fn a_stale_clear_keeps_a_newer_edge() {
         let sio = ScheduledIo::new();
         let before = sio.generation(Dir::Read);
-        sio.set_ready(Dir::Read); // an edge arrives during the operation
+        sio.set_ready(Dir::Read, false); // an edge arrives during the operation
         sio.clear_ready(Dir::Read, before); // the operation saw WouldBlock
         assert!(sio.is_ready(Dir::Read), "the edge was lost");
         sio.clear_ready(Dir::Read, sio.generation(Dir::Read));

@@ -154,6 +154,7 @@ impl Driver {
                     ev.token().0,
                     ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                     ev.is_writable() || ev.is_write_closed() || ev.is_error(),
+                    ev.is_read_closed() || ev.is_error(),
                 );
             }
             // Acquire: pairs with the Release store in `shutdown`.
@@ -170,17 +171,17 @@ impl Driver {
     }
 
     /// Delivers one readiness event of the source `token`.
-    fn dispatch(&self, token: usize, readable: bool, writable: bool) {
+    fn dispatch(&self, token: usize, readable: bool, writable: bool, read_closed: bool) {
         let sio = lock(&self.sources).get(token).cloned();
         let Some(sio) = sio else {
             // Deregistered since the kernel queued the event.
             return;
         };
-        if readable {
-            sio.ready(Dir::Read);
+        if readable || read_closed {
+            sio.ready(Dir::Read, read_closed);
         }
         if writable {
-            sio.ready(Dir::Write);
+            sio.ready(Dir::Write, false);
         }
     }
 
@@ -223,6 +224,7 @@ impl Driver {
                 token as usize,
                 err || flags & (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDHUP) != 0,
                 err || flags & libc::EPOLLOUT != 0,
+                err || flags & libc::EPOLLRDHUP != 0,
             );
         }
     }
@@ -373,7 +375,9 @@ impl Shared {
 /// (`io::readiness`), called from the driver thread or from a proc polling the poller.
 pub(crate) trait Readiness: Send + Sync + 'static {
     /// A readiness event for direction `d` arrived: record it and wake whoever waits for it.
-    fn ready(&self, d: Dir);
+    /// `peer_closed`: the event also said that the peer closed its side (EPOLLRDHUP,
+    /// EPOLLHUP) or an error came, so this direction stays ready after its data is read.
+    fn ready(&self, d: Dir, peer_closed: bool);
 
     /// No event will ever come again (source deregistered, or its driver stopped): make both
     /// directions ready for good and wake everyone waiting.

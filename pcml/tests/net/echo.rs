@@ -458,3 +458,70 @@ fn the_hyper_example_serves_keep_alive_requests_on_pcml() {
         c.join().unwrap();
     }
 }
+
+/// A read that returns less than its buffer marks the socket drained, so the next read waits
+/// for the next edge instead of trying the socket first: it must still see data that comes
+/// later, and the end of a stream whose last bytes and FIN arrived together (no edge follows
+/// them), through `read_async` and through `AsyncRead::poll_read`, on 1 and 2 procs.
+#[test]
+fn short_reads_then_later_data_and_a_fin_that_came_with_the_last_bytes() {
+    use futures_io::AsyncRead;
+    use std::future::poll_fn;
+    use std::io::Write;
+    use std::pin::Pin;
+
+    for procs in [1, 2] {
+        for poll_style in [false, true] {
+            let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
+            let got = rt
+                .block_on(move || {
+                    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                    let addr = listener.local_addr().unwrap();
+                    // A plain OS thread writes: three short pieces, each after the reader has
+                    // seen the one before (so each is a separate edge), then the last bytes
+                    // and the FIN at once.
+                    let (ack_tx, ack_rx) = std::sync::mpsc::channel::<()>();
+                    let writer = std::thread::spawn(move || {
+                        let mut s = std::net::TcpStream::connect(addr).unwrap();
+                        for piece in [&b"ab"[..], b"cde", b"f"] {
+                            s.write_all(piece).unwrap();
+                            ack_rx.recv().unwrap();
+                        }
+                        s.write_all(b"gh").unwrap();
+                        s.shutdown(Shutdown::Write).unwrap();
+                    });
+                    let reader = pcml::spawn_task(async move {
+                        let (s, _) = listener.accept_async().await.unwrap();
+                        let mut r = &s;
+                        let mut got = Vec::new();
+                        let mut buf = [0u8; 64];
+                        loop {
+                            let n = if poll_style {
+                                poll_fn(|cx| Pin::new(&mut r).poll_read(cx, &mut buf))
+                                    .await
+                                    .unwrap()
+                            } else {
+                                s.read_async(&mut buf).await.unwrap()
+                            };
+                            if n == 0 {
+                                return got;
+                            }
+                            got.extend_from_slice(&buf[..n]);
+                            if [2, 5, 6].contains(&got.len()) {
+                                // Tell the writer this piece arrived.
+                                let _ = ack_tx.send(());
+                            }
+                        }
+                    });
+                    let got = reader.join().unwrap();
+                    writer.join().unwrap();
+                    got
+                })
+                .unwrap();
+            assert_eq!(
+                got, b"abcdefgh",
+                "procs = {procs}, poll_read = {poll_style}"
+            );
+        }
+    }
+}
