@@ -554,8 +554,14 @@ pub(crate) fn async_budget_exhausted() -> bool {
     })
 }
 
+/// Called when a pcml future goes pending: resets the budget, and notes a thread outside
+/// pcml's own (another executor's, or the process's first thread) as one that waits on pcml,
+/// so deadlock detection counts it as able to act, as it does a thread blocked in a sync.
 pub(crate) fn async_budget_reset() {
     READY_IN_A_ROW.with(|c| c.set(0));
+    if worker::context().is_none() {
+        crate::sched::outside::used_pcml();
+    }
 }
 
 /// The future of `ev.await`: a sync whose waiter is the task's `Waker`.

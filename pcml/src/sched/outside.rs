@@ -10,8 +10,9 @@
 //!   it counts threads, not handles: every OS thread of the process (read from
 //!   `/proc/self/task`) is taken to be able to act, except pcml's own threads (procs, I/O
 //!   drivers, blocking pools, the timer thread), threads waiting in `block_on`, and the
-//!   process's first thread as long as it has never used pcml (built a runtime or blocked on
-//!   a pcml event; so a test harness's main thread does not stop detection).
+//!   process's first thread while it sleeps, as long as it has never used pcml (built a
+//!   runtime, blocked on a pcml event or waited on one's future; so a test harness's main
+//!   thread does not stop detection).
 //! - **Other runtimes.** A runtime may share channels with another; it is taken to be able to
 //!   act unless all its procs sleep with nothing pending, or it has shut down.
 //!
@@ -165,8 +166,21 @@ fn os_threads_may_act() -> bool {
         tids.iter().any(|t| {
             !(k.own.contains(t)
                 || k.in_block_on.contains(t)
-                || (!first_used && is_first_thread(*t)))
+                || (!first_used && is_first_thread(*t) && is_sleeping(*t)))
         })
+    })
+}
+
+/// Whether the thread `tid` of this process sleeps (state `S` in `/proc`): the process's
+/// first thread, never having used pcml, is left out only then. While it runs it may be
+/// about to use a handle it holds (build a future of a pcml event for another executor, for
+/// example), as a harness's main thread waiting for its tests does not.
+fn is_sleeping(tid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).is_ok_and(|s| {
+        // `pid (comm) state ...`; comm may hold spaces and parentheses.
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            == Some('S')
     })
 }
 
