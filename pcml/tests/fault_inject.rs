@@ -2,19 +2,19 @@
 //! with the outcome a user can rely on stated in the test.
 //!
 //! Cases that change process-wide state (environment variables, resource limits) run in a
-//! child process: the test binary runs itself again with `PCML_FAULT_CHILD` naming the case,
-//! and the parent checks what the child printed and how it exited.
+//! child process: the test binary runs itself again with only that case selected
+//! (`common::child`), and the parent checks what the child printed and how it exited.
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 /// Runs the child case `case` (a test of this file whose body starts with `child_case`) in a
-/// fresh process of this test binary, with `env` set.
+/// fresh process of this test binary, with `env` set and the runtime's own variables
+/// (`PCML_PROCS`, `PCML_STACK_SIZE`) removed unless `env` sets them.
 fn run_child(case: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([case, "--exact", "--nocapture", "--test-threads=1"])
-        .env("PCML_FAULT_CHILD", case)
-        .env_remove("PCML_PROCS")
-        .env_remove("PCML_STACK_SIZE");
+    let mut cmd = common::child(module_path!(), case);
+    cmd.env_remove("PCML_PROCS").env_remove("PCML_STACK_SIZE");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -23,16 +23,11 @@ fn run_child(case: &str, env: &[(&str, &str)]) -> Output {
 
 /// Whether this process is the child running `case`; in the parent the test returns at once.
 fn child_case(case: &str) -> bool {
-    std::env::var("PCML_FAULT_CHILD").is_ok_and(|c| c == case)
+    common::is_child(module_path!(), case)
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    common::output_text(o)
 }
 
 /// Prints what building a default runtime gives, for the parent to read.
@@ -381,12 +376,7 @@ fn child_fd_exhaustion() {
 /// `io::Error` (no panic, no abort), and the runtime works again once some are closed.
 #[test]
 fn fd_exhaustion_is_an_error_and_the_runtime_recovers() {
-    let exe = std::env::current_exe().unwrap();
-    let o = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -n 64 && exec \"$0\" child_fd_exhaustion --exact --nocapture --test-threads=1")
-        .arg(exe)
-        .env("PCML_FAULT_CHILD", "child_fd_exhaustion")
+    let o = common::child_with_ulimit(module_path!(), "child_fd_exhaustion", "-n 64")
         .output()
         .unwrap();
     let out = text(&o);
@@ -442,14 +432,13 @@ fn child_proc_threads_cannot_start() {
 /// the procs it had started, and a smaller runtime still works.
 #[test]
 fn a_proc_thread_that_cannot_start_is_a_build_error() {
-    let exe = std::env::current_exe().unwrap();
-    let o = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -v 600000 && exec \"$0\" child_proc_threads_cannot_start --exact --nocapture --test-threads=1")
-        .arg(exe)
-        .env("PCML_FAULT_CHILD", "child_proc_threads_cannot_start")
-        .output()
-        .unwrap();
+    let o = common::child_with_ulimit(
+        module_path!(),
+        "child_proc_threads_cannot_start",
+        "-v 600000",
+    )
+    .output()
+    .unwrap();
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(
@@ -676,14 +665,7 @@ fn child_sigquit_dump() {
 #[test]
 fn sigquit_prints_every_runtimes_dump_to_stderr() {
     use std::io::Read;
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_sigquit_dump",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("PCML_FAULT_CHILD", "child_sigquit_dump")
+    let mut child = common::child(module_path!(), "child_sigquit_dump")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -1,8 +1,8 @@
 //! Panics and exits of pcml threads: caught, reported through join, printed once if unjoined.
 
-use std::process::Command;
-
 use pcml::{Runtime, RuntimeError};
+
+use crate::common;
 
 fn rt(procs: usize) -> Runtime {
     Runtime::builder().procs(procs).build().unwrap()
@@ -142,59 +142,72 @@ fn fiber_only_functions_outside_a_runtime_say_so() {
     assert!(e.to_string().contains("yield_async"), "{e}");
 }
 
-/// Runs this test binary again with `PCML_CHILD` set to `which`, returning its stderr.
-fn child(which: &str) -> (std::process::ExitStatus, String) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["child_programs", "--nocapture", "--test-threads=1"])
-        .env("PCML_CHILD", which)
-        .output()
-        .unwrap();
+/// Runs the child test `name` of this module alone in a fresh process of this test binary,
+/// returning how it exited and its stderr.
+fn child(name: &str) -> (std::process::ExitStatus, String) {
+    let out = common::child(module_path!(), name).output().unwrap();
     (
         out.status,
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
-/// Not a test on its own: the programs the tests below run in a child process.
+/// Child: a fiber that nobody joins panics, and one that panicked is dropped after it ended.
 #[test]
-fn child_programs() {
-    match std::env::var("PCML_CHILD").as_deref() {
-        Ok("detached-panic") => pcml::run(|| {
-            drop(pcml::spawn(|| panic!("nobody joins me")));
-            let h = pcml::spawn(|| panic!("dropped after it ended"));
-            while !h.is_finished() {
-                pcml::yield_now();
-            }
-            drop(h);
-            for _ in 0..10 {
-                pcml::yield_now();
-            }
-        }),
-        Ok("joined-panic") => pcml::run(|| {
-            let e = pcml::spawn(|| panic!("somebody joins me"))
-                .join()
-                .unwrap_err();
-            assert!(e.is_panic());
-        }),
-        Ok("overflow") => pcml::run(|| {
-            fn deep(n: u64) -> u64 {
-                let pad = [n; 64];
-                if n == 0 {
-                    0
-                } else {
-                    std::hint::black_box(&pad);
-                    deep(n - 1) + pad[3]
-                }
-            }
-            pcml::spawn(|| deep(u64::MAX)).join().unwrap();
-        }),
-        _ => {}
+fn child_detached_panic() {
+    if !common::is_child(module_path!(), "child_detached_panic") {
+        return;
     }
+    pcml::run(|| {
+        drop(pcml::spawn(|| panic!("nobody joins me")));
+        let h = pcml::spawn(|| panic!("dropped after it ended"));
+        while !h.is_finished() {
+            pcml::yield_now();
+        }
+        drop(h);
+        for _ in 0..10 {
+            pcml::yield_now();
+        }
+    });
+}
+
+/// Child: a fiber panics and is joined.
+#[test]
+fn child_joined_panic() {
+    if !common::is_child(module_path!(), "child_joined_panic") {
+        return;
+    }
+    pcml::run(|| {
+        let e = pcml::spawn(|| panic!("somebody joins me"))
+            .join()
+            .unwrap_err();
+        assert!(e.is_panic());
+    });
+}
+
+/// Child: a fiber recurses until it overflows its stack.
+#[test]
+fn child_overflow() {
+    if !common::is_child(module_path!(), "child_overflow") {
+        return;
+    }
+    pcml::run(|| {
+        fn deep(n: u64) -> u64 {
+            let pad = [n; 64];
+            if n == 0 {
+                0
+            } else {
+                std::hint::black_box(&pad);
+                deep(n - 1) + pad[3]
+            }
+        }
+        pcml::spawn(|| deep(u64::MAX)).join().unwrap();
+    });
 }
 
 #[test]
 fn an_unjoined_panic_is_printed_once() {
-    let (status, err) = child("detached-panic");
+    let (status, err) = child("child_detached_panic");
     assert!(status.success(), "child failed: {err}");
     assert_eq!(err.matches("nobody joins me").count(), 1, "{err}");
     assert_eq!(err.matches("dropped after it ended").count(), 1, "{err}");
@@ -203,14 +216,14 @@ fn an_unjoined_panic_is_printed_once() {
 
 #[test]
 fn a_joined_panic_is_not_printed() {
-    let (status, err) = child("joined-panic");
+    let (status, err) = child("child_joined_panic");
     assert!(status.success(), "child failed: {err}");
     assert!(!err.contains("somebody joins me"), "{err}");
 }
 
 #[test]
 fn a_stack_overflow_says_what_happened_and_aborts() {
-    let (status, err) = child("overflow");
+    let (status, err) = child("child_overflow");
     assert!(!status.success());
     assert!(err.contains("a fiber overflowed its stack"), "{err}");
     assert!(err.contains("stack_size"), "{err}");

@@ -3,45 +3,12 @@
 //! Each test measures the process's resident memory, which tests running beside it in one
 //! process would disturb: it runs itself alone in a child process of the test binary.
 
-use std::process::Command;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use pcml::{Runtime, RuntimeError};
 
-/// The variable that tells a child process which test it is to run.
-const ALONE: &str = "PCML_TEST_ALONE";
-
-/// Whether the caller, test `name` of this module, is to run its body here: yes in the child
-/// process that runs it alone; otherwise this runs that child (the test binary itself, with
-/// only this test selected), checks that it passed, and says no.
-fn alone(name: &str) -> bool {
-    let path = module_path!().split_once("::").map_or("", |(_, p)| p);
-    let test = if path.is_empty() {
-        name.to_string()
-    } else {
-        format!("{path}::{name}")
-    };
-    if std::env::var(ALONE).is_ok_and(|t| t == test) {
-        return true;
-    }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
-        .env(ALONE, &test)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{test} failed alone:\n{text}");
-    assert!(
-        text.contains("1 passed"),
-        "{test} did not run alone:\n{text}"
-    );
-    false
-}
+use crate::common;
 
 /// The process's resident memory in KiB, where Linux tells.
 fn rss_kib() -> Option<u64> {
@@ -55,7 +22,10 @@ fn rss_kib() -> Option<u64> {
 /// is still detected).
 #[test]
 fn cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive() {
-    if !alone("cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive") {
+    if !common::alone(
+        module_path!(),
+        "cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive",
+    ) {
         return;
     }
     let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
@@ -86,7 +56,10 @@ fn cancelled_timers_are_removed_and_do_not_keep_the_runtime_alive() {
 /// losing timers are cancelled and dropped, so memory stays bounded.
 #[test]
 fn a_million_choices_won_by_the_channel_keep_memory_bounded() {
-    if !alone("a_million_choices_won_by_the_channel_keep_memory_bounded") {
+    if !common::alone(
+        module_path!(),
+        "a_million_choices_won_by_the_channel_keep_memory_bounded",
+    ) {
         return;
     }
     let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
