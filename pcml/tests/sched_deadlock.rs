@@ -311,6 +311,96 @@ fn a_deadlock_is_reported_once_the_os_threads_that_could_end_it_are_gone() {
     outside.join().unwrap();
 }
 
+/// A socket made outside any runtime (on the process-wide I/O driver) may wake a fiber while
+/// it is registered; once the OS thread that holds it drops it and ends, the deadlock is
+/// reported. Detection once took such a socket for a wake source of the runtime's own, skipped
+/// its re-checks and parked for good (a deadlock test hung beside a network test).
+#[test]
+fn a_deadlock_is_reported_once_a_socket_made_outside_any_runtime_is_dropped() {
+    for procs in [1, 2] {
+        let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (asleep_tx, asleep_rx) = std::sync::mpsc::channel::<()>();
+        let outside = std::thread::spawn(move || {
+            // Drop the socket once the runtime has had time to fall asleep with it registered
+            // (the outcome must be the same whichever comes first).
+            let _ = asleep_rx.recv_timeout(std::time::Duration::from_millis(50));
+            drop(l);
+        });
+        let r = rt(procs).block_on(move || {
+            let _keep = asleep_tx;
+            pcml::Chan::<u32>::new().recv()
+        });
+        assert!(
+            matches!(r, Err(RuntimeError::Deadlock { blocked: 1, .. })),
+            "procs = {procs}: {r:?}"
+        );
+        outside.join().unwrap();
+    }
+}
+
+/// A runtime's own socket, handed to an OS thread that drops it and ends: then, and not
+/// before, the runtime is deadlocked.
+#[test]
+fn a_deadlock_is_reported_once_an_os_thread_drops_the_runtimes_socket() {
+    for procs in [1, 2] {
+        let (to_os, from_fiber) = std::sync::mpsc::channel::<pcml::net::TcpListener>();
+        let outside = std::thread::spawn(move || {
+            let l = from_fiber.recv().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(l);
+        });
+        let r = rt(procs).block_on(move || {
+            to_os
+                .send(pcml::net::TcpListener::bind("127.0.0.1:0").unwrap())
+                .unwrap();
+            pcml::Chan::<u32>::new().recv()
+        });
+        assert!(
+            matches!(r, Err(RuntimeError::Deadlock { blocked: 1, .. })),
+            "procs = {procs}: {r:?}"
+        );
+        outside.join().unwrap();
+    }
+}
+
+/// Runtimes made and dropped one after another in one process (sockets, timers, blocking
+/// jobs, tasks, actors, OS-thread senders) leave nothing behind that keeps a later
+/// runtime's deadlock from being reported.
+#[test]
+fn a_deadlock_is_reported_after_many_runtimes_came_and_went() {
+    use std::time::Duration;
+    for round in 0..20 {
+        let ch = pcml::Chan::<u64>::new();
+        let c = ch.clone();
+        let sender = std::thread::spawn(move || c.send(5));
+        let r = rt(1 + round % 2).block_on(move || {
+            let l = pcml::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let acc = pcml::spawn(move || l.accept().map(|_| ()));
+            let conn = pcml::net::TcpStream::connect(addr).unwrap();
+            acc.join().unwrap().unwrap();
+            drop(conn);
+            pcml::time::sleep(Duration::from_millis(1));
+            let pid = pcml::actor::spawn(|mut ctx: pcml::actor::Ctx<u64>| {
+                let _ = ctx.receive();
+            });
+            pid.send(1).unwrap();
+            let blocking = pcml::spawn_blocking(|| 3u64).join().unwrap();
+            let task = pcml::spawn_task(async { 4u64 }).join().unwrap();
+            blocking + task + ch.recv()
+        });
+        assert_eq!(r, Ok(12), "round {round}");
+        sender.join().unwrap();
+    }
+    for procs in [1, 2] {
+        let r = rt(procs).block_on(|| pcml::Chan::<u32>::new().recv());
+        assert!(
+            matches!(r, Err(RuntimeError::Deadlock { blocked: 1, .. })),
+            "procs = {procs}: {r:?}"
+        );
+    }
+}
+
 // The dump: who waits for what.
 
 #[test]

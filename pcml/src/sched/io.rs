@@ -52,6 +52,9 @@
 //!   token only causes a spurious readiness, which every operation tolerates (it retries).
 //! - The driver holds no reference to a source's owner, only to its readiness state: sockets own
 //!   their registration, never the other way round, so nothing leaks through a cycle.
+//! - Whoever takes a driver's source count to 0 kicks the runtime it serves (every runtime,
+//!   for the fallback) after a SeqCst fence: deadlock detection counts registered sources as
+//!   able to wake a thread and parks without a re-check while there are any.
 
 use std::fmt;
 use std::io;
@@ -94,6 +97,11 @@ pub(crate) struct Driver {
     /// `sources.len()`, readable without the lock by deadlock detection. Written under the
     /// `sources` lock.
     registered: AtomicUsize,
+    /// The id of the runtime whose driver this is (`None`: the fallback's). When its last
+    /// source goes, that runtime (every runtime, for the fallback) is kicked: deadlock
+    /// detection counts registered sources as able to wake a thread, and a proc that found
+    /// one parks without a re-check (`sources_gone`).
+    owner: Option<u64>,
     /// Set once by `shutdown`. Release/Acquire: pairs the stop request with the driver
     /// thread's check after `poll` returns, and with `register`'s check.
     stopped: AtomicBool,
@@ -111,8 +119,8 @@ impl fmt::Debug for Driver {
 }
 
 impl Driver {
-    /// Creates a poller and starts its driver thread.
-    fn start(name: String) -> io::Result<Arc<Driver>> {
+    /// Creates a poller and starts its driver thread: runtime `owner`'s, or the fallback.
+    fn start(name: String, owner: Option<u64>) -> io::Result<Arc<Driver>> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
@@ -121,6 +129,7 @@ impl Driver {
             waker,
             sources: Mutex::new(Slab::new()),
             registered: AtomicUsize::new(0),
+            owner,
             stopped: AtomicBool::new(false),
             thread: Mutex::new(None),
         });
@@ -276,6 +285,10 @@ impl Driver {
             let mut sources = lock(&self.sources);
             sources.remove(token);
             self.registered.store(sources.len(), Ordering::Relaxed);
+            if sources.is_empty() {
+                drop(sources);
+                self.sources_gone();
+            }
             return Err(e);
         }
         Ok(Registered {
@@ -284,6 +297,30 @@ impl Driver {
             token,
             driver: self.clone(),
         })
+    }
+
+    /// The driver's last source was deregistered: wake the runtimes whose deadlock check
+    /// may have seen it. A check that finds a registered source takes the runtime for one
+    /// that may still be woken and parks without a re-check, so whoever removes the last
+    /// source must wake it to look again: otherwise a runtime that a socket made on an OS
+    /// thread (the fallback's) kept from being declared deadlocked would hang for good once
+    /// that socket is dropped, as would one whose own socket an OS thread dropped.
+    #[cold]
+    fn sources_gone(&self) {
+        // SeqCst fence: the deregistering side of a Dekker with the last sleeper, which
+        // counts itself in `num_sleeping`, fences, then reads `registered` (`idle::sleep`,
+        // `Shared::is_quiescent`): it sees the count at 0, or `kick` sees it asleep.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        match self.owner {
+            Some(id) => {
+                if let Some(sh) = crate::sched::registry::lookup(id) {
+                    sh.kick();
+                }
+            }
+            None => crate::sched::registry::all()
+                .iter()
+                .for_each(|sh| sh.kick()),
+        }
     }
 
     /// Sources registered now (a hint for deadlock detection).
@@ -309,7 +346,7 @@ fn fallback() -> io::Result<Arc<Driver>> {
     if let Some(d) = &*slot {
         return Ok(d.clone());
     }
-    let d = Driver::start("pcml-io".into())?;
+    let d = Driver::start("pcml-io".into(), None)?;
     *slot = Some(d.clone());
     Ok(d)
 }
@@ -344,7 +381,7 @@ impl Shared {
         if self.is_shutdown() {
             return Err(stopped_error());
         }
-        let d = Driver::start(format!("pcml-io-{}", self.id))?;
+        let d = Driver::start(format!("pcml-io-{}", self.id), Some(self.id))?;
         let _ = self.io.set(d.clone());
         Ok(d)
     }
@@ -424,6 +461,10 @@ impl<S: Source, R: Readiness> Drop for Registered<S, R> {
             self.driver
                 .registered
                 .store(sources.len(), Ordering::Relaxed);
+            if sources.is_empty() {
+                drop(sources);
+                self.driver.sources_gone();
+            }
         }
         self.sio.close();
     }

@@ -3,7 +3,11 @@
 //!
 //! A runtime whose procs all sleep while main is blocked is deadlocked only if nothing else
 //! can ever wake one of its threads. Besides its own timers, I/O sources and blocking jobs
-//! (which `worker::check_deadlock` counts), two kinds of agent can:
+//! (which `worker::check_deadlock` counts: each wakes a proc when it goes, so the last
+//! sleeper that finds one parks without a re-check; a timer is its park's deadline, a
+//! finished blocking job kicks the runtime, and so does removing the last source of its I/O
+//! driver, or of the fallback driver, which counts for every runtime), two kinds of agent
+//! can:
 //! - **OS threads.** Any OS thread may hold a channel handle, a `Pid` or a runtime handle and
 //!   use it later: one that is slower than the fibers, one that sleeps first, one blocked in a
 //!   pcml `recv` whose partner has just woken it. pcml cannot see where a handle was moved, so

@@ -334,14 +334,18 @@ impl Builder {
     ///
     /// A deadlock is reported only when main is blocked and nothing can ever wake a thread of
     /// the runtime: every proc is idle, no timer, I/O source or blocking job is pending, and
-    /// nothing outside the runtime can act. Outside the runtime, pcml counts
+    /// nothing outside the runtime can act. An I/O source is any open pcml socket of this
+    /// runtime, or made outside any runtime (on an OS thread), wherever it is held: it may
+    /// become ready; the check is made again when the last one is closed. Outside the
+    /// runtime, pcml counts
     /// - every OS thread of the process, alive, that is not one of pcml's own (procs, I/O
     ///   drivers, blocking pools, the timer thread) and is not waiting in `block_on`: such a
     ///   thread may hold a channel handle and send later (after a sleep, after a slow start,
     ///   after a pcml `recv` that a fiber has just completed). pcml cannot see where handles
     ///   were moved, so it counts the threads, not the handles. The one exception is the
-    ///   process's first thread while it has never built a runtime nor blocked on a pcml
-    ///   event (so that a test harness's main thread does not stop detection);
+    ///   process's first thread while it sleeps, as long as it has never built a runtime nor
+    ///   waited on a pcml event (so that a test harness's main thread does not stop
+    ///   detection);
     /// - every other runtime of the process, unless all its procs are idle with nothing pending
     ///   at the same instant as this one's, or it has shut down.
     ///
