@@ -1220,27 +1220,70 @@ impl<T, M> Drop for SendEvt<T, M> {
     }
 }
 
+/// A send event's blocking one-branch sync ([`SendEvt`]'s and [`InlineSend`]'s).
+#[inline(always)]
+fn send_sync_direct<T: Send + 'static, M: Mode>(
+    ch: &ChanInner<T>,
+    msg: &mut Option<T>,
+) -> M::Sent<T> {
+    let msg = msg.take().expect("pcml: send event reused");
+    M::sent(ch.direct(Queues::recvq, Queues::sendq, Some(msg), "sync", 0))
+}
+
+/// A send event's async one-branch sync ([`SendEvt`]'s and [`InlineSend`]'s): `poll_direct`
+/// with the event's channel, queued offer and message.
+#[inline(always)]
+fn send_poll_direct<T: Send + 'static, M: Mode>(
+    ch: &Arc<ChanInner<T>>,
+    direct: &mut Option<AsyncWait<T>>,
+    msg: &mut Option<T>,
+    cx: &mut Context<'_>,
+) -> Poll<M::Sent<T>> {
+    poll_direct(
+        ch,
+        || ChanRef::new(ch),
+        direct,
+        Queues::recvq,
+        Queues::sendq,
+        msg,
+        cx,
+    )
+    .map(M::sent)
+}
+
+/// A receive event's blocking one-branch sync ([`RecvEvt`]'s and [`InlineRecv`]'s).
+#[inline(always)]
+fn recv_sync_direct<T: Send + 'static, M: Mode>(ch: &ChanInner<T>) -> M::Recv<T> {
+    M::recv(ch.direct(Queues::sendq, Queues::recvq, None, "sync", 0))
+}
+
+/// A receive event's async one-branch sync ([`RecvEvt`]'s and [`InlineRecv`]'s).
+#[inline(always)]
+fn recv_poll_direct<T: Send + 'static, M: Mode>(
+    ch: &Arc<ChanInner<T>>,
+    direct: &mut Option<AsyncWait<T>>,
+    cx: &mut Context<'_>,
+) -> Poll<M::Recv<T>> {
+    let mut none = None;
+    poll_direct(
+        ch,
+        || ChanRef::new(ch),
+        direct,
+        Queues::sendq,
+        Queues::recvq,
+        &mut none,
+        cx,
+    )
+    .map(M::recv)
+}
+
 impl<T: Send + 'static, M: Mode> DirectBase for SendEvt<T, M> {
     fn sync_direct(&mut self) -> M::Sent<T> {
-        let msg = self.msg.take().expect("pcml: send event reused");
-        M::sent(
-            self.ch
-                .direct(Queues::recvq, Queues::sendq, Some(msg), "sync", 0),
-        )
+        send_sync_direct::<T, M>(&self.ch, &mut self.msg)
     }
 
     fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Sent<T>> {
-        let ch = &self.ch;
-        poll_direct(
-            ch,
-            || ChanRef::new(ch),
-            &mut self.direct,
-            Queues::recvq,
-            Queues::sendq,
-            &mut self.msg,
-            cx,
-        )
-        .map(M::sent)
+        send_poll_direct::<T, M>(&self.ch, &mut self.direct, &mut self.msg, cx)
     }
 }
 
@@ -1319,25 +1362,11 @@ pub(crate) struct RecvEvt<T, M> {
 
 impl<T: Send + 'static, M: Mode> DirectBase for RecvEvt<T, M> {
     fn sync_direct(&mut self) -> M::Recv<T> {
-        M::recv(
-            self.ch
-                .direct(Queues::sendq, Queues::recvq, None, "sync", 0),
-        )
+        recv_sync_direct::<T, M>(&self.ch)
     }
 
     fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Recv<T>> {
-        let mut none = None;
-        let ch = &self.ch;
-        poll_direct(
-            ch,
-            || ChanRef::new(ch),
-            &mut self.direct,
-            Queues::sendq,
-            Queues::recvq,
-            &mut none,
-            cx,
-        )
-        .map(M::recv)
+        recv_poll_direct::<T, M>(&self.ch, &mut self.direct, cx)
     }
 }
 
@@ -1433,26 +1462,12 @@ impl<T: Send + 'static, M: Mode> InlineBase for InlineSend<T, M> {
     }
 
     fn sync_direct(mut self) -> M::Sent<T> {
-        let msg = self.msg.take().expect("pcml: send event reused");
-        M::sent(
-            self.ch
-                .direct(Queues::recvq, Queues::sendq, Some(msg), "sync", 0),
-        )
+        send_sync_direct::<T, M>(&self.ch, &mut self.msg)
     }
 
     #[inline]
     fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Sent<T>> {
-        let ch = &self.ch;
-        poll_direct(
-            ch,
-            || ChanRef::new(ch),
-            &mut self.direct,
-            Queues::recvq,
-            Queues::sendq,
-            &mut self.msg,
-            cx,
-        )
-        .map(M::sent)
+        send_poll_direct::<T, M>(&self.ch, &mut self.direct, &mut self.msg, cx)
     }
 }
 
@@ -1492,26 +1507,12 @@ impl<T: Send + 'static, M: Mode> InlineBase for InlineRecv<T, M> {
     }
 
     fn sync_direct(self) -> M::Recv<T> {
-        M::recv(
-            self.ch
-                .direct(Queues::sendq, Queues::recvq, None, "sync", 0),
-        )
+        recv_sync_direct::<T, M>(&self.ch)
     }
 
     #[inline]
     fn poll_direct(&mut self, cx: &mut Context<'_>) -> Poll<M::Recv<T>> {
-        let mut none = None;
-        let ch = &self.ch;
-        poll_direct(
-            ch,
-            || ChanRef::new(ch),
-            &mut self.direct,
-            Queues::sendq,
-            Queues::recvq,
-            &mut none,
-            cx,
-        )
-        .map(M::recv)
+        recv_poll_direct::<T, M>(&self.ch, &mut self.direct, cx)
     }
 }
 

@@ -623,7 +623,9 @@ impl<T: Send + 'static> Future for SyncFuture<T> {
             }
             return match ev.poll(cx) {
                 Poll::Ready(v) => {
-                    this.state = FutState::Done;
+                    // SAFETY: the event is spent (`Inline::poll`): the state holds nothing
+                    // to drop, so it is overwritten without its drop glue.
+                    unsafe { std::ptr::write(&mut this.state, FutState::Done) };
                     Poll::Ready(v)
                 }
                 Poll::Pending => {

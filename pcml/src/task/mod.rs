@@ -46,19 +46,25 @@
 //!
 //! | operation | pcml | tokio | example |
 //! | --- | ---: | ---: | --- |
-//! | spawn a task and await its `JoinHandle` | 1,165 | 1,726 | `taskspawn [tokio] N` |
-//! | skynet, per leaf, sums returned through join handles | 989 | 1,570 | `skynet N tasks-once` / `tokio-once` |
-//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,467 | - | `skynet N chan-once` |
-//! | ping-pong round trip, `recv_async`/`send_async` | 1,653 | 2,113 | `taskpp async N` / `taskpp tokio N` |
-//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 2,022 | 2,113 | `taskpp N` |
+//! | spawn a task and await its `JoinHandle` | 1,105 | 1,726 | `taskspawn [tokio] N` |
+//! | skynet, per leaf, sums returned through join handles | 971 | 1,570 | `skynet N tasks-once` / `tokio-once` |
+//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,417 | - | `skynet N chan-once` |
+//! | ping-pong round trip, `recv_async`/`send_async` | 1,576 | 2,113 | `taskpp async N` / `taskpp tokio N` |
+//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,801 | 2,113 | `taskpp N` |
 //!
 //! (tokio's ping-pong is over two `mpsc::channel(1)`s: it has no rendezvous channel.) So a
 //! value handed to a parent is cheapest through the child's join handle, and a hot loop on
 //! one channel is cheapest with `recv_async`/`send_async`: an `.await` of a channel event pays
-//! for the event itself (an `Arc` clone of the channel and the sync future's state; the event
-//! is held without a box, see the `chan` docs), about 90 instructions an await, in exchange
-//! for taking part in choices, timeouts and wrappers (it was about 250 with a boxed event:
-//! 2,657 a round trip, and skynet over channels 2,919 a leaf). Earlier figures, in time,
+//! for the event itself (an `Arc` clone of the channel, the sync future's state and a call
+//! through the inline event's table; the event is held without a box, see the `chan` docs),
+//! about 50 instructions an await, in exchange for taking part in choices, timeouts and
+//! wrappers (it was about 250 with a boxed event: 2,657 a round trip, and skynet over
+//! channels 2,919 a leaf).
+//!
+//! A wake-up costs about 135 instructions on one proc (the channel's `unblock`, the waker's
+//! state transition, and the push on the proc's run queue), inlined from the waker down to
+//! the push; the header of a task (`<dyn Task>::header`) is read in place, with no call
+//! through the task's vtable. Earlier figures, in time,
 //! before that change: `pcml-bench --only spawn,pingpong,skynet --no-peers --runs 6 --rounds 2` on a
 //! shared 2-core machine (so the spreads are wide), medians against tokio's in the same run:
 //! spawn+join 1.62x tokio's rate on one proc, 1.21x on two against tokio's 2 workers (2.99 M
@@ -120,7 +126,6 @@ impl Counts for dyn Task + '_ {
 
 /// The operations of a task cell that do not depend on its future's type.
 pub(crate) trait Task: Send + Sync {
-    fn header(&self) -> &Header;
     /// Polls the task once. The caller moved it out of a run queue (state `SCHEDULED`);
     /// `this` is the caller's reference to this very task (to register it if it waits).
     fn run(&self, this: &TaskRef) -> TaskRun;
@@ -129,6 +134,18 @@ pub(crate) trait Task: Send + Sync {
     /// Cancels the task (`JoinHandle::abort`): its next run drops its future instead of
     /// polling it.
     fn abort(&self);
+}
+
+impl dyn Task + '_ {
+    /// The task's header, read in place: every `Task` is a [`TaskCell`], whose header is its
+    /// first field (`repr(C)`), so this is no call through the vtable (it was one, three times
+    /// a poll and wake-up).
+    #[inline(always)]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: the only implementation of `Task` is `TaskCell`, `repr(C)` with `header`
+        // first, so the object's address is its header's; the borrow is `self`'s.
+        unsafe { &*std::ptr::from_ref(self).cast::<Header>() }
+    }
 }
 
 /// A task's address, holding no reference count: for a record that must reach a task only
@@ -242,6 +259,8 @@ pub(crate) enum TaskRun {
 
 /// One task: state, future and join state in one allocation. `J` is where its outcome goes:
 /// a [`JoinState`] for a joinable task, [`Detached`] for one spawned with no handle.
+/// `repr(C)`, header first: `<dyn Task>::header` reads it at the object's address.
+#[repr(C)]
 pub(crate) struct TaskCell<F: Future, J = JoinState<<F as Future>::Output>> {
     header: Header,
     /// Touched only by the thread holding the task in `RUNNING`, or at shutdown.
@@ -374,10 +393,6 @@ where
     F::Output: Send + 'static,
     J: Completion<F::Output>,
 {
-    fn header(&self) -> &Header {
-        &self.header
-    }
-
     fn run(&self, this: &TaskRef) -> TaskRun {
         let state = &self.header.state;
         // Acquire: pairs with the Release that scheduled it, so the previous poll's writes to

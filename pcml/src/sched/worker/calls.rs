@@ -382,6 +382,7 @@ pub(crate) fn push_runnable(shared: &Arc<Shared>, r: Runnable) {
 /// Schedules a woken task of runtime `runtime`: on this proc's queue from one of its procs
 /// (no reference count on the runtime is touched), else through the runtime's injector;
 /// dropped if the runtime is shutting down or gone.
+#[inline]
 pub(crate) fn push_task(runtime: u64, task: TaskRef) {
     if let Some(ctx) = context()
         && ctx.shared.id == runtime

@@ -86,6 +86,7 @@ impl Context {
     /// reply then takes all its children's replies in one poll, and a parent whose children
     /// block until it receives runs as soon as they have all blocked. Otherwise the task goes
     /// on top of the deque, to run next.
+    #[inline]
     pub(super) fn wake_here(&self, task: TaskRef) {
         if let Some((proc, depth)) = task.header().polled_at()
             && proc == self.index
