@@ -3,8 +3,10 @@
 //! between two fibers over `recv_evt().sync()` and `send_evt(v).sync()` instead; with `async`,
 //! between two tasks over `recv_async()` and `send_async(v)`; with `tokio`, between two tokio
 //! tasks over a pair of `mpsc::channel(1)` on a `current_thread` runtime (the bench's peer).
+//! A third argument runs it on that many procs (tokio: a `multi_thread` runtime of that many
+//! workers), the scheduler placing the tasks.
 //!
-//! `cargo run --release -p pcml --example taskpp -- [sync|async|tokio] [messages/2]`
+//! `cargo run --release -p pcml --example taskpp -- [sync|async|tokio] [messages/2] [procs]`
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
@@ -28,11 +30,12 @@ fn main() {
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
+    let procs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     if mode == "tokio" {
-        tokio_pingpong(n);
+        tokio_pingpong(n, procs);
         return;
     }
-    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
     rt.block_on(move || {
         let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
         let (p2, q2) = (ping.clone(), pong.clone());
@@ -94,18 +97,26 @@ fn main() {
             _ => "tasks, .await",
         };
         println!(
-            "1-proc ping-pong ({what}): {:.1} ns per message",
+            "{procs}-proc ping-pong ({what}): {:.1} ns per message",
             e.as_nanos() as f64 / (2 * n) as f64
         );
     })
     .unwrap();
 }
 
-/// The bench's tokio peer: two tasks over a pair of `mpsc::channel(1)`.
-fn tokio_pingpong(n: u64) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
+/// The bench's tokio peer: two tasks over a pair of `mpsc::channel(1)`, on a `current_thread`
+/// runtime for one proc, else a `multi_thread` one of `procs` workers.
+fn tokio_pingpong(n: u64, procs: usize) {
+    let rt = if procs == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(procs)
+            .build()
+            .unwrap()
+    };
     let t = std::time::Instant::now();
     let v = rt.block_on(async move {
         let (ping_tx, mut ping_rx) = tokio::sync::mpsc::channel::<u64>(1);
@@ -129,7 +140,7 @@ fn tokio_pingpong(n: u64) {
     });
     assert_eq!(v, n);
     println!(
-        "1-proc ping-pong (tokio tasks, mpsc::channel(1)): {:.1} ns per message",
+        "{procs}-proc ping-pong (tokio tasks, mpsc::channel(1)): {:.1} ns per message",
         t.elapsed().as_nanos() as f64 / (2 * n) as f64
     );
 }

@@ -85,7 +85,8 @@ impl Context {
     /// depth-first run of a tree of spawns would have it. A parent woken by its first child's
     /// reply then takes all its children's replies in one poll, and a parent whose children
     /// block until it receives runs as soon as they have all blocked. Otherwise the task goes
-    /// on top of the deque, to run next.
+    /// on top of the deque, to run next; idle procs are told only if the deque held new work
+    /// already.
     #[inline]
     pub(super) fn wake_here(&self, task: TaskRef) {
         if let Some((proc, depth)) = task.header().polled_at()
@@ -98,7 +99,16 @@ impl Context {
             d.insert(at, (task, depth));
             return;
         }
-        self.push_new(Runnable::Task(task));
+        // Idle procs are told only if this proc already had new work queued (tokio's rule for
+        // its LIFO slot): a lone woken task runs here at this proc's next turn, after the
+        // waker's, so waking another proc for it would only move it away from the thread it
+        // talks to, and costs the waker a SeqCst fence. It stays stealable; if this proc's
+        // thread computes on, the watchdog wakes a sleeper to take it after a time slice.
+        let alone_here = self.new_is_empty();
+        self.push_new_quiet(Runnable::Task(task));
+        if !alone_here {
+            self.shared.notify_idle();
+        }
     }
 
     /// Moves the deferred tasks now due (their length reached) onto the deque, the one due at
