@@ -26,10 +26,15 @@
 //! ```
 //!
 //! # How it works
-//! Each runtime has one `mio` poller, on a driver thread of its own that starts with the first
-//! registration made on one of the runtime's procs and stops when the runtime is dropped.
-//! Descriptors registered outside any runtime (plain OS threads, tokio tasks, `spawn_blocking`
-//! jobs) use one process-wide driver instead, like the timers of such threads. A descriptor is
+//! Each runtime has one `mio` poller (epoll), made with the first registration on one of the
+//! runtime's procs and closed when the runtime is dropped. The procs poll it themselves, as
+//! tokio's workers do: an idle proc sleeps in `epoll_wait` (one at a time; the others sleep
+//! on their futexes), so readiness wakes it from the kernel and the tasks and fibers it wakes
+//! run on it with no hand-off; a spinning proc looks without blocking, and a busy one every
+//! 32nd turn. A thread of the driver looks too, but only when no proc has for a while (every
+//! proc busy in one long turn). Descriptors registered outside any runtime (plain OS threads,
+//! tokio tasks, `spawn_blocking` jobs) use one process-wide driver instead, whose thread
+//! blocks in `epoll_wait`, like the timers of such threads. A descriptor is
 //! registered edge-triggered; per direction it has a readiness flag, set by the driver when the
 //! kernel reports an edge and cleared by an operation that sees `WouldBlock`, and a queue of
 //! blocked syncs. A readiness event's `poll` reads the flag; its `block` enqueues the sync

@@ -95,6 +95,16 @@ impl Parker {
         }
     }
 
+    /// Consumes a waiting token without sleeping; returns whether there was one. For an owner
+    /// that sleeps elsewhere (a proc blocked in the I/O poller, `sched::io`) and checks for a
+    /// token before and after.
+    pub(crate) fn take_token(&self) -> bool {
+        // Acquire: pairs with the Release swap in `unpark`, as in `park`.
+        self.state
+            .compare_exchange(NOTIFIED, EMPTY, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
     /// Leaves a token and wakes the owner if it sleeps.
     pub(crate) fn unpark(&self) {
         // Release: pairs with the Acquire in `park`.

@@ -100,6 +100,12 @@
 //! runtime that is later dropped stops getting readiness: its operations then fail with an
 //! error saying so instead of blocking forever, so make long-lived sockets where they live.
 //!
+//! A runtime's sockets are served best by the runtime itself: its idle procs wait for their
+//! readiness in `epoll_wait` and run the woken tasks and fibers on the spot (see [`crate::io`],
+//! "How it works"), so a server's sockets should be made (bound, accepted) on its procs. A
+//! socket of the process-wide driver gets its readiness through that driver's thread and a
+//! wake-up of the proc, a hop more per event.
+//!
 //! # Closing
 //! Dropping a socket deregisters it; syncs blocked on its readiness events wake (the events
 //! become enabled), and accepts blocked on a dropped listener return an error. A blocked

@@ -1,12 +1,15 @@
-//! The I/O poller (Morrisett and Tolmach 1992, section 4.4, and "Smarter I/O" in section 8): one `mio` poller
-//! per runtime, on a driver thread of its own, turns the kernel's readiness notifications into
-//! calls on the readiness state of each registered source.
+//! The I/O poller (Morrisett and Tolmach 1992, section 4.4, and "Smarter I/O" in section 8): one
+//! `mio` poller per runtime turns the kernel's readiness notifications into calls on the
+//! readiness state of each registered source. The runtime's procs poll it themselves: an idle
+//! proc sleeps in `epoll_wait`, a busy one looks every few turns, and a backstop thread looks
+//! only when no proc has for a while.
 //!
 //! A runtime's driver starts on the first registration made from one of its procs and stops
-//! when the runtime is dropped (`Runtime::drop` stops it through a `mio::Waker` and joins its
-//! thread). Sources created outside any runtime (plain OS threads, other executors such as
-//! tokio, `spawn_blocking` jobs) register with one process-wide fallback driver, started on first
-//! use and never stopped, like the fallback timer thread of `sched::timer`.
+//! when the runtime is dropped (`Runtime::drop` stops its thread and joins it, after the
+//! procs). Sources created outside any runtime (plain OS threads, other executors such as
+//! tokio, `spawn_blocking` jobs) register with one process-wide fallback driver, started on
+//! first use and never stopped, whose thread blocks in `epoll_wait` for them, like the fallback
+//! timer thread of `sched::timer`.
 //!
 //! This layer knows nothing of events or waiters: a source registers with an
 //! `Arc` of something that implements [`Readiness`], and the driver keeps that in a table by
@@ -15,34 +18,52 @@
 //! system call), and `Readiness::close` when the source is deregistered or the driver stops.
 //! The layer above (`io::readiness`) implements it: it keeps per direction the readiness flag,
 //! the generation, the queue of blocked syncs and the task waker slots, and commits the
-//! waiters through the event protocol.//!
+//! waiters through the event protocol.
+//!
+//! # Who polls
+//! As tokio's and Go's schedulers do, the procs are the poller's first users:
+//! - A proc about to park (`Context::sleep`) takes the poller role if no other proc has it
+//!   (`Driver::park_proc`) and sleeps in `epoll_wait` instead of on its futex, for as long as
+//!   it would have parked. Readiness wakes it from the kernel, and it dispatches the events
+//!   itself once it counts itself awake: a task or fiber of its own that they wake goes on its
+//!   own queues, with no other thread in between. The other idle procs park on their futexes.
+//!   Waking the proc in the poller (`Shared::unpark`, for an inbox message, new work, a
+//!   shutdown) leaves the parker's token and writes the poller's `mio::Waker`, an eventfd; the
+//!   token is looked at after taking the role and before each wait, and the waker is written
+//!   after leaving the token, with a SeqCst fence between on both sides, so no wake-up is lost.
+//!   `epoll_wait` counts in milliseconds: a park shorter than one (a timer due sooner) sleeps
+//!   on the futex, and a longer one wakes at the whole millisecond before its deadline and
+//!   parks again for the rest.
+//! - A spinning proc takes a non-blocking look (`Driver::poll_now`, Go's `netpoll(0)`) between
+//!   its looks for work, and a busy proc every 32nd turn, with the timers, unless a proc waits
+//!   in the poller (the kernel wakes that one).
+//! - The driver's thread (`Driver::run_backstop`) never blocks in `epoll_wait`: it wakes every
+//!   1 ms to 100 ms (doubling while it finds nothing) and looks only if no proc looked since
+//!   its last wake and none waits in the poller: every proc is then busy in one long turn
+//!   (a fiber computing), and a thread outside the runtime that waits on one of its sockets
+//!   would otherwise wait for that turn to end. What it finds wakes procs through the
+//!   injector and inboxes, as any wake-up from outside.
+//!
+//! Before, the driver thread blocked in `epoll_wait` and woke the procs through their futexes:
+//! every readiness event crossed from it to a proc. With `examples/echo_load` (100 loopback
+//! connections, each 500 round trips of 64 bytes, against a tokio client in the same
+//! process; `/usr/bin/time`, 7 runs alternating with the old binary and with tokio on the
+//! shared 2-core machine at load 10-12), the process's CPU time per round trip went from
+//! 28.0 us to 21.6 us median on 1 proc (tokio `current_thread`: 18.2 us) and from 27.2 us to
+//! 23.0 us on 2 procs (tokio `multi_thread(2)`: 21.4 us). `strace -c -f` over 100 x 200
+//! round trips on 1 proc: 30,376 `epoll_wait` and 1,836 `futex` calls before, 11,296 and
+//! 1,111 after, tokio 7,538 and none; on 2 procs 26,077 and 3,762 before, 10,162 and 503
+//! after. An earlier try had the idle proc sleep on an epoll set of its own holding the
+//! poller's descriptor while the driver thread still blocked in the poller: both woke for
+//! every event and raced for it, and it measured slower than the futex park (23.6 k against
+//! 30.0 k round trips/s). Here only one thread ever blocks in the poller.
+//!
 //! # Differences from the paper
 //! Seed 004 calls `select` before each blocking operation on the proc that performs it and
 //! relies on timer signals to preempt a thread stuck in I/O; its section 8 weighs handing I/O
-//! to extra kernel threads, which either busy-wait (wasting cycles) or block (costing a wake-up).
-//! Here one extra thread per runtime blocks in `epoll_wait` for all its sources, so a busy proc
-//! never delays I/O wake-ups and no fiber ever blocks its proc, an idle proc parks exactly
-//! as before (no second kind of sleep to wake), and OS threads outside any runtime get the same
-//! service from the fallback driver. The cost is one thread per runtime that does I/O and a
-//! cross-thread wake-up per readiness event. To cut that cost where it hurts, a proc that is
-//! spinning for work also takes a non-blocking look at the poller (`Driver::poll_now`, Go's
-//! `netpoll(0)`) and dispatches what it finds itself: with 100 loopback echo clients on one
-//! proc this gave about 1.35x the round trips per second of leaving everything to the driver
-//! thread, which on a machine with as many procs as cores waits for a core behind spinning
-//! procs. A single client's ping-pong got about 15% slower (both threads race for each event),
-//! measured on a loaded 2-core machine, so treat both as rough.
-//!
-//! # Not yet
-//! A proc with nothing to do still parks on its futex and leaves the blocking wait to the
-//! driver thread. Letting one idle proc block in `epoll_wait` itself (Go's blocking `netpoll`)
-//! was tried in its simplest form and measured worse: the proc slept on an epoll set of its
-//! own holding this poller's descriptor and an eventfd for its unpark, so readiness woke it
-//! from the kernel. But the driver thread, still blocked on the poller, woke for every event
-//! too, and the two raced for them: with `examples/echo_load` (100 connections, 64-byte round
-//! trips, 1 proc, 5 alternating 2-second runs on the shared 2-core machine at load 9), 23.6 k
-//! round trips/s median against 30.0 k with the futex park, and 28 against 23 us of the
-//! process's CPU per round trip. Doing it properly means the driver thread stepping aside
-//! while a proc polls, which moves a thread wake-up to every park of that proc instead.
+//! to extra kernel threads, which either busy-wait (wasting cycles) or block (costing a
+//! wake-up). Here no fiber ever blocks its proc in a system call: an idle proc waits for all
+//! the runtime's sources at once, and the backstop thread covers procs that are all busy.
 //!
 //! # Invariants
 //! - `Readiness::close` is called for every source still registered when its driver stops, and
@@ -58,15 +79,16 @@
 
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
-use crate::sched::worker::{self, Shared};
+use crate::sched::worker::{self, ProcShared, Shared};
 
 /// Locks a std mutex of the I/O layer, ignoring poisoning: no user code runs under these
 /// locks except a listener's serve hook, which leaves the state consistent if it panics. (The
@@ -107,6 +129,16 @@ pub(crate) struct Driver {
     stopped: AtomicBool,
     /// The driver thread, taken and joined by `shutdown`.
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The proc that holds the poller role (blocked in `epoll_wait`, or about to be), as the
+    /// address of its `ProcShared`; 0 when none. Taken by a SeqCst compare-exchange in
+    /// `park_proc` (its half of the Dekker pair with `unpark_poller`), released Relaxed (an
+    /// unparker that still sees the proc there only makes a spurious wake-up).
+    poller: AtomicUsize,
+    /// Counts the looks at the poller by procs, so the backstop thread knows whether anyone
+    /// looked during its last interval. Relaxed: a hint.
+    polls: AtomicUsize,
+    /// Set if `epoll_wait` failed in a proc: procs no longer park in the poller.
+    proc_poll_failed: AtomicBool,
 }
 
 impl fmt::Debug for Driver {
@@ -132,11 +164,22 @@ impl Driver {
             owner,
             stopped: AtomicBool::new(false),
             thread: Mutex::new(None),
+            poller: AtomicUsize::new(0),
+            polls: AtomicUsize::new(0),
+            proc_poll_failed: AtomicBool::new(false),
         });
         let d = driver.clone();
         let handle = std::thread::Builder::new().name(name).spawn(move || {
             let _own = crate::sched::outside::OwnThread::enter();
-            d.run(poll)
+            // A runtime's procs poll its driver themselves: its thread is only a backstop.
+            // The fallback's thread blocks in `epoll_wait` for the threads it serves.
+            if d.owner.is_some() {
+                // The registry's descriptor keeps the poller open.
+                drop(poll);
+                d.run_backstop()
+            } else {
+                d.run(poll)
+            }
         })?;
         *lock(&driver.thread) = Some(handle);
         Ok(driver)
@@ -171,8 +214,44 @@ impl Driver {
                 break;
             }
         }
+        self.finish();
+    }
+
+    /// The thread of a runtime's driver: its procs poll the poller themselves (an idle proc
+    /// blocks in `epoll_wait`, `park_proc`; a busy one looks every few turns, `poll_busy`),
+    /// so this thread only looks when none did for a whole interval (every proc busy in one
+    /// long turn, or asleep on its futex with no proc in the poller), for the threads outside
+    /// the runtime that may wait on its sockets. Its interval doubles from `BACKSTOP_MIN` up
+    /// to `BACKSTOP_MAX` while it finds nothing to do.
+    fn run_backstop(&self) {
+        let mut interval = BACKSTOP_MIN;
+        // Relaxed: hints (see the fields).
+        let mut seen = self.polls.load(Ordering::Relaxed);
+        while !self.is_stopped() {
+            std::thread::park_timeout(interval);
+            if self.is_stopped() {
+                break;
+            }
+            let polls = self.polls.load(Ordering::Relaxed);
+            let found = if polls != seen || self.poller.load(Ordering::Relaxed) != 0 {
+                0
+            } else {
+                self.poll_now()
+            };
+            seen = self.polls.load(Ordering::Relaxed);
+            interval = if found > 0 {
+                BACKSTOP_MIN
+            } else {
+                (interval * 2).min(BACKSTOP_MAX)
+            };
+        }
+        self.finish();
+    }
+
+    /// The end of the driver thread: nothing will fire any more, so every source's waiters
+    /// wake, for good.
+    fn finish(&self) {
         self.stopped.store(true, Ordering::Release);
-        // Nothing will fire any more: wake everything that waits, for good.
         let all: Vec<_> = lock(&self.sources).iter().map(|(_, s)| s.clone()).collect();
         for s in all {
             s.close();
@@ -194,47 +273,112 @@ impl Driver {
         }
     }
 
-    /// One non-blocking look at the poller, by an idle proc of the runtime (Go's `netpoll(0)`
-    /// in `findrunnable`): the events it collects are dispatched here, so their fibers wake
-    /// without waiting for the driver thread to be scheduled (on a machine with as many procs
-    /// as cores, spinning procs otherwise keep it off the cores). The driver thread, blocked
-    /// in `epoll_wait` on the same poller, gets whatever this call does not take; an edge is
-    /// delivered to one of them.
-    fn poll_now(&self) {
+    /// One non-blocking look at the poller (Go's `netpoll(0)` in `findrunnable`), by a
+    /// spinning proc, a busy one every few turns, or the backstop thread: the events it
+    /// collects are dispatched here (on a proc, their tasks and fibers wake onto its own
+    /// queues). Returns how many events it dispatched.
+    fn poll_now(&self) -> usize {
         if self.registered() == 0 || self.is_stopped() {
-            return;
+            return 0;
         }
-        const BATCH: usize = 32;
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; BATCH];
-        // SAFETY: `evs` is valid for writes of BATCH entries; the descriptor is the registry's
-        // own duplicate of the poller's, open while `self` lives; a zero timeout never blocks.
-        let n = unsafe {
-            libc::epoll_wait(
-                std::os::fd::AsRawFd::as_raw_fd(&self.registry),
-                evs.as_mut_ptr(),
-                BATCH as libc::c_int,
-                0,
-            )
-        };
-        let Ok(n) = usize::try_from(n) else {
-            // EINTR or similar: the driver thread will see the events.
-            return;
-        };
-        for ev in &evs[..n] {
-            // Copies: `epoll_event` is packed on x86-64.
-            let (flags, token) = (ev.events as libc::c_int, ev.u64);
-            if token == WAKER.0 as u64 {
-                // The driver thread's stop request: pass it on.
+        // Relaxed: a hint for the backstop.
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        let mut polled = Polled::new();
+        // An error: the driver thread (or the next look) will see the events.
+        let _ = polled.wait(&self.registry, 0);
+        if polled.waker {
+            // An unpark meant for the proc in `epoll_wait` (see `unpark_poller`), whose wait
+            // this look may have taken: pass it on.
+            if self.poller.load(Ordering::Relaxed) != 0 {
                 let _ = self.waker.wake();
-                continue;
             }
-            let err = flags & (libc::EPOLLERR | libc::EPOLLHUP) != 0;
-            self.dispatch(
-                token as usize,
-                err || flags & (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDHUP) != 0,
-                err || flags & libc::EPOLLOUT != 0,
-                err || flags & libc::EPOLLRDHUP != 0,
-            );
+        }
+        polled.dispatch(self)
+    }
+
+    /// Parks the idle proc `p` (its `Parker`'s protocol: true if a token woke it, false if
+    /// `timeout` passed), in `epoll_wait` on this poller if no other proc is there, so that
+    /// readiness wakes it from the kernel with no other thread in between; the events it
+    /// brings back are left in `polled`, for the proc to dispatch once it counts itself
+    /// awake. An `unpark` reaches it through the poller's waker (`Shared::unpark`). A wait
+    /// shorter than a millisecond (`epoll_wait`'s unit), or with another proc in the poller,
+    /// parks on the futex as before.
+    fn park_proc(&self, p: &ProcShared, timeout: Option<Duration>, polled: &mut Polled) -> bool {
+        let ms = match timeout {
+            None => -1,
+            Some(t) => match t.as_millis() {
+                0 => return p.parker.park(timeout),
+                ms => ms.min(i32::MAX as u128) as i32,
+            },
+        };
+        // Relaxed: a flag set once, on an error that should not happen.
+        if self.registered() == 0
+            || self.is_stopped()
+            || self.proc_poll_failed.load(Ordering::Relaxed)
+        {
+            return p.parker.park(timeout);
+        }
+        let me = std::ptr::from_ref(p) as usize;
+        // SeqCst, and the fence: the sleeper's half of the Dekker pair with `unpark_poller`
+        // (role taken, then the token looked at; the unparker leaves the token, then looks
+        // at the role), so a token is either seen here or followed by a wake of the poller.
+        if self
+            .poller
+            .compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            return p.parker.park(timeout);
+        }
+        fence(Ordering::SeqCst);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut ms = ms;
+        let woken = loop {
+            if p.parker.take_token() {
+                break true;
+            }
+            if let Err(e) = polled.wait(&self.registry, ms) {
+                // Not expected (the descriptor is ours): sleep on the futex instead, and
+                // leave the poller to the others and the backstop.
+                if !self.proc_poll_failed.swap(true, Ordering::Relaxed) {
+                    crate::log::io_driver_error(
+                        "epoll_wait failed in an idle proc; procs now sleep on their futex",
+                        &e,
+                    );
+                }
+                self.poller.store(0, Ordering::Relaxed);
+                let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                return p.parker.park(left);
+            }
+            if polled.len > 0 {
+                // Readiness counts as a wake-up (a token that came too is consumed: the proc
+                // looks for work next anyway).
+                p.parker.take_token();
+                break true;
+            }
+            // The waker without a token (a stale unpark), events that a spinning proc took
+            // first, a signal, or the timeout.
+            match deadline {
+                None => {}
+                Some(d) => match d.saturating_duration_since(Instant::now()).as_millis() {
+                    0 => break p.parker.take_token(),
+                    left => ms = left.min(i32::MAX as u128) as i32,
+                },
+            }
+        };
+        // Relaxed: see the field.
+        self.poller.store(0, Ordering::Relaxed);
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        woken
+    }
+
+    /// After `p`'s parker got a token: if `p` waits in `epoll_wait` (`park_proc`), wake it
+    /// through the poller's waker.
+    fn unpark_poller(&self, p: &ProcShared) {
+        // SeqCst fence: the unparker's half of the Dekker pair with `park_proc` (the token is
+        // left, by `Parker::unpark`, before this fence; the role is read after it).
+        fence(Ordering::SeqCst);
+        if self.poller.load(Ordering::Relaxed) == std::ptr::from_ref(p) as usize {
+            let _ = self.waker.wake();
         }
     }
 
@@ -255,6 +399,8 @@ impl Driver {
         }
         let handle = lock(&self.thread).take();
         if let Some(h) = handle {
+            // The backstop thread sleeps on its thread parker.
+            h.thread().unpark();
             if h.thread().id() != std::thread::current().id() {
                 let _ = h.join();
             }
@@ -400,6 +546,49 @@ impl Shared {
         }
     }
 
+    /// Lets a busy proc collect ready I/O every few turns, unless an idle proc waits in the
+    /// poller (it is woken by the kernel for that).
+    #[inline]
+    pub(crate) fn poll_io_busy(&self) {
+        if let Some(d) = self.io.get()
+            // Relaxed: a hint.
+            && d.poller.load(Ordering::Relaxed) == 0
+        {
+            d.poll_now();
+        }
+    }
+
+    /// Parks proc `p` of this runtime, in the I/O poller when it can (`Driver::park_proc`);
+    /// returns whether a token woke it. Events it brought back are left in `polled`.
+    pub(crate) fn park_proc(
+        &self,
+        p: &ProcShared,
+        timeout: Option<Duration>,
+        polled: &mut Polled,
+    ) -> bool {
+        match self.io.get() {
+            Some(d) => d.park_proc(p, timeout, polled),
+            None => p.parker.park(timeout),
+        }
+    }
+
+    /// Dispatches the events a park left in `polled` (see `park_proc`).
+    pub(crate) fn dispatch_polled(&self, polled: &mut Polled) {
+        if polled.len > 0
+            && let Some(d) = self.io.get()
+        {
+            polled.dispatch(d);
+        }
+    }
+
+    /// Leaves a token for proc `p` and wakes it, from its futex or from the I/O poller.
+    pub(crate) fn unpark(&self, p: &ProcShared) {
+        p.parker.unpark();
+        if let Some(d) = self.io.get() {
+            d.unpark_poller(p);
+        }
+    }
+
     /// Whether registered I/O sources may still wake a thread (deadlock detection): this
     /// runtime's, or the fallback's (a socket made on an OS thread may be used by a fiber).
     pub(crate) fn io_pending(&self) -> bool {
@@ -482,4 +671,86 @@ impl<S: Source + fmt::Debug, R: Readiness> fmt::Debug for Registered<S, R> {
 /// The error of an operation on a source whose driver stopped.
 pub(crate) fn closed_error() -> io::Error {
     stopped_error()
+}
+
+/// How long the backstop thread of a runtime's driver first waits between its looks (see
+/// `Driver::run_backstop`), and again after a look that found events.
+const BACKSTOP_MIN: Duration = Duration::from_millis(1);
+/// The longest it waits.
+const BACKSTOP_MAX: Duration = Duration::from_millis(100);
+
+/// Events collected by one `epoll_wait` (up to `Polled::CAP`), not yet dispatched.
+pub(crate) struct Polled {
+    evs: [libc::epoll_event; Polled::CAP],
+    /// Events in `evs`, the waker's left out.
+    len: usize,
+    /// Whether the waker's event came.
+    waker: bool,
+}
+
+impl Polled {
+    const CAP: usize = 64;
+
+    pub(crate) fn new() -> Self {
+        Self {
+            evs: [libc::epoll_event { events: 0, u64: 0 }; Self::CAP],
+            len: 0,
+            waker: false,
+        }
+    }
+
+    /// One `epoll_wait` on the poller of `registry`, for at most `ms` milliseconds (-1:
+    /// no limit); replaces what `self` held. An error collects nothing, and is returned
+    /// unless it was a signal's interruption.
+    fn wait(&mut self, registry: &mio::Registry, ms: i32) -> io::Result<()> {
+        // SAFETY: `evs` is valid for writes of CAP entries; the descriptor is the registry's
+        // own duplicate of the poller's, open while the registry lives.
+        let n = unsafe {
+            libc::epoll_wait(
+                std::os::fd::AsRawFd::as_raw_fd(registry),
+                self.evs.as_mut_ptr(),
+                Self::CAP as libc::c_int,
+                ms,
+            )
+        };
+        self.waker = false;
+        let Ok(n) = usize::try_from(n) else {
+            self.len = 0;
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::Interrupted => Ok(()),
+                _ => Err(e),
+            };
+        };
+        let mut len = 0;
+        for i in 0..n {
+            let ev = self.evs[i];
+            // A copy of the field: `epoll_event` is packed on x86-64.
+            if { ev.u64 } == WAKER.0 as u64 {
+                self.waker = true;
+            } else {
+                self.evs[len] = ev;
+                len += 1;
+            }
+        }
+        self.len = len;
+        Ok(())
+    }
+
+    /// Delivers the collected events through `driver`'s table; returns how many.
+    fn dispatch(&mut self, driver: &Driver) -> usize {
+        let n = std::mem::take(&mut self.len);
+        for ev in &self.evs[..n] {
+            // Copies: `epoll_event` is packed on x86-64.
+            let (flags, token) = (ev.events as libc::c_int, ev.u64);
+            let err = flags & (libc::EPOLLERR | libc::EPOLLHUP) != 0;
+            driver.dispatch(
+                token as usize,
+                err || flags & (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDHUP) != 0,
+                err || flags & libc::EPOLLOUT != 0,
+                err || flags & libc::EPOLLRDHUP != 0,
+            );
+        }
+        n
+    }
 }

@@ -699,7 +699,7 @@ impl Runtime {
         );
         // After the push: a proc that sees `submitted` also sees main in proc 0's inbox.
         self.shared.main.submit();
-        self.shared.procs[0].parker.unpark();
+        self.shared.unpark(&self.shared.procs[0]);
         let outcome = self.shared.main.wait();
         drop(passive);
         // The procs still run (asleep): ask them what each thread waits on.

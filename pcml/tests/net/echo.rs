@@ -525,3 +525,64 @@ fn short_reads_then_later_data_and_a_fin_that_came_with_the_last_bytes() {
         }
     }
 }
+
+/// With its only proc busy in one long turn, a runtime's socket still wakes an OS thread that
+/// waits on it: the I/O driver's thread looks at the poller when no proc has for a while.
+#[test]
+fn a_busy_runtime_still_wakes_an_os_thread_reading_its_socket() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    rt.block_on(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let reader = std::thread::spawn(move || {
+            let mut got = [0u8; 5];
+            conn.read_exact(&mut got).expect("read on an OS thread");
+            d.store(true, Ordering::Release);
+            got
+        });
+        // Keep the proc busy (no turn ends) while the reader most likely starts waiting, then
+        // until it has its bytes.
+        std::thread::sleep(Duration::from_millis(20));
+        peer.write_all(b"hello").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !done.load(Ordering::Acquire) {
+            assert!(Instant::now() < deadline, "the reader never woke");
+            std::hint::spin_loop();
+        }
+        assert_eq!(&reader.join().unwrap(), b"hello");
+    })
+    .unwrap();
+}
+
+/// A proc asleep in the I/O poller (the runtime has sockets, nothing to run) wakes for work
+/// handed to it from outside, whenever it comes.
+#[test]
+fn a_proc_asleep_in_the_poller_wakes_for_a_message_from_an_os_thread() {
+    let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    let got = rt
+        .block_on(|| {
+            // A registered socket, so the idle proc parks in the poller.
+            let _listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let (tx, rx) = pcml::chan::channel::<usize>();
+            let sender = std::thread::spawn(move || {
+                for i in 0..200 {
+                    // From at once to long after the proc has gone to sleep.
+                    std::thread::sleep(std::time::Duration::from_micros((i % 7) as u64 * 300));
+                    tx.send(i).unwrap();
+                }
+            });
+            let got: Vec<usize> = (0..200).map(|_| rx.recv().unwrap()).collect();
+            sender.join().unwrap();
+            got
+        })
+        .unwrap();
+    assert_eq!(got, (0..200).collect::<Vec<_>>());
+}

@@ -128,6 +128,9 @@ impl Context {
         sh.num_sleeping.fetch_add(1, Ordering::SeqCst);
         // SeqCst fence: pairs with the fences in `send_to`, `notify_idle` and `push_injector`.
         fence(Ordering::SeqCst);
+        // Readiness events that woke this proc in the I/O poller, dispatched once it counts
+        // itself awake (so that the wake-ups they make do not pick it as a sleeper to wake).
+        let mut polled = crate::sched::io::Polled::new();
         if !self.has_work() {
             let mut recheck = None;
             if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
@@ -167,12 +170,12 @@ impl Context {
                     let now = Instant::now();
                     deadline <= now || {
                         metrics::bump(&me.metrics.parks);
-                        me.parker.park(Some(deadline - now))
+                        sh.park_proc(me, Some(deadline - now), &mut polled)
                     }
                 }
                 None => {
                     metrics::bump(&me.metrics.parks);
-                    me.parker.park(None)
+                    sh.park_proc(me, None, &mut polled)
                 }
             };
             if blind {
@@ -195,6 +198,7 @@ impl Context {
             crate::sched::watchdog::wake_watchdog(sh);
         }
         me.sleeping.store(false, Ordering::SeqCst);
+        sh.dispatch_polled(&mut polled);
     }
 
     /// Called by the last proc to fall asleep: if main is blocked and nothing can ever wake

@@ -80,6 +80,8 @@ impl Context {
         if tick % TIMER_EVERY == 0 {
             self.fire_due_timers();
             self.check_owed();
+            // Ready I/O, unless an idle proc waits for it in the poller (`sched::io`).
+            self.shared.poll_io_busy();
         }
         let countdown = self.injector_turn.get();
         if countdown == 0 {

@@ -207,7 +207,7 @@ impl Shared {
         for p in self.procs.iter() {
             // SeqCst: pairs with the sleeper's SeqCst store before it looks for work.
             if p.sleeping.load(Ordering::SeqCst) {
-                p.parker.unpark();
+                self.unpark(p);
                 return;
             }
         }
@@ -230,14 +230,14 @@ impl Shared {
         // (flag store, fence, inbox load): either it sees our message or we see its flag.
         fence(Ordering::SeqCst);
         if p.sleeping.load(Ordering::Relaxed) {
-            p.parker.unpark();
+            self.unpark(p);
         }
     }
 
     /// Asks one proc to look again (after an outside event that may end a deadlock check).
     pub(crate) fn kick(&self) {
         if self.num_sleeping.load(Ordering::SeqCst) == self.procs.len() {
-            self.procs[0].parker.unpark();
+            self.unpark(&self.procs[0]);
         }
     }
 
@@ -250,7 +250,7 @@ impl Shared {
         // Release: pairs with the Acquire loads of `is_shutdown`.
         self.shutdown.store(true, Ordering::Release);
         for p in self.procs.iter() {
-            p.parker.unpark();
+            self.unpark(p);
         }
         self.watchdog.unpark();
     }
