@@ -211,6 +211,26 @@ fn deadlock_report_counts_the_fibers_that_never_started() {
                 .contains(&format!("{} of them never started", 20 - ran)),
             "{err}"
         );
+        // The dump lists each of those, waiting for a stack, with its spawn site.
+        let pcml::RuntimeError::Deadlock { dump, .. } = &err else {
+            unreachable!()
+        };
+        let no_stack: Vec<_> = dump
+            .threads()
+            .iter()
+            .filter(|t| {
+                t.waits_on()
+                    .first()
+                    .is_some_and(|w| w.starts_with("a fiber stack"))
+            })
+            .collect();
+        assert_eq!(no_stack.len(), 20 - ran, "{err}");
+        assert!(
+            no_stack.iter().all(|t| t
+                .spawned_at()
+                .is_some_and(|s| s.contains("fault_inject.rs"))),
+            "{err}"
+        );
     }
 }
 

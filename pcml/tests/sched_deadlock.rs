@@ -509,6 +509,55 @@ fn a_dump_names_every_thread_and_what_it_waits_on() {
     assert_eq!(os.join().unwrap(), 7);
 }
 
+/// Threads that have not run yet are in a dump as runnable, with their spawn sites: a fiber
+/// and a task spawned and not yet started or polled; a task that dumps shows itself running.
+#[test]
+fn threads_not_yet_run_and_a_dumping_task_are_in_the_dump() {
+    use pcml::{ThreadKind, ThreadState};
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let ch = pcml::Chan::<u32>::new();
+                let (c1, c2) = (ch.clone(), ch.clone());
+                let fiber = pcml::spawn(move || c1.recv());
+                let task = pcml::spawn_task(async move { c2.recv_evt().await });
+                // No yield since the spawns: on one proc neither has run.
+                let d = pcml::dump().unwrap();
+                for (h, kind) in [
+                    (fiber.id(), ThreadKind::Fiber),
+                    (task.id(), ThreadKind::Task),
+                ] {
+                    let t = d.threads().iter().find(|t| t.id() == Some(h));
+                    let t = t.unwrap_or_else(|| panic!("procs = {procs}: {h:?} missing: {d}"));
+                    assert_eq!(t.kind(), kind, "{d}");
+                    assert!(t.spawned_at().unwrap().contains("sched_deadlock.rs"), "{d}");
+                    if procs == 1 {
+                        assert_eq!(t.state(), ThreadState::Runnable, "{d}");
+                        assert_eq!(t.proc(), Some(0), "{d}");
+                    }
+                }
+                // A task that asks for a dump shows itself running.
+                let dumper = pcml::spawn_task(async {
+                    let me = pcml::current();
+                    let d = pcml::dump().unwrap();
+                    let t = d.threads().iter().find(|t| t.id() == Some(me)).cloned();
+                    (t, d.to_string())
+                });
+                let (me, text) = dumper.join().unwrap();
+                let me = me.unwrap_or_else(|| panic!("procs = {procs}: {text}"));
+                assert_eq!(
+                    (me.kind(), me.state()),
+                    (ThreadKind::Task, ThreadState::Running),
+                    "{text}"
+                );
+                ch.send(1);
+                ch.send(2);
+                assert_eq!(fiber.join().unwrap() + task.join().unwrap(), 3);
+            })
+            .unwrap();
+    }
+}
+
 #[test]
 fn names_and_spawn_sites_of_builder_spawned_threads() {
     pcml::run(|| {

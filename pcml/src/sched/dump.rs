@@ -15,9 +15,14 @@
 //! its joiner blocked in the join. Each proc describes its own fibers (their slots are
 //! private to it): the dumper sends every proc a request through its inbox and waits for the
 //! answers (a second at most: a proc busy in one long-running thread for longer is reported
-//! as not answering). Async tasks are read from the runtime's task registry (tasks that
-//! have waited at least once); they record no wait; an async actor's task header holds its
-//! actor's id. Names live in a process-wide table keyed by thread id, written only for
+//! as not answering; the thread it runs is listed from the watchdog's record). Work not yet
+//! run is listed by the proc whose queues hold it: unstarted fibers and tasks queued to run,
+//! found by walking those queues at dump time (the work-stealing deques are emptied and
+//! refilled in order), so a spawn records nothing for dumps beyond its site. Tasks that wait
+//! are read from the runtime's task registry (tasks that have waited at least once); they
+//! record no wait; an async actor's task header holds its actor's id. Fibers that wait for a
+//! stack are read from the runtime's list of them. Work spawned from outside the procs that
+//! no proc has taken yet (the injector) is only counted. Names live in a process-wide table keyed by thread id, written only for
 //! threads named through a [`SpawnBuilder`], so plain spawns pay nothing for them.
 
 use std::collections::HashMap;
@@ -57,11 +62,14 @@ pub enum ThreadState {
     /// Running now (the thread that asked for the dump, or one on a proc that did not
     /// answer).
     Running,
-    /// Ready to run, waiting for its proc.
+    /// Ready to run, waiting for its proc: a woken fiber, a fiber not started yet, a task
+    /// queued to run (not yet polled, or woken).
     Runnable,
-    /// Blocked in a pcml operation (`waits_on` says which).
+    /// Blocked in a pcml operation (`waits_on` says which); or, for a fiber that never
+    /// started, waiting for a fiber stack (`waits_on` says so).
     Blocked,
-    /// An async task that is not running: waiting for a wake-up, or queued to run.
+    /// An async task that is not running: waiting for a wake-up (or woken and on its way to
+    /// a proc's queue).
     Pending,
 }
 
@@ -223,7 +231,9 @@ impl ThreadDump {
     pub fn kind(&self) -> ThreadKind {
         self.kind
     }
-    /// The proc it lives on (a fiber's home proc); `None` for tasks and OS threads.
+    /// The proc it lives on (a started fiber's home proc), whose queue holds it (an
+    /// unstarted fiber, a task queued to run) or that runs it (a running task); `None` for a
+    /// pending task, a fiber waiting for a stack, and OS threads.
     pub fn proc(&self) -> Option<usize> {
         self.proc
     }
@@ -301,8 +311,9 @@ impl fmt::Display for ThreadDump {
 /// .unwrap();
 /// ```
 ///
-/// A dump lists, for each thread: its id, its name if it was given one
-/// ([`SpawnBuilder::name`]; the main fiber is `main`), where it was spawned, the actor it
+/// A dump lists, for each thread (a fiber or task not yet run too, as runnable): its id, its
+/// name if it was given one ([`SpawnBuilder::name`]; the main fiber is `main`; a named thread
+/// shows its name once it has started), where it was spawned, the actor it
 /// runs if it is one ([`ThreadDump::actor`]), its proc, its state, and for a blocked fiber
 /// what it waits on:
 /// the operation it blocked in (`Chan::recv`, `JoinHandle::join`, `sleep`, `sync`, ...), the
@@ -332,7 +343,8 @@ impl Dump {
     pub fn threads(&self) -> &[ThreadDump] {
         &self.threads
     }
-    /// Unstarted fibers and queued tasks not listed one by one.
+    /// Fibers and tasks spawned from outside the runtime's procs (an OS thread, `block_on`)
+    /// that no proc has taken yet: counted, not listed.
     pub fn unstarted(&self) -> usize {
         self.unstarted
     }
@@ -762,6 +774,85 @@ pub(crate) fn fiber_dump(v: SlotView<'_>, out: &mut Vec<ThreadDump>) {
     }
 }
 
+/// A thread that has not run yet or is queued to run, for a dump: an unstarted fiber
+/// (`task: None`; `proc`: the proc whose queue holds it, `None` while it waits for a stack)
+/// or a task queued to run (`task`: its actor, see `task::Header::actor`). `state` is
+/// `Runnable`, or `Blocked` for a fiber waiting for a stack (`waits_on` says so).
+pub(crate) fn queued_thread(
+    id: ThreadId,
+    site: Site,
+    task: Option<u64>,
+    proc: Option<usize>,
+    waiting_for_stack: bool,
+) -> ThreadDump {
+    let (state, waits_on) = if waiting_for_stack {
+        (
+            ThreadState::Blocked,
+            vec!["a fiber stack (Builder::max_fibers reached, or no memory for one)".to_string()],
+        )
+    } else {
+        (ThreadState::Runnable, Vec::new())
+    };
+    ThreadDump {
+        id: Some(id),
+        name: name_of(id),
+        spawned_at: Some(site.to_string()),
+        kind: if task.is_some() {
+            ThreadKind::Task
+        } else {
+            ThreadKind::Fiber
+        },
+        proc,
+        state,
+        waits_on,
+        object: None,
+        actor: task.and_then(crate::actor::task_actor),
+        inline_in: None,
+    }
+}
+
+/// The task that asked for a dump, running on proc `proc`; its spawn site is filled in from
+/// the task registry if it has waited before (`gather`).
+pub(crate) fn running_task(id: ThreadId, proc: usize) -> ThreadDump {
+    let (name, spawned_at) = label_of(id);
+    ThreadDump {
+        id: Some(id),
+        name,
+        spawned_at,
+        kind: ThreadKind::Task,
+        proc: Some(proc),
+        state: ThreadState::Running,
+        waits_on: Vec::new(),
+        object: None,
+        actor: None,
+        inline_in: None,
+    }
+}
+
+/// The thread a proc that did not answer a dump is running (read from the watchdog's record
+/// of it: `running`, with `TASK_BIT` set for a task), listed as running.
+fn running_on_silent_proc(proc: usize, running: u64) -> Option<ThreadDump> {
+    let task = running & crate::sched::watchdog::TASK_BIT != 0;
+    let id = ThreadId::from_u64(running & !crate::sched::watchdog::TASK_BIT)?;
+    let (name, spawned_at) = label_of(id);
+    Some(ThreadDump {
+        id: Some(id),
+        name,
+        spawned_at,
+        kind: if task {
+            ThreadKind::Task
+        } else {
+            ThreadKind::Fiber
+        },
+        proc: Some(proc),
+        state: ThreadState::Running,
+        waits_on: Vec::new(),
+        object: None,
+        actor: None,
+        inline_in: None,
+    })
+}
+
 /// Dumps `shared`'s threads: see the module docs.
 pub(crate) fn dump_runtime(shared: &Arc<Shared>) -> Dump {
     gather(shared, false).0
@@ -789,15 +880,16 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
             _ => shared.send_to(p, InboxMsg::Dump(req.clone())),
         }
     }
-    // Wait for the others: on a proc by yielding (so this proc's own inbox is served), on an
-    // OS thread on the condition variable.
+    // Wait for the others: in a fiber by yielding (so this proc's own inbox is served); in a
+    // task (which cannot suspend its proc) and on an OS thread on the condition variable.
+    let in_fiber = matches!(worker::current(), Some(worker::Current::Fiber { .. }));
     let deadline = Instant::now() + Duration::from_secs(1);
     let mut parts = loop {
         let p = req.parts.lock().unwrap_or_else(PoisonError::into_inner);
         if p.answered.iter().all(|d| *d) || Instant::now() >= deadline {
             break p;
         }
-        if here.is_some() {
+        if here.is_some() && in_fiber {
             drop(p);
             crate::yield_now();
         } else {
@@ -805,14 +897,35 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
             drop(req.done.wait_timeout(p, left));
         }
     };
-    let silent_procs = (0..procs).filter(|p| !parts.answered[*p]).collect();
+    let silent_procs: Vec<usize> = (0..procs).filter(|p| !parts.answered[*p]).collect();
     let mut threads = std::mem::take(&mut parts.threads);
-    let unstarted = parts.unstarted;
+    // Spawned from outside the procs and not yet taken by one.
+    let unstarted = parts.unstarted + shared.injector.len();
     let edges = std::mem::take(&mut parts.edges);
     drop(parts);
+    for &p in &silent_procs {
+        // Relaxed: a report; the proc has not answered for a second.
+        let running = shared.procs[p].watch.running.load(Ordering::Relaxed);
+        if let Some(t) = running_on_silent_proc(p, running) {
+            if !threads.iter().any(|u| u.id == t.id) {
+                threads.push(t);
+            }
+        }
+    }
+    for f in shared.stack_waiters.lock().unwrap().iter() {
+        if !f.body.is_claimed() {
+            threads.push(queued_thread(f.id, f.body.site(), None, None, true));
+        }
+    }
     threads.sort_by_key(|t| (t.proc, t.id));
     shared.tasks.for_each(|id, site, actor| {
-        if threads.iter().any(|t| t.id == Some(id)) {
+        if let Some(t) = threads.iter_mut().find(|t| t.id == Some(id)) {
+            // Listed by its proc (queued to run, or the dumper itself): what only the
+            // registry knows.
+            t.spawned_at.get_or_insert_with(|| site.to_string());
+            if t.actor.is_none() {
+                t.actor = crate::actor::task_actor(actor);
+            }
             return;
         }
         threads.push(ThreadDump {
@@ -858,7 +971,8 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
 }
 
 /// A dump of the calling thread's runtime: see [`Dump`]. `None` outside a
-/// runtime.
+/// runtime. In a fiber, the dumper yields while the other procs answer; in an async task,
+/// which cannot yield its proc, it holds its proc meanwhile (a second at most).
 ///
 /// ```
 /// pcml::run(|| {

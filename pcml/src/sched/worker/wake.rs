@@ -464,13 +464,66 @@ impl Context {
             };
             fiber_dump(view, &mut threads);
         });
-        let unstarted = self.local.len()
-            + self.own.borrow().len()
-            + self.placed.borrow().len()
-            + self.woken.len()
-            + self.deferred.borrow().len()
-            + usize::from(self.me().held.is_full())
-            + usize::from(self.own_held.borrow().is_some());
-        req.answer(self.index, threads, unstarted, edges);
+        // The thread that asked for the dump, if it is a task running here (a fiber that
+        // asks shows as running above).
+        if let Current::Task { id } = self.current.get() {
+            threads.push(crate::sched::dump::running_task(id, self.index));
+        }
+        self.dump_queued(&mut threads);
+        req.answer(self.index, threads, 0, edges);
+    }
+
+    /// Adds the unstarted fibers and the tasks queued to run in this proc's queues to a dump,
+    /// as runnable. Read at dump time only: the deques are emptied and refilled in their
+    /// order (other procs may steal from them meanwhile, as at any time).
+    fn dump_queued(&self, out: &mut Vec<crate::sched::dump::ThreadDump>) {
+        use crate::sched::dump::queued_thread;
+        let index = self.index;
+        let fiber = |f: &NewFiber, out: &mut Vec<_>| {
+            // A claimed one was run inline by its joiner, and is listed there.
+            if !f.body.is_claimed() {
+                out.push(queued_thread(f.id, f.body.site(), None, Some(index), false));
+            }
+        };
+        let task = |t: &TaskRef, out: &mut Vec<_>| {
+            let h = t.header();
+            out.push(queued_thread(
+                h.id,
+                h.site,
+                Some(h.actor()),
+                Some(index),
+                false,
+            ));
+        };
+        let runnable = |r: &Runnable, out: &mut Vec<_>| match r {
+            Runnable::Fiber(f) => fiber(f, out),
+            Runnable::Task(t) => task(t, out),
+        };
+        self.own.borrow().iter().for_each(|r| runnable(r, out));
+        self.placed.borrow().iter().for_each(|r| runnable(r, out));
+        self.deferred
+            .borrow()
+            .iter()
+            .for_each(|(t, _)| task(t, out));
+        for (deque, lifo) in [(&self.local, true), (&self.woken, false)] {
+            let mut items = Vec::new();
+            while let Some(r) = deque.pop() {
+                items.push(r);
+            }
+            items.iter().for_each(|r| runnable(r, out));
+            // A LIFO deque pops newest first: push the oldest back first.
+            if lifo {
+                items.reverse();
+            }
+            items.into_iter().for_each(|r| deque.push(r));
+        }
+        if let Some(f) = self.own_held.borrow().as_ref() {
+            fiber(f, out);
+        }
+        // Looked at in place, and left held.
+        let _ = self.me().held.take_if(|f| {
+            fiber(f, out);
+            false
+        });
     }
 }
