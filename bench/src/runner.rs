@@ -385,28 +385,3 @@ impl Progress {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stats_median_and_spread() {
-        let s = Stats::of(&[3.0, 1.0, 2.0]).unwrap();
-        assert_eq!((s.median, s.min, s.max, s.runs), (2.0, 1.0, 3.0, 3));
-        let s = Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap();
-        assert_eq!(s.median, 2.5);
-        assert!(Stats::of(&[]).is_none());
-    }
-
-    #[test]
-    fn metric_values() {
-        let s = Sample {
-            seconds: 2.0,
-            ops: 10,
-        };
-        assert_eq!(Metric::Rate { unit: "x/s" }.value(&s), 5.0);
-        assert_eq!(Metric::NsPerOp { op: "x" }.value(&s), 2e8);
-        assert_eq!(Metric::Seconds.value(&s), 2.0);
-    }
-}

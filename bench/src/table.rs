@@ -523,31 +523,3 @@ impl Section {
         });
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ratio_of_medians_and_missing_sides() {
-        let m = Metric::Rate { unit: "t/s" };
-        let mut s = Section::new("x", "X", "");
-        let fast = [Sample {
-            seconds: 1.0,
-            ops: 300,
-        }];
-        let slow = [Sample {
-            seconds: 1.0,
-            ops: 100,
-        }];
-        s.rows.push(Row::measured("p", "a", Some(1), m, &fast));
-        s.rows.push(Row::measured("p", "b", Some(1), m, &slow));
-        s.rows.push(Row::skipped("p", "c", Some(1), m, "absent"));
-        s.add_ratio("a/b", ("p", "a", Some(1)), ("p", "b", Some(1)), None);
-        s.add_ratio("a/c", ("p", "a", Some(1)), ("p", "c", Some(1)), None);
-        assert_eq!(s.ratios[0].value, Ok(3.0));
-        assert!(s.ratios[1].value.is_err());
-        assert!(Goal::AtLeast(1.5).met(3.0));
-        assert!(!Goal::AtMost(5.0).met(6.0));
-    }
-}

@@ -1,6 +1,6 @@
 //! The harness end to end at tiny sizes: every program runs (peers off) and checks its answer,
 //! the report shows pending rows plainly, a peer's `check=FAIL` fails the run, and the report
-//! and charts are written.
+//! and charts are written; and the library's pieces (allocator, statistics, tables) alone.
 
 use std::path::PathBuf;
 
@@ -185,4 +185,96 @@ fn flags_select_programs_and_reject_unknown_names() {
     );
     assert!(parse(["--bogus"].map(String::from)).is_err());
     assert!(parse(["--procs", "1,x"].map(String::from)).is_err());
+}
+
+/// The allocator the bench programs can use.
+mod alloc {
+    use pcml_bench::alloc::MiMallocNatural;
+    use std::alloc::{GlobalAlloc, Layout};
+
+    /// Every size and alignment gets a block with that alignment, zeroed when asked, and a
+    /// reallocation keeps the contents (up to the smaller size) and the alignment.
+    #[test]
+    fn natural_blocks_honour_every_layout() {
+        let a = MiMallocNatural;
+        for align in [1usize, 2, 4, 8, 16, 32, 64, 128, 4096] {
+            for size in [1usize, 3, 8, 24, 40, 184, 224, 1000, 5000, 70_000] {
+                let l = Layout::from_size_align(size, align).unwrap();
+                // SAFETY: non-zero sizes; each block is used within its size and freed once
+                // with the allocator and the layout that gave it.
+                unsafe {
+                    let z = a.alloc_zeroed(l);
+                    assert!(!z.is_null());
+                    assert_eq!(z as usize % align, 0, "zeroed {size} bytes, align {align}");
+                    assert!(std::slice::from_raw_parts(z, size).iter().all(|&b| b == 0));
+                    a.dealloc(z, l);
+
+                    let p = a.alloc(l);
+                    assert_eq!(p as usize % align, 0, "{size} bytes, align {align}");
+                    for i in 0..size {
+                        *p.add(i) = i as u8;
+                    }
+                    let grown = size * 3 + 5;
+                    let q = a.realloc(p, l, grown);
+                    assert_eq!(q as usize % align, 0, "grown to {grown}, align {align}");
+                    assert!((0..size).all(|i| *q.add(i) == i as u8));
+                    a.dealloc(q, Layout::from_size_align(grown, align).unwrap());
+                }
+            }
+        }
+    }
+}
+
+/// Statistics and metrics of the runner.
+mod stats {
+    use pcml_bench::runner::{Metric, Sample, Stats};
+
+    #[test]
+    fn stats_median_and_spread() {
+        let s = Stats::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max, s.runs), (2.0, 1.0, 3.0, 3));
+        let s = Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(s.median, 2.5);
+        assert!(Stats::of(&[]).is_none());
+    }
+
+    #[test]
+    fn metric_values() {
+        let s = Sample {
+            seconds: 2.0,
+            ops: 10,
+        };
+        assert_eq!(Metric::Rate { unit: "x/s" }.value(&s), 5.0);
+        assert_eq!(Metric::NsPerOp { op: "x" }.value(&s), 2e8);
+        assert_eq!(Metric::Seconds.value(&s), 2.0);
+    }
+}
+
+/// Rows, ratios and goals of a report's tables.
+mod tables {
+    use pcml_bench::runner::{Metric, Sample};
+    use pcml_bench::table::{Goal, Row, Section};
+
+    #[test]
+    fn ratio_of_medians_and_missing_sides() {
+        let m = Metric::Rate { unit: "t/s" };
+        let mut s = Section::new("x", "X", "");
+        let fast = [Sample {
+            seconds: 1.0,
+            ops: 300,
+        }];
+        let slow = [Sample {
+            seconds: 1.0,
+            ops: 100,
+        }];
+        s.rows.push(Row::measured("p", "a", Some(1), m, &fast));
+        s.rows.push(Row::measured("p", "b", Some(1), m, &slow));
+        s.rows.push(Row::skipped("p", "c", Some(1), m, "absent"));
+        s.add_ratio("a/b", ("p", "a", Some(1)), ("p", "b", Some(1)), None);
+        s.add_ratio("a/c", ("p", "a", Some(1)), ("p", "c", Some(1)), None);
+        assert_eq!(s.ratios[0].value, Ok(3.0));
+        assert!(s.ratios[1].value.is_err());
+        assert!(Goal::AtLeast(1.5).met(3.0));
+        assert!(!Goal::AtMost(5.0).met(6.0));
+    }
 }
