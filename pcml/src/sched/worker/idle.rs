@@ -45,8 +45,9 @@ impl Context {
                 found = true;
                 break;
             }
-            // Collect ready I/O here rather than wait for the driver thread to get a core
-            // (it wakes our fibers through our own queue: `has_work` sees them next look).
+            // Collect ready I/O here without blocking (a proc that parks waits for it in the
+            // poller, `sched::io`): it wakes our tasks and fibers onto our own queues, where
+            // `has_work` sees them next look.
             sh.poll_io_now();
             if !may_spin {
                 // Relaxed: a hint; the count includes this proc.
