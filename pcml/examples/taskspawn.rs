@@ -1,9 +1,10 @@
 //! Profiling aid: from an async task, spawn a trivial task and await its join handle, over and
 //! over, on one proc; with the argument `tokio`, the same on a tokio `current_thread` runtime
 //! (`tokio::spawn(..).await`), for a callgrind comparison (per-spawn cost = the difference of
-//! two run lengths).
+//! two run lengths). A second number runs it on that many procs (tokio: a `multi_thread`
+//! runtime of that many workers).
 //!
-//! `cargo run --release -p pcml --example taskspawn -- [tokio] [spawns]`
+//! `cargo run --release -p pcml --example taskspawn -- [tokio] [spawns] [procs]`
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
@@ -39,22 +40,30 @@ fn main() {
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
+    let procs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     let t = std::time::Instant::now();
     let sum = if tokio {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let rt = if procs == 1 {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(procs)
+                .build()
+                .unwrap()
+        };
         rt.block_on(async move { tokio::spawn(tokio_loop(n)).await })
             .unwrap()
     } else {
-        let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+        let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
         rt.block_on(move || pcml::spawn_task(pcml_loop(n)).join().unwrap())
             .unwrap()
     };
     let e = t.elapsed();
     assert_eq!(sum, n * (n - 1) / 2);
     println!(
-        "1-proc task spawn+join ({}): {:.1} ns each",
+        "{procs}-proc task spawn+join ({}): {:.1} ns each",
         if tokio { "tokio" } else { "pcml" },
         e.as_nanos() as f64 / n as f64
     );

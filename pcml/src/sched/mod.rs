@@ -88,10 +88,12 @@
 //!   441,000 resumes at most on the busier proc, below what any cut gave.
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
-//!   A woken task that finds its proc's deque empty wakes no idle proc (tokio's rule for its
-//!   LIFO slot): it runs at the waker's proc's next turn, so two tasks that talk stay on one
-//!   proc and the waker pays no SeqCst fence; it stays stealable by a searching proc, and the
-//!   watchdog wakes a sleeper for it if the proc's thread computes on for a time slice.
+//!   A woken or spawned task that finds its proc's deque empty wakes no idle proc (tokio's
+//!   rule for its LIFO slot): it runs at that proc's next turn, so two tasks that talk, and a
+//!   child and the parent that awaits it, stay on one proc, and the pusher pays no SeqCst
+//!   fence; it stays stealable by a searching proc, and the watchdog wakes a sleeper for it if
+//!   the proc's thread computes on for a time slice. The second task pushed before that turn
+//!   wakes one, so a burst of spawns still spreads.
 //! - **`spawn_on` is the exception**, for programs that know their layout: the thread runs on
 //!   the named proc and is never stolen (Reppy, Russo and Xiao's benchmarks place threads this way).
 //!   Two threads that exchange a message per unit of work should not be split across procs:

@@ -372,9 +372,10 @@ pub(super) fn budget_spent(ctx: &Context) {
 /// on a worker, else to `shared`'s injector.
 pub(crate) fn push_runnable(shared: &Arc<Shared>, r: Runnable) {
     match context() {
-        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => {
-            ctx.push_new(r);
-        }
+        Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => match r {
+            Runnable::Task(t) => ctx.push_task_here(t),
+            r => ctx.push_new(r),
+        },
         _ => shared.push_injector(r),
     }
 }

@@ -99,14 +99,26 @@ impl Context {
             d.insert(at, (task, depth));
             return;
         }
-        // Idle procs are told only if this proc already had new work queued (tokio's rule for
-        // its LIFO slot): a lone woken task runs here at this proc's next turn, after the
-        // waker's, so waking another proc for it would only move it away from the thread it
-        // talks to, and costs the waker a SeqCst fence. It stays stealable; if this proc's
-        // thread computes on, the watchdog wakes a sleeper to take it after a time slice.
-        let alone_here = self.new_is_empty();
+        self.push_task_here(task);
+    }
+
+    /// Pushes a task (woken or spawned here) on this proc's deque, and tells idle procs only
+    /// if the deque already held new work (tokio's rule for its LIFO slot): a lone task runs
+    /// here at this proc's next turn, after the running thread's, so waking another proc for
+    /// it would only move it away from the thread it talks to (a woken task's waker, a new
+    /// task's joiner), and costs this proc a SeqCst fence. It stays stealable; if this proc's
+    /// thread computes on, the watchdog wakes a sleeper to take it after a time slice. A second
+    /// task pushed before this proc's next turn tells them, so a burst of spawns still spreads.
+    #[inline]
+    pub(crate) fn push_task_here(&self, task: TaskRef) {
+        if self.alone {
+            // Nobody to tell.
+            self.own.borrow_mut().push(Runnable::Task(task));
+            return;
+        }
+        let lone = self.new_is_empty();
         self.push_new_quiet(Runnable::Task(task));
-        if !alone_here {
+        if !lone {
             self.shared.notify_idle();
         }
     }
