@@ -1,32 +1,54 @@
 //! Profiling aid: ping-pong between a fiber on proc 0 and one on proc 1.
+//!
+//! `cargo run --release -p pcml --example pingpong2 -- N [MODE] [PROCS] [RUNS]`: N round trips
+//! (200,000) a run. MODE `ponger-first` joins the ponger first; MODE `spawn` places both fibers
+//! with `pcml::spawn` (the scheduler keeps them on one proc unless an idle proc steals one) on
+//! a runtime of PROCS procs (2), and prints each run's steals and cross-proc wake-ups. RUNS
+//! runs (3).
 use pcml::chan::Chan;
 
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200_000);
-    let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+    let arg = |i: usize| std::env::args().nth(i);
+    let n: u64 = arg(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
+    let mode = arg(2).unwrap_or_default();
+    let spawn = mode == "spawn";
+    let procs: usize = arg(3).and_then(|s| s.parse().ok()).unwrap_or(2);
+    let runs: usize = arg(4).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let rt = pcml::Runtime::builder()
+        .procs(if spawn { procs } else { 2 })
+        .build()
+        .unwrap();
     rt.block_on(move || {
-        for _ in 0..3 {
+        for _ in 0..runs {
+            let before = pcml::sched::metrics().unwrap();
             let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
             let (p2, q2) = (ping.clone(), pong.clone());
-            let ponger = pcml::spawn_on(1, move || {
+            let ponger_body = move || {
                 for _ in 0..n {
                     let v = p2.recv();
                     q2.send(v + 1);
                 }
-            });
+            };
+            let ponger = if spawn {
+                pcml::spawn(ponger_body)
+            } else {
+                pcml::spawn_on(1, ponger_body)
+            };
             let t = std::time::Instant::now();
-            let pinger = pcml::spawn_on(0, move || {
+            let pinger_body = move || {
                 let mut v = 0;
                 for _ in 0..n {
                     ping.send(v);
                     v = pong.recv();
                 }
                 v
-            });
-            if std::env::args().nth(2).as_deref() == Some("ponger-first") {
+            };
+            let pinger = if spawn {
+                pcml::spawn(pinger_body)
+            } else {
+                pcml::spawn_on(0, pinger_body)
+            };
+            if mode == "ponger-first" {
                 ponger.join().unwrap();
                 assert_eq!(pinger.join().unwrap(), n);
             } else {
@@ -34,8 +56,12 @@ fn main() {
                 ponger.join().unwrap();
             }
             let e = t.elapsed();
+            let m = pcml::sched::metrics().unwrap().since(&before);
+            let steals: u64 = m.procs().iter().map(|p| p.steals).sum();
+            let wakes: u64 = m.procs().iter().map(|p| p.sent_wakes).sum();
             println!(
-                "2-proc ping-pong: {:.0} ns per message",
+                "{}-proc ping-pong: {:.0} ns per message (steals {steals}, cross-proc wake-ups {wakes})",
+                if spawn { procs } else { 2 },
                 e.as_nanos() as f64 / (2 * n) as f64
             );
         }

@@ -32,7 +32,8 @@
 //!   if it sees the same one held `HELD_GRACE` (2 ms) apart and the holding proc's thread
 //!   spent `HELD_BUSY` (1 ms) of CPU time meanwhile (it is busy with something else, a long
 //!   computation say), and other queued work only if it is still there after `STEAL_GRACE`
-//!   (20 us) of watching (giving up at once if work of its own arrives). A proc that spawns a
+//!   (20 us) of watching (giving up at once if work of its own arrives) and the proc that
+//!   queued it ran on a core meanwhile (its thread's CPU clock moved 5 us or more). A proc that spawns a
 //!   thread and then blocks runs it within a microsecond or two, so the thread stays beside
 //!   the threads it was spawned to talk to; a proc busy with something else leaves its queue
 //!   waiting, and the idle proc takes it. The held fiber's longer grace, and the CPU-time
@@ -46,7 +47,16 @@
 //!   2` prints the steals and how many filters ran on proc 1). Beside a busy-looping
 //!   process, 2 of 50 runs stole a filter with the 2 ms grace alone, none of 50 with the
 //!   CPU-time test. Go's scheduler likewise waits before it steals a goroutine's `runnext`,
-//!   and tokio never steals its LIFO slot.
+//!   and tokio never steals its LIFO slot. Queued work gets the same CPU-time test over its
+//!   shorter grace: a ping-pong pair spawned one after the other leaves the ponger held and
+//!   the pinger queued until the spawner joins it, and on a busy machine the spawner's
+//!   thread can lose its core for longer than 20 us right there. The idle proc then took
+//!   the pinger, and every message of the run crossed procs: `examples/pingpong2.rs 25000
+//!   spawn 2 8`, 32 runs at load 11-13, stole in 8 runs, which took up to 98 us a message
+//!   (median of all 32: 367 ns); with the test, none of 32 runs stole (median 194 ns, slowest
+//!   791 ns). A victim that is busy runs on its core and its clock moves, so a tree of spawns
+//!   still spreads as before; one whose thread is blocked in a system call keeps its queue
+//!   until the watchdog marks it hogged.
 //! - **A held fiber wakes nobody.** Since no proc may take it for `HELD_GRACE`, a spawn
 //!   does not wake an idle proc for it (work pushed on a deque does). Instead, while some
 //!   proc spawns (its held slot's ticket moves) or holds a fiber, one idle proc, the

@@ -307,11 +307,16 @@ impl Context {
 
     /// Whether `victim`'s queued work stays there for [`STEAL_GRACE`]: the proc watches it
     /// that long (giving up at once if work of its own arrives, or if the victim runs or
-    /// hands out what it had) before it takes any. See the module docs: work that its own
-    /// proc is about to run is not moved away from the threads it talks to.
+    /// hands out what it had) before it takes any, and only if the victim's thread ran on a
+    /// core meanwhile (its CPU clock moved by a quarter of the grace, or cannot be read, or
+    /// the watchdog marked it hogged). See the module docs: work that its own proc is about
+    /// to run is not moved away from the threads it talks to, and a victim whose thread had
+    /// no core (a busy machine, or more procs than cores) runs its work itself once it gets
+    /// one back.
     #[inline(never)]
     pub(super) fn left_there(&self, victim: &ProcShared) -> bool {
         let start = Instant::now();
+        let cpu_then = victim.cpu_time();
         loop {
             for _ in 0..16 {
                 if !victim.has_queued() || self.has_own_work() {
@@ -320,7 +325,16 @@ impl Context {
                 crate::loom::spin_loop();
             }
             if start.elapsed() >= STEAL_GRACE {
-                return victim.has_queued();
+                if !victim.has_queued() {
+                    return false;
+                }
+                return match (cpu_then, victim.cpu_time()) {
+                    (Some(then), Some(now)) => {
+                        now.saturating_sub(then) >= STEAL_GRACE / 4
+                            || victim.watch.preempt_requested()
+                    }
+                    _ => true,
+                };
             }
         }
     }
