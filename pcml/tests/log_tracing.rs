@@ -1,7 +1,7 @@
 //! Logging through `tracing` (feature `tracing`): the events pcml emits, with their fields,
 //! captured by a small subscriber installed as the process's global default.
 //!
-//! Run with `cargo test --release -p pcml --features tracing --test log_tracing`.
+//! Run with `cargo test --profile ci -p pcml --features tracing --test log_tracing`.
 #![cfg(feature = "tracing")]
 
 use std::collections::HashMap;
