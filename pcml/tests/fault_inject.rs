@@ -756,27 +756,33 @@ fn report_deadlocks_logs_a_partial_deadlock_once() {
     assert!(line.contains("recv"), "{out}");
 }
 
-/// Child: a supervised actor that keeps its last message crashes on its second message; the
-/// child waits for the supervisor to restart it, then prints DONE.
-#[test]
-fn child_supervised_crash_with_last_message() {
-    use pcml::actor::{self, ChildSpec, Ctx, Strategy, Supervisor};
-    if !child_case("child_supervised_crash_with_last_message") {
-        return;
-    }
-    pcml::run(|| {
-        let sup = Supervisor::new(Strategy::OneForOne)
-            .child(ChildSpec::new("kept-last", || {
-                actor::spawn(|mut ctx: Ctx<(u32, String)>| {
+/// A supervisor whose child keeps its last message (asked by the child itself with
+/// `report_last_message`, or by its spec with `with_last_message`, the child then receiving
+/// with `receive_any`); the child crashes on its second message. Waits for the restart.
+fn supervised_crash_with_last_message(by_spec: bool) {
+    use pcml::actor::{self, ChildSpec, Ctx, Received, Strategy, Supervisor};
+    pcml::run(move || {
+        let start = move || {
+            actor::spawn(move |mut ctx: Ctx<(u32, String)>| {
+                if !by_spec {
                     ctx.report_last_message(true);
-                    actor::register("kept-last", &ctx.pid()).unwrap();
-                    loop {
-                        let (n, _) = ctx.receive();
-                        assert!(n < 3, "too big");
-                    }
-                })
-            }))
-            .start();
+                }
+                actor::register("kept-last", &ctx.pid()).unwrap();
+                loop {
+                    let n = match ctx.receive_any() {
+                        Received::Msg((n, _)) => n,
+                        Received::Signal(_) => continue,
+                    };
+                    assert!(n < 3, "too big");
+                }
+            })
+        };
+        let spec = if by_spec {
+            ChildSpec::with_last_message("kept-last", start)
+        } else {
+            ChildSpec::new("kept-last", start)
+        };
+        let sup = Supervisor::new(Strategy::OneForOne).child(spec).start();
         let first = loop {
             if let Some(p) = actor::whereis::<(u32, String)>("kept-last") {
                 break p;
@@ -794,20 +800,42 @@ fn child_supervised_crash_with_last_message() {
     println!("DONE");
 }
 
+/// Child: see `supervised_crash_with_last_message` (asked by the child).
+#[test]
+fn child_supervised_crash_with_last_message() {
+    if child_case("child_supervised_crash_with_last_message") {
+        supervised_crash_with_last_message(false);
+    }
+}
+
+/// Child: see `supervised_crash_with_last_message` (asked by the child's spec).
+#[test]
+fn child_supervised_crash_with_last_message_by_spec() {
+    if child_case("child_supervised_crash_with_last_message_by_spec") {
+        supervised_crash_with_last_message(true);
+    }
+}
+
 /// Expected: without a tracing subscriber, the crash of a supervised actor that keeps its last
-/// message is printed on stderr with its report and that message (an observed actor's crash
-/// is not printed otherwise).
+/// message (asked by the actor or by its child spec, received with `receive_any`) is printed
+/// on stderr with its report and that message (an observed actor's crash is not printed
+/// otherwise).
 #[test]
 fn a_supervised_crash_prints_the_last_message() {
-    let o = run_child("child_supervised_crash_with_last_message", &[]);
-    let out = text(&o);
-    assert!(o.status.success(), "{out}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let line = err.lines().find(|l| l.contains("crashed"));
-    let line = line.unwrap_or_else(|| panic!("{out}"));
-    assert!(
-        line.contains("(last message received: (7, \"the culprit\")): "),
-        "{out}"
-    );
-    assert!(err.contains("too big"), "{out}");
+    for child in [
+        "child_supervised_crash_with_last_message",
+        "child_supervised_crash_with_last_message_by_spec",
+    ] {
+        let o = run_child(child, &[]);
+        let out = text(&o);
+        assert!(o.status.success(), "{child}: {out}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let line = err.lines().find(|l| l.contains("crashed"));
+        let line = line.unwrap_or_else(|| panic!("{child}: {out}"));
+        assert!(
+            line.contains("(last message received: (7, \"the culprit\")): "),
+            "{child}: {out}"
+        );
+        assert!(err.contains("too big"), "{child}: {out}");
+    }
 }

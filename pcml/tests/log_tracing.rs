@@ -255,6 +255,51 @@ fn a_supervised_crash_carries_the_last_message() {
     );
 }
 
+/// A child spec that asks for the last message (`ChildSpec::with_last_message`): the
+/// child's crash event carries it, also when the child receives with `receive_any`.
+#[test]
+fn a_child_spec_asks_for_the_last_message() {
+    install();
+    let first = pcml::run(|| {
+        let sup = Supervisor::new(Strategy::OneForOne)
+            .child(ChildSpec::with_last_message("log-spec-last", || {
+                actor::spawn(|mut ctx: Ctx<(u32, &'static str)>| {
+                    actor::register("log-spec-last", &ctx.pid()).unwrap();
+                    loop {
+                        if let actor::Received::Msg((n, _)) = ctx.receive_any() {
+                            assert!(n < 3, "too big");
+                        }
+                    }
+                })
+            }))
+            .start();
+        let first = loop {
+            if let Some(p) = actor::whereis::<(u32, &'static str)>("log-spec-last") {
+                break p;
+            }
+            pcml::yield_now();
+        };
+        first.send((2, "small")).unwrap();
+        first.send((9, "from the spec")).unwrap();
+        while actor::whereis::<(u32, &'static str)>("log-spec-last")
+            .is_none_or(|p| p.id() == first.id())
+        {
+            pcml::time::sleep(Duration::from_millis(1));
+        }
+        drop(sup);
+        first.id()
+    });
+    let crash = wait_for("actor crash", |e| {
+        e.message() == "actor crashed" && e.field("actor") == Some(&first.as_u64().to_string())
+    });
+    assert_eq!(crash.field("observed"), Some("true"), "{crash:?}");
+    assert_eq!(
+        crash.field("last_message"),
+        Some("(9, \"from the spec\")"),
+        "{crash:?}"
+    );
+}
+
 #[test]
 fn an_async_actor_keeps_its_last_message_cut_to_a_thousand_bytes() {
     install();

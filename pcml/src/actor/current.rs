@@ -39,8 +39,13 @@ thread_local! {
 /// A fiber actor's entry: its pcml thread and its record.
 type Entry = (ThreadId, PeerRef);
 
-/// A supervisor starting a child, and the actors spawned meanwhile.
-type Linking = Option<(PeerRef, Vec<PeerRef>)>;
+/// A supervisor starting a child, the actors spawned meanwhile, and, if the child's spec asks
+/// for it ([`ChildSpec::with_last_message`](super::ChildSpec::with_last_message)), the message
+/// type whose actors keep their last message and how to format one.
+type Linking = Option<(PeerRef, Vec<PeerRef>, Option<KeepLast>)>;
+
+/// A message type, and the function that writes a message of it for a crash report.
+pub(super) type KeepLast = (std::any::TypeId, fn(&dyn Any, &mut String));
 
 thread_local! {
     /// While a supervisor starts a child: the supervisor, and the actors spawned meanwhile on
@@ -52,8 +57,13 @@ thread_local! {
 }
 
 /// Runs `start` with every actor it spawns (on this OS thread) linked to `sup` before the
-/// actor starts; returns its result and those actors.
-pub(super) fn linking_spawns<R>(sup: PeerRef, start: impl FnOnce() -> R) -> (R, Vec<PeerRef>) {
+/// actor starts, and, with `keep_last`, keeping its last message if it takes messages of that
+/// type; returns its result and those actors.
+pub(super) fn linking_spawns<R>(
+    sup: PeerRef,
+    keep_last: Option<KeepLast>,
+    start: impl FnOnce() -> R,
+) -> (R, Vec<PeerRef>) {
     struct Reset(Linking);
     impl Drop for Reset {
         fn drop(&mut self) {
@@ -62,32 +72,43 @@ pub(super) fn linking_spawns<R>(sup: PeerRef, start: impl FnOnce() -> R) -> (R, 
             let _ = LINKING.try_with(|l| *l.borrow_mut() = prev);
         }
     }
-    let reset = Reset(LINKING.with(|l| l.replace(Some((sup, Vec::new())))));
+    let reset = Reset(LINKING.with(|l| l.replace(Some((sup, Vec::new(), keep_last)))));
     LINKING_ON.with(|on| on.set(true));
     let r = start();
     let spawned = LINKING
-        .with(|l| l.borrow_mut().as_mut().map(|(_, v)| std::mem::take(v)))
+        .with(|l| l.borrow_mut().as_mut().map(|(_, v, _)| std::mem::take(v)))
         .unwrap_or_default();
     drop(reset);
     (r, spawned)
 }
 
 /// Called for every new actor before it starts: links it to the supervisor starting a child
-/// on this thread, if any.
+/// on this thread, if any. Returns whether the actor keeps its last message (the child's spec
+/// asked for it, and the actor takes messages of the spec's type): its record is then set up
+/// for it, and its context must note every message it receives.
 #[inline]
-pub(super) fn on_new_actor<M: Send + 'static>(rec: &RecRef<M>) {
+pub(super) fn on_new_actor<M: Send + 'static>(rec: &RecRef<M>) -> bool {
     if !LINKING_ON.with(Cell::get) {
-        return;
+        return false;
     }
     LINKING.with(|l| {
-        if let Some((sup, spawned)) = l.borrow_mut().as_mut() {
-            let new: PeerRef = rec.to_peer();
-            // Both alive: the new actor has not started, the supervisor is running this.
-            new.add_link(sup.clone());
-            sup.add_link(new.clone());
-            spawned.push(new);
+        let mut l = l.borrow_mut();
+        let Some((sup, spawned, keep_last)) = l.as_mut() else {
+            return false;
+        };
+        let new: PeerRef = rec.to_peer();
+        // Both alive: the new actor has not started, the supervisor is running this.
+        new.add_link(sup.clone());
+        sup.add_link(new.clone());
+        spawned.push(new);
+        match keep_last {
+            Some((ty, fmt)) if *ty == std::any::TypeId::of::<M>() => {
+                rec.lock().ext().last_message = Some((*fmt, std::sync::Arc::default()));
+                true
+            }
+            _ => false,
         }
-    });
+    })
 }
 
 /// Marks an async actor as the one being polled, until dropped (which restores the previous

@@ -882,7 +882,18 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub fn receive_any(&mut self) -> Received<M> {
         self.rec.give_back(super::record::own_mut(&mut self.own));
-        self.receive_with("actor receive_any", take_any)
+        let r = self.receive_with("actor receive_any", take_any);
+        self.noted_any(r)
+    }
+
+    /// `r`, its message noted first as the last one received if the actor asked for it
+    /// ([`report_last_message`](Self::report_last_message)).
+    #[inline(always)]
+    fn noted_any(&self, r: Received<M>) -> Received<M> {
+        match r {
+            Received::Msg(m) => Received::Msg(super::noted(self.last, &self.rec, m)),
+            signal => signal,
+        }
     }
 
     /// Blocks, as a fiber actor (`what` names the call in the misuse panic), until `take`
@@ -981,7 +992,8 @@ impl<M: Send + 'static> Ctx<M> {
     /// ```
     pub async fn recv_any(&mut self) -> Received<M> {
         self.rec.give_back(super::record::own_mut(&mut self.own));
-        self.recv_with(take_any).await
+        let r = self.recv_with(take_any).await;
+        self.noted_any(r)
     }
 
     /// Waits, as an async actor, until `take` finds something in the actor's state (a kill

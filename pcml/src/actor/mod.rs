@@ -580,13 +580,13 @@ where
 /// A new actor's pid, context and life, sharing one record.
 fn new_actor<M: Send + 'static>() -> (Pid<M>, Ctx<M>, Life) {
     let (pid, rec, life) = Record::new_spawned();
-    current::on_new_actor(&rec);
+    let last = current::on_new_actor(&rec);
     crate::sched::metrics::count_actor(1);
     (
         Pid { rec: pid },
         Ctx {
             rec,
-            last: false,
+            last,
             detached: false,
             own: std::sync::Mutex::new(Own::new()),
         },
@@ -896,8 +896,9 @@ impl<M: Send + 'static> Ctx<M> {
     /// `last_message` field); without a `tracing` subscriber it goes to stderr, even for an
     /// actor that is linked or monitored (a supervisor's child, say), whose crash is not
     /// printed otherwise. Messages taken by every receive of this context count:
-    /// `receive*`, `try_receive*`, `recv*`, `recv_many*` and the receive events; not those of
-    /// `receive_any` and `recv_any`.
+    /// `receive*`, `try_receive*`, `recv*`, `recv_many*`, `receive_any`, `recv_any` and the
+    /// receive events. A supervisor's child can be given this from its spec:
+    /// [`ChildSpec::with_last_message`].
     ///
     /// ```
     /// use pcml::actor::{self, Ctx, ExitReason, Signal};

@@ -152,6 +152,8 @@ pub struct ChildSpec {
     name: String,
     restart: Restart,
     start: StartFn,
+    /// Set by `with_last_message`: the child's message type and its formatter.
+    keep_last: Option<super::current::KeepLast>,
 }
 
 impl fmt::Debug for ChildSpec {
@@ -159,6 +161,7 @@ impl fmt::Debug for ChildSpec {
         f.debug_struct("ChildSpec")
             .field("name", &self.name)
             .field("restart", &self.restart)
+            .field("last_message", &self.keep_last.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -179,6 +182,47 @@ impl ChildSpec {
             name: name.into(),
             restart: Restart::Permanent,
             start: Box::new(move || Child::from(start())),
+            keep_last: None,
+        }
+    }
+
+    /// As [`new`](Self::new), and the child keeps the `Debug` text of the last message it
+    /// received, so that the report of its crash names it, as
+    /// [`Ctx::report_last_message`](super::Ctx::report_last_message)`(true)` called by the
+    /// child itself does (see there for the cost and for which receives count), from its
+    /// first message on and in every restart. It applies to the actors of message type `M`
+    /// that `start` spawns (the child, and any helper of the same type it spawns); not to a
+    /// returned pid spawned elsewhere, whose context was made before the supervisor asked.
+    ///
+    /// ```
+    /// use pcml::actor::{self, ChildSpec, Ctx, Strategy, Supervisor};
+    ///
+    /// pcml::run(|| {
+    ///     let sup = Supervisor::new(Strategy::OneForOne)
+    ///         .child(ChildSpec::with_last_message("parser", || {
+    ///             actor::spawn(|mut ctx: Ctx<String>| loop {
+    ///                 let line = ctx.receive();
+    ///                 // A crash prints: pcml: <actor N> crashed (last message received:
+    ///                 // "not a number"): ...
+    ///                 let _n: u32 = line.parse().expect("a number");
+    ///             })
+    ///         }))
+    ///         .start();
+    ///     # drop(sup);
+    /// });
+    /// ```
+    pub fn with_last_message<M, F>(name: impl Into<String>, start: F) -> Self
+    where
+        M: fmt::Debug + Send + 'static,
+        F: FnMut() -> Pid<M> + Send + 'static,
+    {
+        let keep: super::current::KeepLast = (
+            std::any::TypeId::of::<M>(),
+            super::debug_text::<M> as fn(&dyn std::any::Any, &mut String),
+        );
+        ChildSpec {
+            keep_last: Some(keep),
+            ..Self::new(name, start)
         }
     }
 
@@ -473,7 +517,9 @@ impl Supervisor {
 /// is linked now.
 fn start_child(ctx: &Ctx<SupervisorMsg>, k: &mut Running) {
     let me = ctx.peer();
-    let (child, spawned) = super::current::linking_spawns(me.clone(), || (k.spec.start)());
+    let keep_last = k.spec.keep_last;
+    let (child, spawned) =
+        super::current::linking_spawns(me.clone(), keep_last, || (k.spec.start)());
     let mut linked = false;
     for s in spawned {
         if s.peer_id() == child.id() {

@@ -85,7 +85,9 @@
 //!   to stderr. An actor that calls
 //!   [`Ctx::report_last_message`](crate::actor::Ctx::report_last_message) has its crash
 //!   reported with the last message it received, as OTP's crash report has (at the cost of
-//!   formatting every message it receives; nothing for the actors that do not ask).
+//!   formatting every message it receives; nothing for the actors that do not ask); a
+//!   supervisor's child asks through its spec,
+//!   [`ChildSpec::with_last_message`](crate::actor::ChildSpec::with_last_message).
 //! - [`pcml::sched::metrics()`](fn@crate::sched::metrics) and
 //!   [`Runtime::metrics`](crate::Runtime::metrics) count, per proc, fiber resumes, task polls,
 //!   steals, parks and wake-ups across procs, as tokio's `RuntimeMetrics` does; the benchmark
