@@ -147,8 +147,12 @@ pub(crate) struct Edge {
 /// runtime is reported by `block_on` whatever the threads wait on:
 /// [`Builder::detect_deadlock`](crate::Builder::detect_deadlock).)
 ///
-/// A thread that `join` ran on its joiner's stack (it had not started yet) shows as the
-/// joiner, as in a [`Dump`](crate::Dump).
+/// A thread that `join` runs on its joiner's stack (it had not started yet) is counted as the
+/// fiber that owns the stack, the outermost joiner: the wait examined is the inline
+/// thread's (the innermost one running there), but the report lists the stack's owner,
+/// shown blocked in the join of the thread it runs inline; the inline thread and any
+/// joiners in between are not listed. A [`Dump`](crate::Dump) lists each of them, with
+/// [`ThreadDump::inline_in`](crate::ThreadDump::inline_in).
 ///
 /// One thing pcml cannot see: a handle lent by reference to a scoped OS thread
 /// (`std::thread::scope`) while its owner is blocked on it; do not block on a channel such a
