@@ -152,7 +152,8 @@ impl ThreadDump {
     /// For a thread that runs an actor (a fiber of [`actor::spawn`](crate::actor::spawn), a
     /// task of [`actor::spawn_async`](crate::actor::spawn_async)): the actor's id and its
     /// registered names ([`actor::register`](crate::actor::register)), as
-    /// `<actor 12> "name"`. An async actor's task is listed once it has waited.
+    /// `<actor 12> "name"`. An async actor's task is listed from its spawn on (only counted
+    /// in [`Dump::unstarted`] while spawned from outside the procs and not yet taken by one).
     ///
     /// ```
     /// use pcml::actor::{self, Ctx};
