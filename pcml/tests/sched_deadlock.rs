@@ -766,6 +766,50 @@ fn async_actors_show_their_id_and_names() {
 }
 
 #[test]
+fn actors_named_at_spawn_show_their_names() {
+    use pcml::actor::Ctx;
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let started = pcml::Chan::<()>::new();
+                let (s1, s2) = (started.clone(), started.clone());
+                let fiber = pcml::SpawnBuilder::new()
+                    .name("fiber-actor")
+                    .spawn_actor(move |mut ctx: Ctx<u8>| {
+                        s1.send(());
+                        ctx.receive();
+                    });
+                let task = pcml::SpawnBuilder::new()
+                    .name("task-actor")
+                    .spawn_actor_async(move |mut ctx: Ctx<u8>| async move {
+                        s2.send_evt(()).await;
+                        ctx.recv().await;
+                    });
+                started.recv();
+                started.recv();
+                let named = |d: &pcml::Dump, name: &str| {
+                    d.threads()
+                        .iter()
+                        .find(|t| t.name() == Some(name) && t.actor().is_some())
+                        .map(|t| (t.kind(), t.actor().unwrap().to_string()))
+                };
+                let d = dump_when(|d| {
+                    named(d, "fiber-actor").is_some() && named(d, "task-actor").is_some()
+                });
+                let (kind, actor) = named(&d, "fiber-actor").unwrap();
+                assert_eq!(kind, pcml::ThreadKind::Fiber, "{d}");
+                assert!(actor.starts_with(&fiber.id().to_string()), "{d}");
+                let (kind, actor) = named(&d, "task-actor").unwrap();
+                assert_eq!(kind, pcml::ThreadKind::Task, "{d}");
+                assert!(actor.starts_with(&task.id().to_string()), "{d}");
+                fiber.send(1).unwrap();
+                task.send(1).unwrap();
+            })
+            .unwrap();
+    }
+}
+
+#[test]
 fn a_fiber_run_inline_by_its_joiner_shows_as_itself() {
     use pcml::ThreadState;
     // One proc: the joined fiber is held back unstarted, so the join runs it inline.

@@ -79,7 +79,9 @@
 //! A [`Supervisor`] starts children from [`ChildSpec`]s, links to them, and restarts them
 //! ([`Strategy::OneForOne`] or [`Strategy::OneForAll`], [`Restart`] per child) until they fail
 //! more often than its restart intensity allows. [`register`], [`whereis`] and [`send_named`]
-//! give actors process-wide names.
+//! give actors process-wide names; [`SpawnBuilder::spawn_actor`](crate::SpawnBuilder::spawn_actor)
+//! and [`spawn_actor_async`](crate::SpawnBuilder::spawn_actor_async) name an actor at spawn for
+//! dumps and logs, as fibers and tasks are named.
 //!
 //! # Differences from Krook 2020 and Erlang
 //! - Mailboxes are typed: a `Pid<M>` accepts only `M`s, so there is no serialisation. For
@@ -709,6 +711,104 @@ where
     };
     if let Err((body, enter)) = crate::task::spawn_unjoined(body, enter, site) {
         crate::sched::spawn::spawn_task_detached(body, enter, site);
+    }
+}
+
+/// Named actors: [`SpawnBuilder`](crate::SpawnBuilder) spawns actors too, so that an actor's
+/// name shows in dumps, deadlock reports, the watchdog's reports, tracing's spawn events and
+/// [`current_name`](crate::current_name), as a fiber's or a task's does. The name is a label
+/// for people; to find an actor by name, [`register`] it.
+impl crate::SpawnBuilder {
+    /// Spawns an actor on a fiber, as [`spawn`], with this builder's name.
+    ///
+    /// # Panics
+    /// As [`spawn`]: outside a pcml runtime, or when no fiber stack can be had.
+    ///
+    /// ```
+    /// use pcml::actor::Ctx;
+    ///
+    /// pcml::run(|| {
+    ///     let mut me = Ctx::new();
+    ///     let reply = me.pid();
+    ///     let logger = pcml::SpawnBuilder::new()
+    ///         .name("logger")
+    ///         .spawn_actor(move |mut ctx: Ctx<&'static str>| {
+    ///             let line = ctx.receive();
+    ///             let _ = reply.send(format!("{:?}: {line}", pcml::current_name()));
+    ///         });
+    ///     logger.send("started").unwrap();
+    ///     assert_eq!(me.receive(), r#"Some("logger"): started"#);
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn spawn_actor<M, F>(self, f: F) -> Pid<M>
+    where
+        M: Send + 'static,
+        F: FnOnce(Ctx<M>) + Send + 'static,
+    {
+        let site = std::panic::Location::caller();
+        let Some(name) = self.into_name() else {
+            let (pid, ctx, life) = new_actor();
+            start_fiber(ctx, life, f, site);
+            return pid;
+        };
+        crate::log::with_spawn_label(&name.clone(), || {
+            let (pid, ctx, life) = new_actor();
+            let body = move |ctx: Ctx<M>| {
+                let _named = crate::sched::dump::Labelled::enter(name, site);
+                f(ctx)
+            };
+            start_fiber(ctx, life, body, site);
+            pid
+        })
+    }
+
+    /// Spawns an actor on an async task, as [`spawn_async`], with this builder's name.
+    ///
+    /// # Panics
+    /// As [`spawn_async`]: outside a pcml runtime.
+    ///
+    /// ```
+    /// use pcml::actor::Ctx;
+    ///
+    /// pcml::run(|| {
+    ///     let mut me = Ctx::new();
+    ///     let reply = me.pid();
+    ///     let counter = pcml::SpawnBuilder::new()
+    ///         .name("counter")
+    ///         .spawn_actor_async(move |mut ctx: Ctx<u32>| async move {
+    ///             let n = ctx.recv().await;
+    ///             let _ = reply.send((pcml::current_name(), n + 1));
+    ///         });
+    ///     counter.send(1).unwrap();
+    ///     assert_eq!(me.receive(), (Some("counter".to_string()), 2));
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn spawn_actor_async<M, F, Fut>(self, f: F) -> Pid<M>
+    where
+        M: Send + 'static,
+        F: FnOnce(Ctx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let site = std::panic::Location::caller();
+        let Some(name) = self.into_name() else {
+            let (pid, ctx, life) = new_actor();
+            start_task(ctx, life, f, site);
+            return pid;
+        };
+        crate::log::with_spawn_label(&name.clone(), || {
+            let (pid, ctx, life) = new_actor();
+            let body = move |ctx: Ctx<M>| {
+                let fut = f(ctx);
+                async move {
+                    let _named = crate::sched::dump::Labelled::enter(name, site);
+                    fut.await
+                }
+            };
+            start_task(ctx, life, body, site);
+            pid
+        })
     }
 }
 

@@ -389,10 +389,10 @@ fn with_labels<R>(f: impl FnOnce(&mut HashMap<ThreadId, Label>) -> R) -> R {
 /// Removes a thread's label when its body ends (normally or by unwinding). While it lives,
 /// the watchdog's report names the thread even if it runs on its joiner's stack (what the
 /// proc showed before comes back at the end).
-struct Labelled(ThreadId, Option<u64>);
+pub(crate) struct Labelled(ThreadId, Option<u64>);
 
 impl Labelled {
-    fn enter(name: Arc<str>, site: Site) -> Self {
+    pub(crate) fn enter(name: Arc<str>, site: Site) -> Self {
         let id = crate::current();
         with_labels(|l| l.insert(id, Label { name, site }));
         let kind = match worker::current() {
@@ -480,7 +480,9 @@ pub fn current_name() -> Option<String> {
     with_labels(|l| l.get(&id).map(|lb| lb.name.to_string()))
 }
 
-/// Spawns fibers and tasks with a name, as `std::thread::Builder` does OS threads.
+/// Spawns fibers, tasks and actors ([`spawn_actor`](Self::spawn_actor),
+/// [`spawn_actor_async`](Self::spawn_actor_async)) with a name, as `std::thread::Builder`
+/// does OS threads.
 ///
 /// The name shows in dumps ([`dump`]), in deadlock reports, in the watchdog's reports and
 /// through [`current_name`]; the spawn site is recorded too (as for every spawn).
@@ -507,6 +509,11 @@ impl SpawnBuilder {
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(Arc::from(name.into()));
         self
+    }
+
+    /// The name given, for spawns made outside this module (actors).
+    pub(crate) fn into_name(self) -> Option<Arc<str>> {
+        self.name
     }
 
     /// Spawns a fiber, as [`try_spawn`](crate::try_spawn).
