@@ -773,12 +773,12 @@ fn actors_named_at_spawn_show_their_names() {
             .block_on(move || {
                 let started = pcml::Chan::<()>::new();
                 let (s1, s2) = (started.clone(), started.clone());
-                let fiber = pcml::SpawnBuilder::new()
-                    .name("fiber-actor")
-                    .spawn_actor(move |mut ctx: Ctx<u8>| {
+                let fiber = pcml::SpawnBuilder::new().name("fiber-actor").spawn_actor(
+                    move |mut ctx: Ctx<u8>| {
                         s1.send(());
                         ctx.receive();
-                    });
+                    },
+                );
                 let task = pcml::SpawnBuilder::new()
                     .name("task-actor")
                     .spawn_actor_async(move |mut ctx: Ctx<u8>| async move {

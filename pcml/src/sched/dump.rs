@@ -822,12 +822,17 @@ pub(crate) fn queued_thread(
 /// The task that asked for a dump, running on proc `proc`; its spawn site is filled in from
 /// the task registry if it has waited before (`gather`).
 pub(crate) fn running_task(id: ThreadId, proc: usize) -> ThreadDump {
+    running(id, ThreadKind::Task, proc)
+}
+
+/// Thread `id`, of `kind`, listed as running on proc `proc`.
+fn running(id: ThreadId, kind: ThreadKind, proc: usize) -> ThreadDump {
     let (name, spawned_at) = label_of(id);
     ThreadDump {
         id: Some(id),
         name,
         spawned_at,
-        kind: ThreadKind::Task,
+        kind,
         proc: Some(proc),
         state: ThreadState::Running,
         waits_on: Vec::new(),
@@ -842,23 +847,12 @@ pub(crate) fn running_task(id: ThreadId, proc: usize) -> ThreadDump {
 fn running_on_silent_proc(proc: usize, running: u64) -> Option<ThreadDump> {
     let task = running & crate::sched::watchdog::TASK_BIT != 0;
     let id = ThreadId::from_u64(running & !crate::sched::watchdog::TASK_BIT)?;
-    let (name, spawned_at) = label_of(id);
-    Some(ThreadDump {
-        id: Some(id),
-        name,
-        spawned_at,
-        kind: if task {
-            ThreadKind::Task
-        } else {
-            ThreadKind::Fiber
-        },
-        proc: Some(proc),
-        state: ThreadState::Running,
-        waits_on: Vec::new(),
-        object: None,
-        actor: None,
-        inline_in: None,
-    })
+    let kind = if task {
+        ThreadKind::Task
+    } else {
+        ThreadKind::Fiber
+    };
+    Some(self::running(id, kind, proc))
 }
 
 /// Dumps `shared`'s threads: see the module docs.
