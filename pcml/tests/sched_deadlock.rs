@@ -810,6 +810,52 @@ fn actors_named_at_spawn_show_their_names() {
 }
 
 #[test]
+fn a_sleeping_fiber_shows_as_sleeping_and_a_timeout_choice_as_blocked() {
+    use pcml::ThreadState;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let stop = Arc::new(AtomicBool::new(false));
+                let s = stop.clone();
+                let sleeper = pcml::SpawnBuilder::new()
+                    .name("sleeper")
+                    .spawn(move || {
+                        // Longer than the dumps' 1 ms pauses, so that a dump finds it asleep.
+                        while !s.load(Ordering::Relaxed) {
+                            pcml::time::sleep(Duration::from_millis(20));
+                        }
+                    })
+                    .unwrap();
+                let never = pcml::Chan::<u8>::new();
+                let n = never.clone();
+                let chooser = pcml::SpawnBuilder::new()
+                    .name("chooser")
+                    .spawn(move || n.recv_evt().sync_timeout(Duration::from_secs(600)))
+                    .unwrap();
+                let state = |d: &pcml::Dump, name: &str| {
+                    d.threads()
+                        .iter()
+                        .find(|t| t.name() == Some(name))
+                        .map(|t| (t.state(), t.waits_on().first().cloned()))
+                };
+                let d = dump_when(|d| {
+                    state(d, "sleeper").is_some_and(|(s, _)| s == ThreadState::Sleeping)
+                        && state(d, "chooser").is_some_and(|(s, _)| s == ThreadState::Blocked)
+                });
+                let (_, waits) = state(&d, "sleeper").unwrap();
+                assert_eq!(waits.as_deref(), Some("sleep"), "{d}");
+                stop.store(true, Ordering::Relaxed);
+                never.send(7);
+                sleeper.join().unwrap();
+                assert_eq!(chooser.join().unwrap(), Some(7));
+            })
+            .unwrap();
+    }
+}
+
+#[test]
 fn a_fiber_run_inline_by_its_joiner_shows_as_itself() {
     use pcml::ThreadState;
     // One proc: the joined fiber is held back unstarted, so the join runs it inline.

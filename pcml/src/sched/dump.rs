@@ -68,6 +68,10 @@ pub enum ThreadState {
     /// Blocked in a pcml operation (`waits_on` says which); or, for a fiber that never
     /// started, waiting for a fiber stack (`waits_on` says so).
     Blocked,
+    /// A fiber blocked in [`time::sleep`](crate::time::sleep) (or `sleep_until`): waiting
+    /// for its timer only (`waits_on` says `sleep`). A choice with a timeout among other
+    /// branches is `Blocked`.
+    Sleeping,
     /// An async task that is not running: waiting for a wake-up (or woken and on its way to
     /// a proc's queue).
     Pending,
@@ -238,7 +242,7 @@ impl ThreadDump {
     pub fn proc(&self) -> Option<usize> {
         self.proc
     }
-    /// Running, runnable, blocked or pending.
+    /// Running, runnable, blocked, sleeping or pending.
     pub fn state(&self) -> ThreadState {
         self.state
     }
@@ -722,13 +726,17 @@ pub(crate) fn fiber_dump(v: SlotView<'_>, out: &mut Vec<ThreadDump>) {
             .map(|(_, a)| a.clone())
     };
     let mut waits_on = Vec::new();
-    if v.state == ThreadState::Blocked {
+    let mut v = v;
+    if v.state == ThreadState::Blocked && v.blocked_in == "sleep" {
+        v.state = ThreadState::Sleeping;
+    }
+    if matches!(v.state, ThreadState::Blocked | ThreadState::Sleeping) {
         waits_on.push(v.blocked_in.to_string());
         if let Some(d) = v.detail {
             d.describe(&mut waits_on);
         }
     }
-    let object = if v.state == ThreadState::Blocked {
+    let object = if matches!(v.state, ThreadState::Blocked | ThreadState::Sleeping) {
         object_id(v.obj)
     } else {
         None
