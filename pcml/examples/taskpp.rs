@@ -10,6 +10,8 @@
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
+#[path = "support/tokio_rt.rs"]
+mod tokio_rt;
 
 /// mimalloc, as the benchmark runs (its instruction counts match the bench's).
 #[global_allocator]
@@ -107,16 +109,7 @@ fn main() {
 /// The bench's tokio peer: two tasks over a pair of `mpsc::channel(1)`, on a `current_thread`
 /// runtime for one proc, else a `multi_thread` one of `procs` workers.
 fn tokio_pingpong(n: u64, procs: usize) {
-    let rt = if procs == 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(procs)
-            .build()
-            .unwrap()
-    };
+    let rt = tokio_rt::runtime(procs);
     let t = std::time::Instant::now();
     let v = rt.block_on(async move {
         let (ping_tx, mut ping_rx) = tokio::sync::mpsc::channel::<u64>(1);

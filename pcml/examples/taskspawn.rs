@@ -8,6 +8,8 @@
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
+#[path = "support/tokio_rt.rs"]
+mod tokio_rt;
 
 /// mimalloc, as the benchmark runs (its instruction counts match the bench's).
 #[global_allocator]
@@ -43,16 +45,7 @@ fn main() {
     let procs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     let t = std::time::Instant::now();
     let sum = if tokio {
-        let rt = if procs == 1 {
-            tokio::runtime::Builder::new_current_thread()
-                .build()
-                .unwrap()
-        } else {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(procs)
-                .build()
-                .unwrap()
-        };
+        let rt = tokio_rt::runtime(procs);
         rt.block_on(async move { tokio::spawn(tokio_loop(n)).await })
             .unwrap()
     } else {

@@ -47,14 +47,7 @@ async fn tokio_loop(n: u64) -> Result<()> {
 /// `n` tokio tasks spawned and awaited one at a time from a task, per run, on a
 /// current-thread runtime (`workers == 0`) or a multi-thread one with `workers` workers.
 pub fn tokio_tasks(workers: usize, n: u64, runs: usize) -> Result<Vec<Sample>> {
-    let rt = if workers == 0 {
-        tokio::runtime::Builder::new_current_thread().build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .build()
-    }
-    .map_err(|e| Error::Failed(format!("tokio runtime: {e}")))?;
+    let rt = super::tokio_runtime(workers)?;
     rt.block_on(async move {
         // The loop runs in a spawned task, so that on a multi-thread runtime it runs on a
         // worker (block_on's future runs on the calling thread, outside the workers).
