@@ -1,5 +1,5 @@
 //! The command line: `pcml-bench [--full] [--only NAME[,NAME]] [--procs 1,2] [--no-peers]
-//! [--runs N] [--rounds R] [--co-runner K] [--out DIR] [--list]`.
+//! [--peers NAME[,NAME]] [--runs N] [--rounds R] [--co-runner K] [--out DIR] [--list]`.
 //!
 //! Runs the selected programs in report order, prints the report's markdown to stdout, writes
 //! `report.md` and the SVG charts to `target/pcml-report/` (under `CARGO_TARGET_DIR` when
@@ -9,19 +9,21 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::machine::Machine;
-use crate::peers::Peers;
+use crate::peers::{Peer, Peers};
 use crate::programs::{self, Config, Ctx};
 use crate::report::{self, Report};
 use crate::runner::Progress;
 use crate::table::Section;
 
-const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--runs N] [--rounds R] [--co-runner K] [--out DIR] [--list]
+const USAGE: &str = "usage: pcml-bench [--full] [--only NAME[,NAME...]] [--procs 1,2] [--no-peers] [--peers cml,go,erlang] [--runs N] [--rounds R] [--co-runner K] [--out DIR] [--list]
 
   --full        the papers' sizes (default: quick sizes, about five minutes on 2 cores)
   --only NAME   run only these programs or sections (repeatable, or comma-separated;
                 --list shows the names, e.g. pingpong or parallel-cml)
   --procs LIST  proc counts for pcml, Go and Erlang (default 1,2)
   --no-peers    do not run the CML, Go and Erlang peers
+  --peers LIST  run only these of them (cml, go, erlang; comma-separated), e.g. --peers go
+                for Go's figures beside pcml's without Erlang's longer runs
   --runs N      samples per figure over all rounds (default 6); figures are medians with
                 min - max
   --rounds R    run the selection R times one after the other (default 2), so that pcml's and
@@ -70,6 +72,9 @@ fn parse_list(flag: &str, v: &str) -> Result<Vec<usize>, String> {
 /// assert_eq!(parse(["--co-runner", "1"].map(String::from)).unwrap().cfg.co_runners, 1);
 /// assert!(parse(["--runs", "0"].map(String::from)).is_err());
 /// assert_eq!(parse(["--rounds", "3"].map(String::from)).unwrap().cfg.rounds, 3);
+/// let go = parse(["--peers", "go"].map(String::from)).unwrap();
+/// assert_eq!(go.cfg.peer_names, vec!["go"]);
+/// assert!(parse(["--peers", "rust"].map(String::from)).is_err());
 /// ```
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut cfg = Config::default();
@@ -90,6 +95,18 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
         match flag.as_str() {
             "--full" => cfg.full = true,
             "--no-peers" => cfg.peers = false,
+            "--peers" => {
+                for name in value(&mut it)?.split(',').map(str::trim) {
+                    if Peer::from_script_name(name).is_none() {
+                        return Err(format!(
+                            "--peers: '{name}' is not a peer (cml, go or erlang)"
+                        ));
+                    }
+                    if !cfg.peer_names.iter().any(|n| n == name) {
+                        cfg.peer_names.push(name.to_string());
+                    }
+                }
+            }
             "--list" => list = true,
             "--only" => cfg.only.extend(
                 value(&mut it)?
@@ -280,7 +297,7 @@ pub fn main() -> i32 {
         ));
     }
     let peers = if args.cfg.peers {
-        Peers::prepare(&progress)
+        Peers::prepare_only(&progress, &args.cfg.peer_names)
     } else {
         Peers::disabled("--no-peers")
     };

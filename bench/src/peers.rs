@@ -43,6 +43,17 @@ impl Peer {
         }
     }
 
+    /// The peer whose script name (`cml`, `go`, `erlang`) is `name`.
+    ///
+    /// ```
+    /// use pcml_bench::peers::Peer;
+    /// assert_eq!(Peer::from_script_name("go"), Some(Peer::Go));
+    /// assert_eq!(Peer::from_script_name("rust"), None);
+    /// ```
+    pub fn from_script_name(name: &str) -> Option<Peer> {
+        Peer::ALL.into_iter().find(|p| p.script_name() == name)
+    }
+
     /// The name shown in tables.
     pub fn system(self) -> &'static str {
         match self {
@@ -148,20 +159,29 @@ impl Peers {
     /// Finds each peer's toolchain and build, building with `build.sh` where the build is
     /// missing or older than its source.
     pub fn prepare(progress: &Progress) -> Peers {
-        Self::find(progress, true)
+        Self::find(progress, true, &[])
+    }
+
+    /// As [`Peers::prepare`] for the peers whose script names are in `names` (all when it is
+    /// empty); the others are marked not selected, and not built.
+    pub fn prepare_only(progress: &Progress, names: &[String]) -> Peers {
+        Self::find(progress, true, names)
     }
 
     /// The peers already built and up to date, building none (for the tests, which must stay
     /// fast); the others are marked not built.
     pub fn built_only() -> Peers {
-        Self::find(&Progress::new(true), false)
+        Self::find(&Progress::new(true), false, &[])
     }
 
-    fn find(progress: &Progress, build: bool) -> Peers {
+    fn find(progress: &Progress, build: bool, names: &[String]) -> Peers {
         let dir = peers_dir();
         let mut ready = HashMap::new();
         for peer in Peer::ALL {
-            let state = if let Some(missing) = peer.toolchain().iter().find(|c| !have_command(c)) {
+            let selected = names.is_empty() || names.iter().any(|n| n == peer.script_name());
+            let state = if !selected {
+                Err(format!("not selected (--peers {})", names.join(",")))
+            } else if let Some(missing) = peer.toolchain().iter().find(|c| !have_command(c)) {
                 Err(format!(
                     "not installed (no `{missing}`; {})",
                     peer.install_hint()

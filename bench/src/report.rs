@@ -271,7 +271,13 @@ pub fn header_markdown(r: &Report) -> String {
         runs = c.runs.div_ceil(c.rounds.max(1)) * c.rounds.max(1),
         rounds = c.rounds.max(1),
         procs = c.procs,
-        peers = if c.peers { "on" } else { "off (--no-peers)" },
+        peers = if !c.peers {
+            "off (--no-peers)".to_string()
+        } else if c.peer_names.is_empty() {
+            "on".to_string()
+        } else {
+            format!("{} only (--peers)", c.peer_names.join(", "))
+        },
         co = if c.co_runners == 0 {
             "none".to_string()
         } else {

@@ -57,6 +57,8 @@ pub struct Config {
     pub procs: Vec<usize>,
     /// Whether to run the peer programs.
     pub peers: bool,
+    /// The peer programs to run (`--peers go,erlang`), by their script names; empty for all.
+    pub peer_names: Vec<String>,
     /// Program or section names to run; empty for all.
     pub only: Vec<String>,
     /// Tiny sizes (a thousandth of the quick ones), for the tests: checks answers, measures
@@ -75,6 +77,7 @@ impl Default for Config {
             rounds: 2,
             procs: vec![1, 2],
             peers: true,
+            peer_names: Vec::new(),
             only: Vec::new(),
             tiny: false,
             co_runners: 0,
