@@ -91,8 +91,9 @@
 //! and wakes a sleeping proc. Procs fire the due timers of hogged procs with their own (every
 //! 32 turns and when idle, and an idle proc parks no later than a hogged proc's next timer):
 //! each proc's timer heap is behind a spin lock for that, held only to arm and to take due
-//! timers. When the counter moves again, the watchdog unmarks the proc. While every proc
-//! sleeps, the watchdog sleeps too, until the first proc to wake wakes it.
+//! timers. When the counter moves again, the watchdog unmarks the proc. Once every proc has
+//! slept through `QUIET_TICKS` ticks in a row, the watchdog sleeps too, until the first proc
+//! to wake wakes it.
 //!
 //! # Invariants
 //! - `ProcWatch::turns` and `running` are written only by their proc's worker thread.
@@ -111,6 +112,19 @@ pub const TICK: Duration = Duration::from_millis(10);
 /// How long a proc may run one thread before the watchdog marks it as hogged (Go's `sysmon`
 /// preempts after 10 ms too).
 pub const TIME_SLICE: Duration = Duration::from_millis(10);
+
+/// How many looks in a row must find every proc asleep, none of them having taken a turn
+/// since the look before, before the watchdog sleeps until a proc wakes it: 100 ms of a
+/// runtime gone quiet. Before, it slept at the first look that found every proc asleep, and
+/// the first proc to wake then woke it through a futex, on the proc's way back to work: a
+/// server whose proc sleeps in the I/O poller between bursts of readiness paid that often.
+/// Worse, a look that found a proc between its two flags (`sleeping` set, not yet counted in
+/// `num_sleeping`, or the reverse on waking) neither ticked nor slept but looked again at
+/// once, for as long as that proc's thread had no core: under callgrind, which runs one
+/// thread at a time, `examples/echo_load pcml 1 0 N` spent 44% of the process's
+/// instructions in the watchdog's loop (6,768 instructions a round trip, whole process,
+/// difference of N = 200 and 600; 3,571 now, tokio `current_thread` 3,050).
+const QUIET_TICKS: u32 = 10;
 
 /// `preempt`'s mark bit: set with the turn counter it was taken at.
 const MARK: u64 = 1 << 63;
@@ -317,15 +331,27 @@ fn run(shared: &Arc<Shared>, report_deadlocks: bool) {
             reported: false,
         })
         .collect();
+    // Looks in a row that found every proc asleep and none had taken a turn since the last.
+    let mut quiet = 0;
     while !shared.is_shutdown() {
-        if look(shared, &mut seen) {
+        let (awake, moved) = look(shared, &mut seen);
+        quiet = if awake || moved { 0 } else { quiet + 1 };
+        if quiet < QUIET_TICKS {
+            // A proc is awake, or was since the last look, or the runtime has just gone
+            // quiet: tick on. A server whose procs sleep in the poller between bursts of
+            // readiness keeps its watchdog on this timer, instead of waking it through a
+            // futex at each proc's wake-up (below).
             shared.watchdog.park(Some(TICK));
             if let Some(c) = &mut check {
                 c.tick(shared, &seen);
             }
             continue;
         }
-        // Every proc sleeps: sleep until the first to wake wakes us (`wake_watchdog`).
+        quiet = 0;
+        // Every proc has slept for `QUIET_TICKS` ticks: sleep until the first to wake wakes
+        // us (`wake_watchdog`). (If one is waking meanwhile, it is counted awake and we look
+        // again, then tick: a proc between its two flags in `sleep` is never waited for in
+        // a loop.)
         // SeqCst: pairs with the SeqCst swap in `wake_watchdog` and the procs' SeqCst
         // updates of `num_sleeping`: either the waking proc sees the flag, or we see it
         // awake below.
@@ -359,15 +385,17 @@ pub(crate) fn wake_watchdog(shared: &Shared) {
     }
 }
 
-/// One look at every proc; returns whether any proc was awake.
-fn look(shared: &Shared, seen: &mut [Seen]) -> bool {
+/// One look at every proc; returns whether any proc was awake, and whether any proc's turn
+/// counter moved since the last look.
+fn look(shared: &Shared, seen: &mut [Seen]) -> (bool, bool) {
     let now = Instant::now();
-    let mut awake = false;
+    let (mut awake, mut moved) = (false, false);
     for (index, (s, p)) in seen.iter_mut().zip(shared.procs.iter()).enumerate() {
         let turns = p.watch.turns.load(Ordering::Relaxed);
         // Relaxed: a hint; a proc that has just gone to sleep is seen asleep next tick.
         let asleep = p.sleeping.load(Ordering::Relaxed);
         awake |= !asleep;
+        moved |= turns != s.turns;
         if asleep || turns != s.turns {
             s.turns = turns;
             s.since = now;
@@ -410,7 +438,7 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> bool {
             }
         }
     }
-    awake
+    (awake, moved)
 }
 
 /// The CPU time the thread of proc `p` has used so far, if its clock can be read.
