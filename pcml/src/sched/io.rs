@@ -12,10 +12,30 @@
 //! timer thread of `sched::timer`.
 //!
 //! This layer knows nothing of events or waiters: a source registers with an
-//! `Arc` of something that implements [`Readiness`], and the driver keeps that in a table by
-//! token. The source is registered edge-triggered for both directions; on an event the driver
+//! `Arc` of something that implements [`Readiness`], which the driver keeps in a small heap
+//! entry whose address is the source's epoll token, as tokio puts its `ScheduledIo`'s
+//! address there: an event reaches the source's state with no table lookup, lock or reference
+//! count. The source is registered edge-triggered for both directions; on an event the driver
 //! calls `Readiness::ready` for each direction it reports (one virtual call per event, beside a
 //! system call), and `Readiness::close` when the source is deregistered or the driver stops.
+//!
+//! # Poll sections, and when an entry is freed
+//! One thread at a time polls a driver: it takes the driver's poll section (a flag taken by
+//! compare-exchange), calls `epoll_wait` and dispatches what it collected, then ends the
+//! section; a thread that finds it taken does not poll (the holder collects the events and
+//! wakes whoever they concern). A deregistered source's entry is queued, after
+//! `epoll_ctl(EPOLL_CTL_DEL)` returned, and freed at the end of a section (by the
+//! deregistering thread itself if it can take the section at once). The kernel serializes
+//! the copy of ready events to user space with the removal, so an event that names the entry
+//! was collected before the removal, in a section that began before the entry was queued:
+//! that section has dispatched it before any section can free the entry. A thread that holds
+//! the section while it blocks in `epoll_wait` (an idle proc, the fallback's thread) frees
+//! what was queued meanwhile when it wakes; past `RELEASE_WAKE` queued entries the
+//! deregistering thread wakes it through the waker. Before, the token was a slab key and each
+//! event took the table's mutex and cloned an `Arc` (4 atomic read-modify-writes an event);
+//! callgrind counts little for them (`examples/echo_load pcml 1 0 N`, whole process,
+//! difference of N = 200 and 600: 3,547 -> 3,512 instructions a round trip), since it counts
+//! an atomic read-modify-write as one instruction.
 //! The layer above (`io::readiness`) implements it: it keeps per direction the readiness flag,
 //! the generation, the queue of blocked syncs and the task waker slots, and commits the
 //! waiters through the event protocol.
@@ -36,7 +56,7 @@
 //!   parks again for the rest.
 //! - A spinning proc takes a non-blocking look (`Driver::poll_now`, Go's `netpoll(0)`) between
 //!   its looks for work, and a busy proc every 32nd turn, with the timers, unless a proc waits
-//!   in the poller (the kernel wakes that one).
+//!   in the poller (the kernel wakes that one) or another thread holds the poll section.
 //! - The driver's thread (`Driver::run_backstop`) never blocks in `epoll_wait`: it wakes every
 //!   1 ms to 100 ms (doubling while it finds nothing) and looks only if no proc looked since
 //!   its last wake and none waits in the poller: every proc is then busy in one long turn
@@ -69,8 +89,11 @@
 //! - `Readiness::close` is called for every source still registered when its driver stops, and
 //!   for each source when its registration is dropped, so nothing blocks on a source that can
 //!   never fire again.
-//! - Tokens are slab keys and may be reused after a deregistration; a stale event for a reused
-//!   token only causes a spurious readiness, which every operation tolerates (it retries).
+//! - A token is the address of a live entry: an entry is freed only at the end of a poll
+//!   section that began after its source was deregistered (see above). An event for a source
+//!   deregistered since (its readiness already closed) only makes it ready again, which every
+//!   operation tolerates.
+//! - Only the holder of the poll section calls `epoll_wait` on a driver's poller.
 //! - The driver holds no reference to a source's owner, only to its readiness state: sockets own
 //!   their registration, never the other way round, so nothing leaks through a cycle.
 //! - Whoever takes a driver's source count to 0 kicks the runtime it serves (every runtime,
@@ -114,8 +137,22 @@ pub(crate) struct Driver {
     registry: mio::Registry,
     /// Wakes the driver thread out of `poll` to stop it.
     waker: Waker,
-    /// Registered sources by token.
+    /// Registered sources, by slab key (for `finish` and the count; dispatch goes through
+    /// the epoll token, the address of the registration's `Entry`).
     sources: Mutex<Slab<Arc<dyn Readiness>>>,
+    /// Held by the one thread that polls the poller and dispatches what it collected (a
+    /// "poll section": `try_poll_section`): a proc in `park_proc` (until `dispatch_polled`),
+    /// a look by `poll_now`, or the fallback's thread. CAS Acquire, store Release: a section
+    /// that frees the entries in `released` happens after every earlier section's
+    /// dispatches, which may have read them.
+    polling: AtomicBool,
+    /// Entries of deregistered sources, freed by a thread that holds the poll section when
+    /// it ends (or by the deregistering thread if it can take the section at once): an
+    /// event collected before the deregistration may still point at one until then.
+    released: Mutex<Vec<EntryPtr>>,
+    /// `released.len()`, a hint read without the lock. Relaxed: an entry missed is freed by
+    /// a later section, never early.
+    released_len: AtomicUsize,
     /// `sources.len()`, readable without the lock by deadlock detection. Written under the
     /// `sources` lock.
     registered: AtomicUsize,
@@ -160,6 +197,9 @@ impl Driver {
             registry,
             waker,
             sources: Mutex::new(Slab::new()),
+            polling: AtomicBool::new(false),
+            released: Mutex::new(Vec::new()),
+            released_len: AtomicUsize::new(0),
             registered: AtomicUsize::new(0),
             owner,
             stopped: AtomicBool::new(false),
@@ -185,10 +225,13 @@ impl Driver {
         Ok(driver)
     }
 
-    /// The driver thread's loop.
+    /// The fallback driver thread's loop.
     fn run(&self, mut poll: Poll) {
         let mut events = Events::with_capacity(256);
         loop {
+            // The only thread that polls the fallback, but a deregistering thread may hold
+            // the section for a moment to free entries.
+            let section = self.poll_section();
             if let Err(e) = poll.poll(&mut events, None) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -202,13 +245,17 @@ impl Driver {
                 if ev.token() == WAKER {
                     continue;
                 }
-                self.dispatch(
-                    ev.token().0,
-                    ev.is_readable() || ev.is_read_closed() || ev.is_error(),
-                    ev.is_writable() || ev.is_write_closed() || ev.is_error(),
-                    ev.is_read_closed() || ev.is_error(),
-                );
+                // SAFETY: the token was collected in this poll section, which is still held.
+                unsafe {
+                    self.dispatch(
+                        ev.token().0,
+                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                        ev.is_writable() || ev.is_write_closed() || ev.is_error(),
+                        ev.is_read_closed() || ev.is_error(),
+                    );
+                }
             }
+            drop(section);
             // Acquire: pairs with the Release store in `shutdown`.
             if self.stopped.load(Ordering::Acquire) {
                 break;
@@ -258,13 +305,24 @@ impl Driver {
         }
     }
 
-    /// Delivers one readiness event of the source `token`.
-    fn dispatch(&self, token: usize, readable: bool, writable: bool, read_closed: bool) {
-        let sio = lock(&self.sources).get(token).cloned();
-        let Some(sio) = sio else {
-            // Deregistered since the kernel queued the event.
-            return;
-        };
+    /// Delivers one readiness event of the source whose token is `token`: no lock, no
+    /// reference count, as tokio does (the token is the address of the registration's
+    /// `Entry`).
+    ///
+    /// # Safety
+    /// The caller holds the poll section in which `token` was collected by `epoll_wait`.
+    unsafe fn dispatch(&self, token: usize, readable: bool, writable: bool, read_closed: bool) {
+        // SAFETY: the token was registered as the address of an `Entry` (`register`), and an
+        // entry is freed only after `epoll_ctl(EPOLL_CTL_DEL)` returned for its source and
+        // then only by a holder of the poll section, at its end (`release`, `free_released`).
+        // The kernel serializes the copy of ready events to user space with the removal, so
+        // an event that names this entry was collected before the removal returned, in a
+        // section that began before it: this one (still held by the caller), since every
+        // section is exclusive and the entry was queued for release after the removal. The
+        // section's Acquire on entry orders earlier sections' frees before our read. (The
+        // source may be deregistered already: its readiness is then closed, and this event
+        // only makes it ready again, which nothing waits for.)
+        let sio = &*unsafe { &*(token as *const Entry) }.sio;
         if readable || read_closed {
             sio.ready(Dir::Read, read_closed);
         }
@@ -281,19 +339,86 @@ impl Driver {
         if self.registered() == 0 || self.is_stopped() {
             return 0;
         }
+        // Another thread polls (a proc asleep in `epoll_wait` is woken by the kernel for
+        // what we would collect).
+        let Some(section) = self.try_poll_section() else {
+            return 0;
+        };
         // Relaxed: a hint for the backstop.
         self.polls.fetch_add(1, Ordering::Relaxed);
         let mut polled = Polled::new();
-        // An error: the driver thread (or the next look) will see the events.
+        // An error: the next look will see the events. The waker's event, if it came, is
+        // stale: the proc it was meant for waits in the poller only in a section of its own,
+        // and takes its token itself.
         let _ = polled.wait(&self.registry, 0);
-        if polled.waker {
-            // An unpark meant for the proc in `epoll_wait` (see `unpark_poller`), whose wait
-            // this look may have taken: pass it on.
-            if self.poller.load(Ordering::Relaxed) != 0 {
+        // SAFETY: collected in `section`, held until after the dispatch.
+        let n = unsafe { polled.dispatch(self) };
+        drop(section);
+        n
+    }
+
+    /// Takes the poll section (see `polling`) if no other thread holds it.
+    fn try_poll_section(&self) -> Option<PollSection<'_>> {
+        // Acquire: pairs with the Release store of the previous section's end, so its
+        // dispatches happen before any entry this section frees.
+        self.polling
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| PollSection(self))
+    }
+
+    /// Takes the poll section, waiting for its holder (the fallback's thread, against a
+    /// deregistering thread that frees entries: a moment).
+    fn poll_section(&self) -> PollSection<'_> {
+        loop {
+            if let Some(s) = self.try_poll_section() {
+                return s;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Frees the entries of deregistered sources. The caller holds the poll section and has
+    /// dispatched every event it collected in it.
+    fn free_released(&self) {
+        // Relaxed: a hint; an entry pushed meanwhile is freed by a later section.
+        if self.released_len.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let gone = {
+            let mut released = lock(&self.released);
+            self.released_len.store(0, Ordering::Relaxed);
+            std::mem::take(&mut *released)
+        };
+        // Outside the lock: dropping a source's readiness may drop another registration,
+        // which queues its entry here.
+        for e in gone {
+            // SAFETY: see `dispatch`: the source was deregistered before its entry was
+            // queued, and no section but ours runs, with no event of ours left.
+            unsafe { e.free() };
+        }
+    }
+
+    /// Frees the entry of a source deregistered from the poller, now if no thread polls,
+    /// else when the section that polls ends.
+    fn release(&self, e: EntryPtr) {
+        let queued = {
+            let mut released = lock(&self.released);
+            released.push(e);
+            self.released_len.store(released.len(), Ordering::Relaxed);
+            released.len()
+        };
+        match self.try_poll_section() {
+            // Frees at its end.
+            Some(section) => drop(section),
+            // The holder may be blocked in `epoll_wait` for long (an idle proc, the
+            // fallback's thread): past a few entries, have it look.
+            None if queued >= RELEASE_WAKE => {
                 let _ = self.waker.wake();
             }
+            // Freed by the section that polls.
+            None => {}
         }
-        polled.dispatch(self)
     }
 
     /// Parks the idle proc `p` (its `Parker`'s protocol: true if a token woke it, false if
@@ -303,7 +428,12 @@ impl Driver {
     /// awake. An `unpark` reaches it through the poller's waker (`Shared::unpark`). A wait
     /// shorter than a millisecond (`epoll_wait`'s unit), or with another proc in the poller,
     /// parks on the futex as before.
-    fn park_proc(&self, p: &ProcShared, timeout: Option<Duration>, polled: &mut Polled) -> bool {
+    fn park_proc<'a>(
+        &'a self,
+        p: &ProcShared,
+        timeout: Option<Duration>,
+        polled: &mut Polled<'a>,
+    ) -> bool {
         let ms = match timeout {
             None => -1,
             Some(t) => match t.as_millis() {
@@ -318,6 +448,11 @@ impl Driver {
         {
             return p.parker.park(timeout);
         }
+        // One thread polls at a time (see `polling`); the one that does collects the events
+        // this proc would have, and wakes whoever they concern.
+        let Some(section) = self.try_poll_section() else {
+            return p.parker.park(timeout);
+        };
         let me = std::ptr::from_ref(p) as usize;
         // SeqCst, and the fence: the sleeper's half of the Dekker pair with `unpark_poller`
         // (role taken, then the token looked at; the unparker leaves the token, then looks
@@ -327,6 +462,7 @@ impl Driver {
             .compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed)
             .is_err()
         {
+            drop(section);
             return p.parker.park(timeout);
         }
         fence(Ordering::SeqCst);
@@ -336,6 +472,9 @@ impl Driver {
             if p.parker.take_token() {
                 break true;
             }
+            // No event of this section is left undispatched between two waits: released
+            // entries may go (a waker's event asked for that, `release`).
+            self.free_released();
             if let Err(e) = polled.wait(&self.registry, ms) {
                 // Not expected (the descriptor is ours): sleep on the futex instead, and
                 // leave the poller to the others and the backstop.
@@ -346,6 +485,7 @@ impl Driver {
                     );
                 }
                 self.poller.store(0, Ordering::Relaxed);
+                drop(section);
                 let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
                 return p.parker.park(left);
             }
@@ -368,6 +508,10 @@ impl Driver {
         // Relaxed: see the field.
         self.poller.store(0, Ordering::Relaxed);
         self.polls.fetch_add(1, Ordering::Relaxed);
+        if polled.len > 0 {
+            // The section ends once the proc dispatched them (`Shared::dispatch_polled`).
+            polled.section = Some(section);
+        }
         woken
     }
 
@@ -417,19 +561,22 @@ impl Driver {
         if self.is_stopped() {
             return Err(stopped_error());
         }
-        let token = {
+        let entry = EntryPtr::new(sio.clone());
+        let key = {
             let mut sources = lock(&self.sources);
-            let token = sources.insert(sio.clone());
+            let key = sources.insert(sio.clone());
             self.registered.store(sources.len(), Ordering::Relaxed);
-            token
+            key
         };
         if let Err(e) = self.registry.register(
             &mut src,
-            Token(token),
+            entry.token(),
             Interest::READABLE | Interest::WRITABLE,
         ) {
+            // SAFETY: never registered with the poller, so no event names it.
+            unsafe { entry.free() };
             let mut sources = lock(&self.sources);
-            sources.remove(token);
+            sources.remove(key);
             self.registered.store(sources.len(), Ordering::Relaxed);
             if sources.is_empty() {
                 drop(sources);
@@ -440,7 +587,8 @@ impl Driver {
         Ok(Registered {
             source: src,
             sio,
-            token,
+            key,
+            entry,
             driver: self.clone(),
         })
     }
@@ -559,12 +707,14 @@ impl Shared {
     }
 
     /// Parks proc `p` of this runtime, in the I/O poller when it can (`Driver::park_proc`);
-    /// returns whether a token woke it. Events it brought back are left in `polled`.
-    pub(crate) fn park_proc(
-        &self,
+    /// returns whether a token woke it. Events it brought back are left in `polled`, with
+    /// the poll section: dispatch them soon (`dispatch_polled`), other procs do not poll
+    /// meanwhile.
+    pub(crate) fn park_proc<'a>(
+        &'a self,
         p: &ProcShared,
         timeout: Option<Duration>,
-        polled: &mut Polled,
+        polled: &mut Polled<'a>,
     ) -> bool {
         match self.io.get() {
             Some(d) => d.park_proc(p, timeout, polled),
@@ -572,13 +722,10 @@ impl Shared {
         }
     }
 
-    /// Dispatches the events a park left in `polled` (see `park_proc`).
-    pub(crate) fn dispatch_polled(&self, polled: &mut Polled) {
-        if polled.len > 0
-            && let Some(d) = self.io.get()
-        {
-            polled.dispatch(d);
-        }
+    /// Dispatches the events a park left in `polled` and ends its poll section (see
+    /// `park_proc`).
+    pub(crate) fn dispatch_polled(&self, polled: &mut Polled<'_>) {
+        polled.end();
     }
 
     /// Leaves a token for proc `p` and wakes it, from its futex or from the I/O poller.
@@ -614,7 +761,11 @@ pub(crate) trait Readiness: Send + Sync + 'static {
 pub(crate) struct Registered<S: Source, R: Readiness> {
     source: S,
     sio: Arc<R>,
-    token: usize,
+    /// Its key in the driver's `sources`.
+    key: usize,
+    /// Its entry, whose address is its epoll token: released (freed once no event can name
+    /// it) on drop.
+    entry: EntryPtr,
     driver: Arc<Driver>,
 }
 
@@ -636,16 +787,16 @@ impl<S: Source, R: Readiness> Drop for Registered<S, R> {
     fn drop(&mut self) {
         // The driver may have stopped; deregistering through its registry is still valid
         // (the registry holds its own descriptor of the poller).
-        let _ = self.driver.registry.deregister(&mut self.source);
+        let deregistered = self.driver.registry.deregister(&mut self.source);
         {
             let mut sources = lock(&self.driver.sources);
             // The same allocation (compared by address: one side is a trait object).
             let mine = Arc::as_ptr(&self.sio).cast::<()>();
             if sources
-                .get(self.token)
+                .get(self.key)
                 .is_some_and(|s| Arc::as_ptr(s).cast::<()>() == mine)
             {
-                sources.remove(self.token);
+                sources.remove(self.key);
             }
             self.driver
                 .registered
@@ -655,6 +806,12 @@ impl<S: Source, R: Readiness> Drop for Registered<S, R> {
                 self.driver.sources_gone();
             }
         }
+        // If deregistering failed (not expected: the descriptor is ours and open), the
+        // poller may still hold the token: the entry is kept for good (a few bytes) rather
+        // than freed under an event that may still name it.
+        if deregistered.is_ok() {
+            self.driver.release(self.entry);
+        }
         self.sio.close();
     }
 }
@@ -663,7 +820,7 @@ impl<S: Source + fmt::Debug, R: Readiness> fmt::Debug for Registered<S, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registered")
             .field("source", &self.source)
-            .field("token", &self.token)
+            .field("key", &self.key)
             .finish()
     }
 }
@@ -679,23 +836,37 @@ const BACKSTOP_MIN: Duration = Duration::from_millis(1);
 /// The longest it waits.
 const BACKSTOP_MAX: Duration = Duration::from_millis(100);
 
+/// How many entries of deregistered sources may wait for a thread blocked in the poller
+/// before the deregistering thread wakes it to free them (`Driver::release`).
+const RELEASE_WAKE: usize = 64;
+
 /// Events collected by one `epoll_wait` (up to `Polled::CAP`), not yet dispatched.
-pub(crate) struct Polled {
+pub(crate) struct Polled<'a> {
     evs: [libc::epoll_event; Polled::CAP],
     /// Events in `evs`, the waker's left out.
     len: usize,
-    /// Whether the waker's event came.
-    waker: bool,
+    /// The poll section they were collected in, when `park_proc` hands them over: ended
+    /// (after a dispatch of what is left) by `end`, or on drop.
+    section: Option<PollSection<'a>>,
 }
 
-impl Polled {
+impl<'a> Polled<'a> {
     const CAP: usize = 64;
 
     pub(crate) fn new() -> Self {
         Self {
             evs: [libc::epoll_event { events: 0, u64: 0 }; Self::CAP],
             len: 0,
-            waker: false,
+            section: None,
+        }
+    }
+
+    /// Dispatches what `park_proc` left here, and ends its section.
+    fn end(&mut self) {
+        if let Some(section) = self.section.take() {
+            // SAFETY: collected in `section`, held until after the dispatch.
+            unsafe { self.dispatch(section.0) };
+            drop(section);
         }
     }
 
@@ -713,7 +884,6 @@ impl Polled {
                 ms,
             )
         };
-        self.waker = false;
         let Ok(n) = usize::try_from(n) else {
             self.len = 0;
             let e = io::Error::last_os_error();
@@ -726,9 +896,7 @@ impl Polled {
         for i in 0..n {
             let ev = self.evs[i];
             // A copy of the field: `epoll_event` is packed on x86-64.
-            if { ev.u64 } == WAKER.0 as u64 {
-                self.waker = true;
-            } else {
+            if { ev.u64 } != WAKER.0 as u64 {
                 self.evs[len] = ev;
                 len += 1;
             }
@@ -737,20 +905,131 @@ impl Polled {
         Ok(())
     }
 
-    /// Delivers the collected events through `driver`'s table; returns how many.
-    fn dispatch(&mut self, driver: &Driver) -> usize {
+    /// Delivers the collected events; returns how many.
+    ///
+    /// # Safety
+    /// The caller holds the poll section of `driver` in which they were collected.
+    unsafe fn dispatch(&mut self, driver: &Driver) -> usize {
         let n = std::mem::take(&mut self.len);
         for ev in &self.evs[..n] {
             // Copies: `epoll_event` is packed on x86-64.
             let (flags, token) = (ev.events as libc::c_int, ev.u64);
             let err = flags & (libc::EPOLLERR | libc::EPOLLHUP) != 0;
-            driver.dispatch(
-                token as usize,
-                err || flags & (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDHUP) != 0,
-                err || flags & libc::EPOLLOUT != 0,
-                err || flags & libc::EPOLLRDHUP != 0,
-            );
+            // SAFETY: the caller's promise.
+            unsafe {
+                driver.dispatch(
+                    token as usize,
+                    err || flags & (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLRDHUP) != 0,
+                    err || flags & libc::EPOLLOUT != 0,
+                    err || flags & libc::EPOLLRDHUP != 0,
+                );
+            }
         }
         n
+    }
+}
+
+impl Drop for Polled<'_> {
+    fn drop(&mut self) {
+        // Nothing collected is lost, and the section never stays held.
+        self.end();
+    }
+}
+
+/// A registration's entry in the driver: what its epoll token points to, so a readiness
+/// event reaches the source's state with no lookup (tokio's `ScheduledIo` address in the
+/// token). Owned by the registration until it deregisters, then by the driver's `released`
+/// list until a poll section frees it (see `Driver::dispatch` for why that is late enough).
+struct Entry {
+    sio: Arc<dyn Readiness>,
+}
+
+/// The address of a heap-allocated [`Entry`] (see there for who frees it).
+#[derive(Clone, Copy)]
+struct EntryPtr(std::ptr::NonNull<Entry>);
+
+// SAFETY: an `Entry` is `Send` and `Sync` (an `Arc` of a `Send + Sync` trait object); the
+// pointer is only read through shared references until its single `free`.
+unsafe impl Send for EntryPtr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for EntryPtr {}
+
+impl EntryPtr {
+    fn new(sio: Arc<dyn Readiness>) -> Self {
+        Self(std::ptr::NonNull::from(Box::leak(Box::new(Entry { sio }))))
+    }
+
+    /// The epoll token that names it.
+    fn token(self) -> Token {
+        Token(self.0.as_ptr() as usize)
+    }
+
+    /// Frees the entry.
+    ///
+    /// # Safety
+    /// Called once, when no event can name it any more and no thread reads it.
+    unsafe fn free(self) {
+        // SAFETY: allocated by `Box` in `new`, freed once (the caller's promise).
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+/// The poll section of a driver, held (see `Driver::polling`); ends on drop, freeing the
+/// entries released meanwhile.
+struct PollSection<'a>(&'a Driver);
+
+impl Drop for PollSection<'_> {
+    fn drop(&mut self) {
+        self.0.free_released();
+        // Release: pairs with the Acquire of the next `try_poll_section`.
+        self.0.polling.store(false, Ordering::Release);
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // No registration (each holds the driver) and no section (each borrows it) is left.
+        for e in lock(&self.released).drain(..) {
+            // SAFETY: deregistered, and nothing can poll any more.
+            unsafe { e.free() };
+        }
+    }
+}
+
+#[cfg(all(test, not(pcml_loom)))]
+mod tests {
+    use super::*;
+
+    /// Sources dropped while the driver's thread blocks in the poller, holding the poll
+    /// section, some with an event on its way: their entries are freed once the thread
+    /// wakes, and at most `RELEASE_WAKE` of them wait for it.
+    #[test]
+    fn entries_of_dropped_sources_are_freed() {
+        use std::io::Write;
+        // A driver of its own, run as the fallback's: its thread blocks in `epoll_wait`.
+        let d = Driver::start("pcml-io-test".into(), None).unwrap();
+        for i in 0..1000 {
+            let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            let reg =
+                crate::io::readiness::register_with(&d, mio::net::UnixStream::from_std(a)).unwrap();
+            if i % 2 == 0 {
+                // An event for the source, which the driver may dispatch after the drop.
+                b.write_all(b"x").unwrap();
+            }
+            drop(reg);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // Relaxed: written under the `released` lock; a hint is enough to poll on.
+        while d.released_len.load(Ordering::Relaxed) >= RELEASE_WAKE {
+            assert!(
+                Instant::now() < deadline,
+                "{} entries not freed",
+                d.released_len.load(Ordering::Relaxed)
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(d.registered(), 0);
+        d.shutdown();
     }
 }
