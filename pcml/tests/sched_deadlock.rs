@@ -509,6 +509,62 @@ fn a_dump_names_every_thread_and_what_it_waits_on() {
     assert_eq!(os.join().unwrap(), 7);
 }
 
+/// Two tasks on different procs that take a dump at the same moment each get every proc's
+/// answer: a dumping task holds its proc, and answers the other's request while it waits.
+#[test]
+fn two_tasks_dumping_at_once_on_two_procs_both_get_every_answer() {
+    let mut overlapped = 0;
+    for _ in 0..20 {
+        if overlapped == 3 {
+            break;
+        }
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let results = rt(2)
+            .block_on(move || {
+                // A fiber on each proc spawns the dumping task there, then waits for it.
+                let dumpers: Vec<_> = (0..2)
+                    .map(|p| {
+                        let arrived = arrived.clone();
+                        pcml::spawn_on(p, move || {
+                            pcml::spawn_task(async move {
+                                // Both tasks running at once, or give up after a while (both
+                                // placed on one proc, or one proc's thread without a core).
+                                arrived.fetch_add(1, Ordering::SeqCst);
+                                let t = std::time::Instant::now();
+                                while arrived.load(Ordering::SeqCst) < 2
+                                    && t.elapsed() < std::time::Duration::from_millis(200)
+                                {
+                                    std::hint::spin_loop();
+                                }
+                                let both = arrived.load(Ordering::SeqCst) == 2;
+                                (pcml::current_proc(), both, pcml::dump().unwrap())
+                            })
+                            .join()
+                            .unwrap()
+                        })
+                    })
+                    .collect();
+                dumpers
+                    .into_iter()
+                    .map(|h| h.join().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap();
+        let (a, b) = (&results[0], &results[1]);
+        if a.0 == b.0 || !a.1 || !b.1 {
+            continue;
+        }
+        overlapped += 1;
+        for (_, _, d) in &results {
+            assert!(d.silent_procs().is_empty(), "a proc did not answer: {d}");
+        }
+    }
+    assert!(
+        overlapped > 0,
+        "the two dumping tasks never ran at once on two procs"
+    );
+}
+
 /// Threads that have not run yet are in a dump as runnable, with their spawn sites: a fiber
 /// and a task spawned and not yet started or polled; a task that dumps shows itself running.
 #[test]

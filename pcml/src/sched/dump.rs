@@ -681,7 +681,16 @@ impl Request {
         self.edges
     }
 
-    /// Adds proc `proc`'s part.
+    /// Whether proc `proc` has added its part.
+    pub(crate) fn has_answered(&self, proc: usize) -> bool {
+        self.parts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .answered[proc]
+    }
+
+    /// Adds proc `proc`'s part (once: a second answer, from the proc's inbox after it answered
+    /// a waiting dumper's request directly, is dropped).
     pub(crate) fn answer(
         &self,
         proc: usize,
@@ -690,6 +699,9 @@ impl Request {
         edges: Vec<Edge>,
     ) {
         let mut p = self.parts.lock().unwrap_or_else(PoisonError::into_inner);
+        if p.answered[proc] {
+            return;
+        }
         p.threads.extend(threads);
         p.unstarted += unstarted;
         p.answered[proc] = true;
@@ -884,6 +896,11 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
         edges,
     });
     let here = worker::context().filter(|c| Arc::ptr_eq(&c.shared, shared));
+    shared
+        .dumps
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(req.clone());
     for p in 0..procs {
         match here {
             Some(ctx) if ctx.index == p => ctx.answer_dump(&req),
@@ -891,7 +908,10 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
         }
     }
     // Wait for the others: in a fiber by yielding (so this proc's own inbox is served); in a
-    // task (which cannot suspend its proc) and on an OS thread on the condition variable.
+    // task (which cannot suspend its proc) on the condition variable, a millisecond at a time,
+    // answering meanwhile the dumps other procs' tasks gather (their requests wait in this
+    // proc's inbox, which is not served while this task runs); on an OS thread on the
+    // condition variable.
     let in_fiber = matches!(worker::current(), Some(worker::Current::Fiber { .. }));
     let deadline = Instant::now() + Duration::from_secs(1);
     let mut parts = loop {
@@ -899,14 +919,41 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
         if p.answered.iter().all(|d| *d) || Instant::now() >= deadline {
             break p;
         }
-        if here.is_some() && in_fiber {
-            drop(p);
-            crate::yield_now();
-        } else {
-            let left = deadline.saturating_duration_since(Instant::now());
-            drop(req.done.wait_timeout(p, left));
+        match here {
+            Some(_) if in_fiber => {
+                drop(p);
+                crate::yield_now();
+            }
+            Some(ctx) => {
+                let slice = deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(1));
+                drop(req.done.wait_timeout(p, slice));
+                let others: Vec<_> = shared
+                    .dumps
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .filter(|r| !Arc::ptr_eq(r, &req))
+                    .cloned()
+                    .collect();
+                for r in others {
+                    if !r.has_answered(ctx.index) {
+                        ctx.answer_dump(&r);
+                    }
+                }
+            }
+            None => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                drop(req.done.wait_timeout(p, left));
+            }
         }
     };
+    shared
+        .dumps
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|r| !Arc::ptr_eq(r, &req));
     let silent_procs: Vec<usize> = (0..procs).filter(|p| !parts.answered[*p]).collect();
     let mut threads = std::mem::take(&mut parts.threads);
     // Spawned from outside the procs and not yet taken by one.

@@ -539,6 +539,7 @@ impl Builder {
             live_external: AtomicIsize::new(0),
             running_fibers: AtomicUsize::new(0),
             stack_waiters: Mutex::new(VecDeque::new()),
+            dumps: Mutex::new(Vec::new()),
             stack_waiting: AtomicUsize::new(0),
             tasks: TaskRegistry::new(),
             blocking: BlockingPool::new(),

@@ -89,6 +89,9 @@ pub(crate) struct Shared {
     pub(crate) stack_waiters: Mutex<VecDeque<NewFiber>>,
     /// `stack_waiters.len()`, readable without the lock.
     pub(crate) stack_waiting: AtomicUsize,
+    /// Dumps being gathered: a dumper that waits on its proc without yielding it (a task)
+    /// answers the others' requests from here, so two such dumpers do not wait for each other.
+    pub(crate) dumps: Mutex<Vec<Arc<crate::sched::dump::Request>>>,
     /// Every live async task, so shutdown can drop them.
     pub(crate) tasks: TaskRegistry,
     /// The side pool of `spawn_blocking`.

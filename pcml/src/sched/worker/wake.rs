@@ -396,6 +396,10 @@ impl Context {
     /// running fiber that asked for the dump (which then shows as running).
     pub(crate) fn answer_dump(&self, req: &crate::sched::dump::Request) {
         use crate::sched::dump::{SlotView, ThreadState, fiber_dump};
+        if req.has_answered(self.index) {
+            // Answered already, by a dumping task of this proc while it waited.
+            return;
+        }
         let mut threads = Vec::new();
         let mut edges = Vec::new();
         self.fibers.for_each(|slot, e| {
