@@ -125,7 +125,7 @@ use crate::sched::blocker::Blocker;
 
 mod any;
 mod current;
-pub(crate) use current::{fiber_actor, task_actor};
+
 mod link;
 mod record;
 mod registry;

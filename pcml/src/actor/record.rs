@@ -200,6 +200,11 @@ fn next_id() -> ActorId {
     let n = RANGE.with(|r| {
         let (mut next, mut end) = r.get();
         if next >= end {
+            // Once per block: dumps name actors through this (no cost per spawn).
+            crate::sched::dump::set_actor_names(crate::sched::dump::ActorNames {
+                fiber: super::current::fiber_actor,
+                task: super::current::task_actor,
+            });
             // Relaxed: only uniqueness matters.
             next = NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed);
             end = next + BLOCK;

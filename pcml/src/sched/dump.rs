@@ -727,10 +727,31 @@ pub(crate) struct SlotView<'a> {
     pub(crate) detail: Option<&'a dyn Describe>,
 }
 
+/// How the actor layer names the actor a thread runs (its pid and registered names), for
+/// dumps: set by that layer when it hands out its first actor ids, so that `sched` does not
+/// reach up into it.
+pub(crate) struct ActorNames {
+    /// The actor run by the fiber in slot `slot` of the calling proc, with its thread.
+    pub(crate) fiber: fn(usize) -> Option<(ThreadId, String)>,
+    /// The async actor numbered `id`.
+    pub(crate) task: fn(u64) -> Option<String>,
+}
+
+static ACTOR_NAMES: std::sync::OnceLock<ActorNames> = std::sync::OnceLock::new();
+
+/// Registers the actor layer's namer (the first call wins; later calls do nothing).
+pub(crate) fn set_actor_names(names: ActorNames) {
+    let _ = ACTOR_NAMES.set(names);
+}
+
+fn task_actor(id: u64) -> Option<String> {
+    ACTOR_NAMES.get().and_then(|n| (n.task)(id))
+}
+
 /// Describes a fiber slot's threads (on its proc's worker): the fiber, or, when a thread
 /// runs inline on its stack, that thread and the joiners blocked in the joins that run it.
 pub(crate) fn fiber_dump(v: SlotView<'_>, out: &mut Vec<ThreadDump>) {
-    let actor = crate::actor::fiber_actor(v.slot);
+    let actor = ACTOR_NAMES.get().and_then(|n| (n.fiber)(v.slot));
     let actor_of = |id: ThreadId| {
         actor
             .as_ref()
@@ -834,7 +855,7 @@ pub(crate) fn queued_thread(
         state,
         waits_on,
         object: None,
-        actor: task.and_then(crate::actor::task_actor),
+        actor: task.and_then(task_actor),
         inline_in: None,
     }
 }
@@ -981,7 +1002,7 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
             // registry knows.
             t.spawned_at.get_or_insert_with(|| site.to_string());
             if t.actor.is_none() {
-                t.actor = crate::actor::task_actor(actor);
+                t.actor = task_actor(actor);
             }
             return;
         }
@@ -994,7 +1015,7 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
             state: ThreadState::Pending,
             waits_on: Vec::new(),
             object: None,
-            actor: crate::actor::task_actor(actor),
+            actor: task_actor(actor),
             inline_in: None,
         });
     });
