@@ -31,8 +31,13 @@
 //! tokio's workers do: an idle proc sleeps in `epoll_wait` (one at a time; the others sleep
 //! on their futexes), so readiness wakes it from the kernel and the tasks and fibers it wakes
 //! run on it with no hand-off; a spinning proc looks without blocking, and a busy one every
-//! 32nd turn. A thread of the driver looks too, but only when no proc has for a while (every
-//! proc busy in one long turn). Descriptors registered outside any runtime (plain OS threads,
+//! 32nd turn; only one thread polls at a time, and it wakes whoever the events concern. A
+//! thread of the driver looks too, but only when no proc has for a while (every proc busy in
+//! one long turn). An event reaches its descriptor's state through the epoll token, which
+//! holds the address of the registration, as tokio's does: no table lookup, lock or
+//! reference count per event (the registration's memory is freed only once no event
+//! collected before its deregistration can still name it). The tasks one `epoll_wait` wakes
+//! go on the polling proc's queue in one batch, each ready to run. Descriptors registered outside any runtime (plain OS threads,
 //! tokio tasks, `spawn_blocking` jobs) use one process-wide driver instead, whose thread
 //! blocks in `epoll_wait`, like the timers of such threads. A descriptor is
 //! registered edge-triggered; per direction it has a readiness flag, set by the driver when the

@@ -133,7 +133,7 @@ impl ScheduledIo {
             st.peer_closed |= peer_closed;
             st.generation += 1;
             (
-                std::mem::take(&mut st.waiters.q),
+                take_queue(&mut st.waiters.q),
                 st.task.take(),
                 st.awaiting.take(),
             )
@@ -156,7 +156,7 @@ impl ScheduledIo {
                 st.ready = true;
                 st.generation += 1;
                 (
-                    std::mem::take(&mut st.waiters.q),
+                    take_queue(&mut st.waiters.q),
                     st.task.take(),
                     st.awaiting.take(),
                 )
@@ -266,13 +266,19 @@ impl ScheduledIo {
     }
 }
 
-/// Commits each waiter (skipping dead ones) and wakes the parked task; nothing to deliver but
-/// the wake-up.
+/// The waiters to commit (`None`: the queue was empty) and the parked tasks to wake; nothing
+/// to deliver but the wake-up.
 type Woken = (
-    VecDeque<Waiter>,
+    Option<VecDeque<Waiter>>,
     Option<std::task::Waker>,
     Option<std::task::Waker>,
 );
+
+/// Takes the queued waiters, if any: an empty queue keeps its buffer, and nothing is dropped
+/// (a readiness event usually finds no blocked sync: tasks wait in the waker slots).
+fn take_queue(q: &mut VecDeque<Waiter>) -> Option<VecDeque<Waiter>> {
+    (!q.is_empty()).then(|| std::mem::take(q))
+}
 
 /// Commits each waiter (skipping dead ones) and wakes the parked tasks.
 fn wake_all((waiters, task, awaiting): Woken) {
@@ -282,7 +288,7 @@ fn wake_all((waiters, task, awaiting): Woken) {
     if let Some(t) = awaiting {
         t.wake();
     }
-    for w in waiters {
+    for w in waiters.into_iter().flatten() {
         if let Some(commit) = w.synch_spinning() {
             commit.publish();
         }

@@ -19,7 +19,7 @@ impl Context {
             if self.fire_due_timers() || self.check_owed() {
                 return;
             }
-            sh.poll_io_now();
+            self.io_dispatch(|| sh.poll_io_now());
             self.sleep();
             return;
         }
@@ -48,7 +48,7 @@ impl Context {
             // Collect ready I/O here without blocking (a proc that parks waits for it in the
             // poller, `sched::io`): it wakes our tasks and fibers onto our own queues, where
             // `has_work` sees them next look.
-            sh.poll_io_now();
+            self.io_dispatch(|| sh.poll_io_now());
             if !may_spin {
                 // Relaxed: a hint; the count includes this proc.
                 if sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
@@ -199,7 +199,7 @@ impl Context {
             crate::sched::watchdog::wake_watchdog(sh);
         }
         me.sleeping.store(false, Ordering::SeqCst);
-        sh.dispatch_polled(&mut polled);
+        self.io_dispatch(|| sh.dispatch_polled(&mut polled));
     }
 
     /// Called by the last proc to fall asleep: if main is blocked and nothing can ever wake

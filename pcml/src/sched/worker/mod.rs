@@ -256,6 +256,9 @@ pub(crate) struct Context {
     /// Tasks woken here while this proc still had the work they spawned in their last poll
     /// to run (see `wake_here`), with the deque length at which they are due, ascending.
     deferred: RefCell<VecDeque<(TaskRef, usize)>>,
+    /// Set while this proc dispatches readiness events (`io_dispatch`): the tasks they wake
+    /// are not continuations of work they spawned, so `wake_here` does not defer them.
+    io_dispatch: Cell<bool>,
     /// The oldest deferred task at the last injector turn (see `turn`).
     deferred_oldest: Cell<Option<ThreadId>>,
     /// New work held on this proc, run before the local deque: fibers placed here
@@ -409,6 +412,7 @@ pub(crate) fn run_worker(
         ready: RefCell::new(VecDeque::new()),
         woken,
         deferred: RefCell::new(VecDeque::new()),
+        io_dispatch: Cell::new(false),
         deferred_oldest: Cell::new(None),
         placed: RefCell::new(VecDeque::new()),
         own_held: OneLine::new(RefCell::new(None)),

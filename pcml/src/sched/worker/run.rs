@@ -81,7 +81,7 @@ impl Context {
             self.fire_due_timers();
             self.check_owed();
             // Ready I/O, unless an idle proc waits for it in the poller (`sched::io`).
-            self.shared.poll_io_busy();
+            self.io_dispatch(|| self.shared.poll_io_busy());
         }
         let countdown = self.injector_turn.get();
         if countdown == 0 {
