@@ -683,6 +683,9 @@ impl<T: Send + 'static> SyncFuture<T> {
                 {
                     Ok(()) => {
                         async_budget_reset();
+                        if pending.p.branches.len() > 1 {
+                            worker::choice_pending();
+                        }
                         this.state = FutState::Blocked(pending);
                         Poll::Pending
                     }
@@ -706,6 +709,9 @@ impl<T: Send + 'static> SyncFuture<T> {
                     return Poll::Ready(pending.finish(w));
                 }
                 if pending.rec.update_waker(cx.waker()) {
+                    if pending.p.branches.len() > 1 {
+                        worker::choice_pending();
+                    }
                     this.state = FutState::Blocked(pending);
                     return Poll::Pending;
                 }

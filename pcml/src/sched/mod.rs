@@ -98,6 +98,8 @@
 //!   441,000 resumes at most on the busier proc, below what any cut gave.
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
+//!   The exception is a task whose last poll left a choice of several branches pending: it
+//!   goes back to the proc where it made the choice (see "Fair choice across procs").
 //!   A woken or spawned task that finds its proc's deque empty wakes no idle proc (tokio's
 //!   rule for its LIFO slot): it runs at that proc's next turn, so two tasks that talk, and a
 //!   child and the parent that awaits it, stay on one proc, and the pusher pays no SeqCst
@@ -166,12 +168,31 @@
 //! receiver on the chooser's proc and to one on another proc gave each receiver between
 //! 8,590 and 11,421 of 20,000 messages in 15 runs.
 //!
-//! A choice made by an async task is not yet covered: with the choosing fiber replaced by a
-//! task, the sender on one proc won fewer than a third of 20,000 in 11 of 30 runs here (as
-//! few as 3 of them in one). The turns assume a chooser that waits in its proc's ready queue
-//! behind the partners it woke; a woken task runs next instead, on the proc that woke it, so
-//! it usually finds its local partner's next offer before the remote one's. Make a choice
-//! that must be fair across procs from a fiber.
+//! An async task chooses under the same rule, with one more step:
+//! - **A task's choice stays on the proc where it was made.** A task whose poll leaves a
+//!   choice of several branches pending is marked, and a partner on another proc that then
+//!   wakes it sends it back to the proc that polled it, through that proc's inbox, as a
+//!   fiber's wake-up goes home; any other wake-up runs a task on the waker's proc. The turns
+//!   are owed to the proc where the choice was made, and its local partners wait there: a
+//!   task that ran wherever it was woken sat beside the partner that had woken it last, whose
+//!   next offer then came first, and it left behind the proc where its turns were owed. A
+//!   loop of 20,000 `choose([a.recv_evt(), b.recv_evt()]).await` in a task, with an
+//!   always-ready sender on each of 2 procs (the fiber loop above, in a task), gave one
+//!   sender fewer than a third of the wins in 10 of 12 runs before this step (as few as 6,
+//!   the task staying beside the other sender; load 9); with it, each sender won between
+//!   4,480 and 15,520 in 23 runs at load 9-13 (tests/sched/steal.rs, counting from when each
+//!   sender has won once), under a third in 3 of them, where the fiber loops of the same
+//!   runs never were. If the watchdog finds the proc of the choice computing without a turn
+//!   for a time slice, the task runs where it was woken instead.
+//!
+//! What a task pays for it: a task whose pending choice a partner on another proc completes
+//! is woken through an inbox (a push, and a futex wake-up if its proc sleeps) instead of
+//! running at once beside that partner; its poll costs one store more (the proc's record of
+//! the running task), and a pending choice a load and a store of the task's header. A task
+//! woken by a partner on its own proc, and every task on a runtime of one proc, take the path
+//! they took before (callgrind, `examples/taskpp`, one proc, difference of 20,000 and 60,000
+//! round trips: 1,786 instructions a round trip against 1,774, +0.7%, the worker's loop
+//! compiling slightly differently; `pingpong1`, `spawn1` and `choose1` unchanged).
 //!
 //! ## What crossing procs costs, and how it grows
 //!

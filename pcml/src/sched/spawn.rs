@@ -1030,7 +1030,7 @@ pub fn current() -> ThreadId {
 /// ```
 pub fn try_current() -> Option<ThreadId> {
     match worker::current()? {
-        Current::Fiber { id, .. } | Current::Task { id } => Some(id),
+        Current::Fiber { id, .. } | Current::Task { id, .. } => Some(id),
         Current::Scheduler => None,
     }
 }

@@ -194,9 +194,11 @@ pub(crate) struct Header {
     registry_key: AtomicUsize,
     /// A scheduling hint, written by the proc that polls the task just before each poll: that
     /// proc's index and the length of its deque of new work then, packed by
-    /// [`Header::set_polled_at`]. A wake-up on the same proc runs the task once the deque is
-    /// back to that length (`sched::worker::Context::wake_here`): after the work the task
-    /// spawned in that poll. Relaxed: a stale value only changes the order of ready work.
+    /// [`Header::set_polled_at`], and whether the poll left a choice of several branches
+    /// pending ([`Header::mark_choice_pending`]). A wake-up on the same proc runs the task
+    /// once the deque is back to that length (`sched::worker::Context::wake_here`): after the
+    /// work the task spawned in that poll; one on another proc after such a choice sends the
+    /// task back. Relaxed: a stale value only changes where and in what order work runs.
     polled_at: AtomicU32,
     /// Set once by `JoinHandle::abort`, before it wakes the task; read by the runner before
     /// each poll: a cancelled task's future is dropped instead of polled.
@@ -212,16 +214,24 @@ pub(crate) struct Header {
 
 impl Header {
     /// Records that proc `proc` polls the task with `depth` items in its deque of new work
-    /// (saturated at `u16::MAX`); a proc index past `u16::MAX - 1` records nothing usable.
+    /// (saturated at `POLLED_DEPTH_MAX`); a proc index past `u16::MAX - 1` records nothing
+    /// usable. Clears the mark of [`Header::mark_choice_pending`].
     #[inline]
     pub(crate) fn set_polled_at(&self, proc: usize, depth: usize) {
-        let proc = u32::try_from(proc)
-            .unwrap_or(u32::MAX)
-            .min(u32::from(u16::MAX));
-        let depth = u32::try_from(depth)
-            .unwrap_or(u32::MAX)
-            .min(u32::from(u16::MAX));
-        self.polled_at.store(proc << 16 | depth, Ordering::Relaxed);
+        self.polled_at
+            .store(pack_polled_at(proc, depth), Ordering::Relaxed);
+    }
+
+    /// Marks the record of the running poll (by the thread that runs it) as leaving a choice
+    /// of several branches pending: a wake-up from another proc then sends the task back to
+    /// the proc that polled it (`sched::worker::Context::wake_here`; see the `sched` docs,
+    /// "Fair choice across procs").
+    pub(crate) fn mark_choice_pending(&self) {
+        // Relaxed load and store: only the thread holding the task in RUNNING writes the
+        // record; a waker reads it after its AcqRel CAS of `state`, which pairs with the
+        // runner's Release CAS to IDLE after this store.
+        let v = self.polled_at.load(Ordering::Relaxed);
+        self.polled_at.store(v | CHOICE_PENDING, Ordering::Relaxed);
     }
 
     /// Records that the task runs actor `actor` (its id as a number), for dumps.
@@ -234,14 +244,46 @@ impl Header {
         self.actor.load(Ordering::Relaxed)
     }
 
-    /// The proc and deque length of [`Header::set_polled_at`]'s last record, or `None` if there
-    /// is none.
+    /// [`Header::set_polled_at`]'s last record, with [`Header::mark_choice_pending`]'s mark,
+    /// or `None` if there is none.
     #[inline]
-    pub(crate) fn polled_at(&self) -> Option<(usize, usize)> {
+    pub(crate) fn polled_at(&self) -> Option<PolledAt> {
         let v = self.polled_at.load(Ordering::Relaxed);
         let proc = v >> 16;
-        (proc != u32::from(u16::MAX)).then_some((proc as usize, (v & 0xffff) as usize))
+        (proc != u32::from(u16::MAX)).then_some(PolledAt {
+            proc: proc as usize,
+            depth: (v & POLLED_DEPTH_MAX) as usize,
+            choice: v & CHOICE_PENDING != 0,
+        })
     }
+}
+
+/// Where and how a task's last poll ran ([`Header::polled_at`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PolledAt {
+    /// The proc that polled it.
+    pub(crate) proc: usize,
+    /// The length of that proc's deque of new work when the poll began.
+    pub(crate) depth: usize,
+    /// Whether the poll left a choice of several branches pending.
+    pub(crate) choice: bool,
+}
+
+/// The deepest deque length `Header::polled_at` records.
+const POLLED_DEPTH_MAX: u32 = 0x7fff;
+/// `Header::polled_at`'s mark of a poll that left a choice of several branches pending.
+const CHOICE_PENDING: u32 = 0x8000;
+
+/// `Header::polled_at`'s record of a poll by `proc` with `depth` items in its deque.
+#[inline]
+fn pack_polled_at(proc: usize, depth: usize) -> u32 {
+    let proc = u32::try_from(proc)
+        .unwrap_or(u32::MAX)
+        .min(u32::from(u16::MAX));
+    let depth = u32::try_from(depth)
+        .unwrap_or(u32::MAX)
+        .min(POLLED_DEPTH_MAX);
+    proc << 16 | depth
 }
 
 /// `Header::registry_key` of a task that never waited.

@@ -153,6 +153,9 @@ pub(crate) enum InboxMsg {
     Wake { slot: usize, token: u64 },
     /// Start this fiber here (explicit placement).
     Start(NewFiber),
+    /// Schedule this task here: woken elsewhere while a choice it made here was pending
+    /// (`Context::wake_here`).
+    Task(TaskRef),
     /// Cancel the fiber in `slot` if it is still thread `id` (`JoinHandle::abort`).
     Abort { slot: usize, id: ThreadId },
     /// Describe this proc's threads for a dump (`sched::dump`).
@@ -196,6 +199,8 @@ pub(crate) enum Current {
     },
     Task {
         id: ThreadId,
+        /// The task's header, alive while the proc polls it.
+        header: ptr::NonNull<crate::task::Header>,
     },
 }
 

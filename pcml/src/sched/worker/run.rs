@@ -157,7 +157,8 @@ impl Context {
         task.header().set_polled_at(self.index, self.new_len());
         let id = task.header().id;
         self.show_running(id.as_u64() | TASK_BIT);
-        self.current.set(Current::Task { id });
+        let header = ptr::NonNull::from(task.header());
+        self.current.set(Current::Task { id, header });
         let outcome = task.run(&task);
         self.current.set(Current::Scheduler);
         match outcome {

@@ -79,6 +79,20 @@ thread_local! {
     static OWED: Cell<u32> = const { Cell::new(0) };
 }
 
+/// A choice of several branches polled as a future has gone pending: if a proc is polling an
+/// async task, the task is marked, and a wake-up of it from another proc sends it back to
+/// this one (see `Context::wake_here`). Nothing for a future polled by a fiber or outside the
+/// procs.
+#[inline]
+pub(crate) fn choice_pending() {
+    if let Some(ctx) = context()
+        && let Current::Task { header, .. } = ctx.current.get()
+    {
+        // SAFETY: the proc is polling that task (`run_task`), which holds a reference to it.
+        unsafe { header.as_ref() }.mark_choice_pending();
+    }
+}
+
 /// Begins the commit (`do` phase) of a branch of a choice of several branches: until
 /// [`end_choice_commit`], fibers of other procs that it wakes owe this proc their turn, and
 /// while some do, the fibers of this proc that it wakes wait for them (see the `sched` docs,
@@ -237,6 +251,7 @@ impl Context {
                     self.wake_local(slot, token)
                 }
                 InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
+                InboxMsg::Task(t) => self.wake_here(t),
                 InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
                 InboxMsg::Dump(req) => self.answer_dump(&req),
                 InboxMsg::WakeOwed {
@@ -470,7 +485,7 @@ impl Context {
         });
         // The thread that asked for the dump, if it is a task running here (a fiber that
         // asks shows as running above).
-        if let Current::Task { id } = self.current.get() {
+        if let Current::Task { id, .. } = self.current.get() {
             threads.push(crate::sched::dump::running_task(id, self.index));
         }
         self.dump_queued(&mut threads);

@@ -92,18 +92,26 @@ impl Context {
     /// deque is longer only by the other tasks the same events woke, and the sorted insert
     /// cost a 100-connection echo server, whose every task waits in a socket, 128
     /// instructions a round trip (callgrind, `examples/echo_load pcml 1 0 600`).
+    ///
+    /// A task whose last poll, on another proc, left a choice of several branches pending
+    /// goes back to that proc instead, through its inbox (see the `sched` docs, "Fair choice
+    /// across procs"): a chooser that followed each partner that woke it would always sit
+    /// beside the partner that woke it last, whose next offer then comes first.
     #[inline]
     pub(super) fn wake_here(&self, task: TaskRef) {
-        if let Some((proc, depth)) = task.header().polled_at()
-            && proc == self.index
-            && !self.io_dispatch.get()
-            && self.new_len() > depth
-        {
-            let mut d = self.deferred.borrow_mut();
-            // Kept in ascending order of due length, so the back is the first due.
-            let at = d.partition_point(|&(_, due)| due <= depth);
-            d.insert(at, (task, depth));
-            return;
+        if let Some(at) = task.header().polled_at() {
+            if at.proc == self.index {
+                if !self.io_dispatch.get() && self.new_len() > at.depth {
+                    let mut d = self.deferred.borrow_mut();
+                    // Kept in ascending order of due length, so the back is the first due.
+                    let i = d.partition_point(|&(_, due)| due <= at.depth);
+                    d.insert(i, (task, at.depth));
+                    return;
+                }
+            } else if at.choice && at.proc < self.shared.procs.len() {
+                self.send_home(at.proc, task);
+                return;
+            }
         }
         self.push_task_here(task);
     }
@@ -114,6 +122,19 @@ impl Context {
         self.io_dispatch.set(true);
         f();
         self.io_dispatch.set(false);
+    }
+
+    /// Sends `task`, woken here, back to proc `home`, where its pending choice was made;
+    /// runs it here instead if the watchdog found `home` computing without a turn for a time
+    /// slice (as it would let an idle proc take its queued work).
+    #[cold]
+    #[inline(never)]
+    fn send_home(&self, home: usize, task: TaskRef) {
+        if self.shared.procs[home].watch.preempt_requested() {
+            self.push_task_here(task);
+            return;
+        }
+        self.shared.send_to(home, InboxMsg::Task(task));
     }
 
     /// Pushes a task (woken or spawned here) on this proc's deque, and tells idle procs only
