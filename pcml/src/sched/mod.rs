@@ -105,7 +105,19 @@
 //!   child and the parent that awaits it, stay on one proc, and the pusher pays no SeqCst
 //!   fence; it stays stealable by a searching proc, and the watchdog wakes a sleeper for it if
 //!   the proc's thread computes on for a time slice. The second task pushed before that turn
-//!   wakes one, so a burst of spawns still spreads.
+//!   wakes one, so a burst of spawns still spreads. An idle proc counts another proc's queued
+//!   work as work to take only if that proc has more than its next turn takes (two items of
+//!   new work, its held fiber counted, or tasks woken during their own poll), and it gives up
+//!   watching a lone item once that proc takes a turn: a pair of tasks that talk has the one
+//!   not running queued about half the time, and an idle proc that counted it never parked
+//!   (it spun on the pair's queue, bouncing its cache lines, and took a task of the pair
+//!   whenever the queue looked full through the whole grace: 62 steals in the 6 runs of a
+//!   benchmark row). A proc that runs out of its own work on a turn still takes a lone item
+//!   left behind a thread that computes. Every 244th turn a proc runs its oldest new work
+//!   first if more is queued above it: the deque runs the newest first, and such a pair keeps
+//!   one task on top at every turn, so a task woken just before the pair's last message (the
+//!   ponger, which had sent its last reply) waited below the next pair for that pair's whole
+//!   run.
 //! - **`spawn_on` is the exception**, for programs that know their layout: the thread runs on
 //!   the named proc and is never stolen (Reppy, Russo and Xiao's benchmarks place threads this way).
 //!   Two threads that exchange a message per unit of work should not be split across procs:

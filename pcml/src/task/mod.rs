@@ -26,6 +26,15 @@
 //! and it migrates freely between procs: it is stealable whenever it is scheduled. Its waker
 //! reschedules it on the waking proc's deque (or the runtime's injector from outside).
 //!
+//! The deque runs the newest first, so two tasks that talk stay on one proc, each woken on top
+//! of the queue and run at the proc's next turn; every 244th turn the proc runs its oldest
+//! queued item instead, so work queued below such a pair is not held up until the pair stops.
+//! An idle proc takes another proc's queued tasks only when that proc has more than the one
+//! its next turn runs (or its thread computes on with one queued: see the `sched` docs,
+//! "Placement"). It used to count that one as work too, so beside a talking pair it never
+//! parked: it spun on the pair's queue, slowing the proc that ran it, and now and then took a
+//! task of the pair away.
+//!
 //! A task is one allocation, a `TaskCell`: its state word, its reference count, the future
 //! itself and its join state. The run queue, the wakers and the join handle all point at that
 //! one cell (the design of tokio's task cell and of Go's `g`), so spawning a task costs one

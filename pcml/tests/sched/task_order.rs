@@ -105,3 +105,58 @@ fn a_woken_parent_runs_while_its_children_keep_spawning() {
     );
     assert!(seen.load(Ordering::Relaxed) <= links_when_parent_ran + 2);
 }
+
+/// A pair of tasks that talk over channels until `stop` is set (or `LIMIT` round trips);
+/// the pinger returns the round trips made.
+fn talking_pair(stop: Arc<AtomicBool>) -> pcml::JoinHandle<u64> {
+    const LIMIT: u64 = 1_000_000;
+    let (ping, pong) = (
+        pcml::chan::Chan::<u64>::new(),
+        pcml::chan::Chan::<u64>::new(),
+    );
+    let (ping2, pong2) = (ping.clone(), pong.clone());
+    pcml::spawn_task(async move {
+        loop {
+            let v = ping2.recv_evt().await;
+            if v == u64::MAX {
+                break;
+            }
+            pong2.send_evt(v + 1).await;
+        }
+    });
+    pcml::spawn_task(async move {
+        let mut rounds = 0;
+        while !stop.load(Ordering::Relaxed) && rounds < LIMIT {
+            ping.send_evt(rounds).await;
+            assert_eq!(pong.recv_evt().await, rounds + 1);
+            rounds += 1;
+        }
+        ping.send_evt(u64::MAX).await;
+        rounds
+    })
+}
+
+#[test]
+fn a_task_queued_below_a_talking_pair_runs() {
+    // The pair keeps one of its tasks on top of the queue at every turn; the task spawned
+    // before them, below, still runs (and stops them) long before they would end by
+    // themselves: on one proc, and on two (where another proc may also take it).
+    for procs in [1, 2] {
+        let rounds = Runtime::builder()
+            .procs(procs)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                pcml::spawn_task(async {
+                    let stop = Arc::new(AtomicBool::new(false));
+                    let s = stop.clone();
+                    pcml::spawn_task(async move { s.store(true, Ordering::Relaxed) });
+                    talking_pair(stop).await.unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+            .unwrap();
+        assert!(rounds < 100_000, "{procs} procs: {rounds} round trips");
+    }
+}

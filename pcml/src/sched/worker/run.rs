@@ -66,8 +66,9 @@ impl Context {
     /// Ready fibers and new work (placed fibers, the local deque) take turns, so neither
     /// starves the other; after a yield new work goes first, so the yielder is behind
     /// everything runnable; due deferred tasks join the new work; tasks that yielded run when
-    /// neither has anything; every 61st turn an overdue deferred task, yielded tasks, then the
-    /// injector go first.
+    /// neither has anything; every 61st turn an overdue deferred task, the oldest new work
+    /// (every fourth such turn, if more is queued above it), yielded tasks, then the injector
+    /// go first.
     #[inline]
     pub(super) fn turn(&self) -> bool {
         // The turn counter, shown to the watchdog (a plain load and store: only this proc
@@ -101,6 +102,20 @@ impl Context {
             if let Some((t, _)) = overdue {
                 self.run_task(t);
                 return true;
+            }
+            // Every `OLDEST_EVERY`th such turn, the oldest new work, if more is queued above
+            // it: the deque runs newest first, and a pair of tasks that talk keeps one of them
+            // on top, so what was queued below (a task woken just before its partner, a child
+            // spawned before a wake-up) would wait until the pair stops.
+            let oldest = self.oldest_turn.get();
+            if oldest <= 1 {
+                self.oldest_turn.set(OLDEST_EVERY);
+                if let Some(r) = self.take_oldest_new() {
+                    self.run_new(r);
+                    return true;
+                }
+            } else {
+                self.oldest_turn.set(oldest - 1);
             }
             if let Some(r) = self.woken.pop() {
                 self.run_new(r);

@@ -157,6 +157,19 @@ impl ProcShared {
         !self.stealer.is_empty() || !self.woken_stealer.is_empty()
     }
 
+    /// Whether this proc has more work waiting than the one item its next turn takes: tasks
+    /// woken during their own poll (queued for others to take), or two or more items of new
+    /// work, its held fiber counted (cheap loads only).
+    #[inline]
+    pub(crate) fn has_surplus(&self) -> bool {
+        !self.woken_stealer.is_empty()
+            || match self.stealer.len() {
+                0 => false,
+                1 => self.held.is_full(),
+                _ => true,
+            }
+    }
+
     /// Whether this proc has a timer due at `now` (possibly a cancelled one).
     pub(crate) fn timers_due(&self, now: Instant) -> bool {
         self.timers.lock().next_deadline().is_some_and(|d| d <= now)

@@ -255,6 +255,29 @@ impl Context {
         }
     }
 
+    /// Takes the oldest item of this proc's new work if two or more are queued (on a
+    /// one-proc runtime the newest takes its place at the bottom of the private stack: O(1),
+    /// and it is the next one taken so). Every `OLDEST_EVERY` injector turns (`turn`): the deque
+    /// runs newest first, so without it an item below the top waits for as long as something
+    /// is pushed above it at every turn, as a pair of tasks that talk does.
+    pub(super) fn take_oldest_new(&self) -> Option<Runnable> {
+        if self.alone {
+            let mut own = self.own.borrow_mut();
+            return (own.len() >= 2).then(|| own.swap_remove(0));
+        }
+        if self.local.len() < 2 {
+            return None;
+        }
+        // The deque's oldest end is the one thieves take from.
+        loop {
+            match self.me().stealer.steal() {
+                Steal::Success(r) => return Some(r),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
     pub(super) fn steal_injector(&self) -> Option<Runnable> {
         loop {
             match self.shared.injector.steal_batch_and_pop(&self.local) {
@@ -352,12 +375,20 @@ impl Context {
     pub(super) fn left_there(&self, victim: &ProcShared) -> bool {
         let start = Instant::now();
         let cpu_then = victim.cpu_time();
+        // Relaxed: a hint (see below).
+        let turns_then = victim.watch.turns.load(Ordering::Relaxed);
         loop {
             for _ in 0..16 {
                 if !victim.has_queued() || self.has_own_work() {
                     return false;
                 }
                 crate::loom::spin_loop();
+            }
+            // A victim that takes turns runs its one queued item itself, next turn: the task
+            // not running of a pair that talks, say, which a steal would move away from the
+            // other (and the pair then either moves with it or talks across procs).
+            if !victim.has_surplus() && victim.watch.turns.load(Ordering::Relaxed) != turns_then {
+                return false;
             }
             if start.elapsed() >= STEAL_GRACE {
                 if !victim.has_queued() {
@@ -395,7 +426,24 @@ impl Context {
             || !self.placed.borrow().is_empty()
             || !self.new_is_empty()
             || !sh.injector.is_empty()
-            || sh.procs.iter().any(|p| p.has_queued())
+            || self.others_waiting()
             || sh.is_shutdown()
+    }
+
+    /// Whether another proc has more work waiting than its next turn takes (cheap loads
+    /// only; see [`ProcShared::has_surplus`]). One task or fiber queued alone is its own
+    /// proc's to run at its next turn: a proc running a pair of tasks that talk has the one
+    /// not running queued there about half the time, and an idle proc that counted that as
+    /// work never parked: it spun on the other proc's queue (bouncing its cache lines), and
+    /// took a task of the pair whenever the queue looked full through a whole `STEAL_GRACE`.
+    /// A proc that finds nothing of its own on a turn still looks at lone items
+    /// (`steal_others`), and the watchdog wakes a sleeper for one left behind a thread that
+    /// computes for a time slice.
+    pub(super) fn others_waiting(&self) -> bool {
+        self.shared
+            .procs
+            .iter()
+            .enumerate()
+            .any(|(i, p)| i != self.index && p.has_surplus())
     }
 }
