@@ -1,8 +1,8 @@
 //! Logging through `tracing` (feature `tracing`): the events pcml emits, with their fields,
 //! captured by a small subscriber installed as the process's global default.
 //!
-//! Run with `cargo test --profile ci -p pcml --features tracing --test log_tracing`.
-#![cfg(feature = "tracing")]
+//! Run with `cargo test --profile ci -p pcml --features tracing --test log_tracing` (the
+//! binary requires the feature).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -207,6 +207,29 @@ fn an_actor_crash_is_logged_with_its_report() {
     assert_eq!(crash.field("observed"), Some("false"));
 }
 
+/// For the supervised children that register as `name`: waits for the first one, sends it
+/// `ok` and then `culprit` (which makes it crash), and waits until the supervisor has
+/// restarted it (a new actor holds the name, so the crash was logged). Returns the first
+/// child's id.
+fn crash_and_wait_for_restart(
+    name: &str,
+    ok: (u32, &'static str),
+    culprit: (u32, &'static str),
+) -> actor::ActorId {
+    let first = loop {
+        if let Some(p) = actor::whereis::<(u32, &'static str)>(name) {
+            break p;
+        }
+        pcml::yield_now();
+    };
+    first.send(ok).unwrap();
+    first.send(culprit).unwrap();
+    while actor::whereis::<(u32, &'static str)>(name).is_none_or(|p| p.id() == first.id()) {
+        pcml::time::sleep(Duration::from_millis(1));
+    }
+    first.id()
+}
+
 #[test]
 fn a_supervised_crash_carries_the_last_message() {
     install();
@@ -223,22 +246,10 @@ fn a_supervised_crash_carries_the_last_message() {
                 })
             }))
             .start();
-        let first = loop {
-            if let Some(p) = actor::whereis::<(u32, &'static str)>("log-last-message") {
-                break p;
-            }
-            pcml::yield_now();
-        };
-        first.send((1, "small")).unwrap();
-        first.send((7, "the culprit")).unwrap();
-        // Restarted (after the crash was logged): a new actor holds the name.
-        while actor::whereis::<(u32, &'static str)>("log-last-message")
-            .is_none_or(|p| p.id() == first.id())
-        {
-            pcml::time::sleep(Duration::from_millis(1));
-        }
+        let first =
+            crash_and_wait_for_restart("log-last-message", (1, "small"), (7, "the culprit"));
         drop(sup);
-        first.id()
+        first
     });
     let crash = wait_for("actor crash", |e| {
         e.message() == "actor crashed" && e.field("actor") == Some(&first.as_u64().to_string())
@@ -273,21 +284,9 @@ fn a_child_spec_asks_for_the_last_message() {
                 })
             }))
             .start();
-        let first = loop {
-            if let Some(p) = actor::whereis::<(u32, &'static str)>("log-spec-last") {
-                break p;
-            }
-            pcml::yield_now();
-        };
-        first.send((2, "small")).unwrap();
-        first.send((9, "from the spec")).unwrap();
-        while actor::whereis::<(u32, &'static str)>("log-spec-last")
-            .is_none_or(|p| p.id() == first.id())
-        {
-            pcml::time::sleep(Duration::from_millis(1));
-        }
+        let first = crash_and_wait_for_restart("log-spec-last", (2, "small"), (9, "from the spec"));
         drop(sup);
-        first.id()
+        first
     });
     let crash = wait_for("actor crash", |e| {
         e.message() == "actor crashed" && e.field("actor") == Some(&first.as_u64().to_string())

@@ -311,6 +311,15 @@ fn a_deadlock_is_reported_once_the_os_threads_that_could_end_it_are_gone() {
     outside.join().unwrap();
 }
 
+/// The outcome the socket tests (and the last check after many runtimes) expect: the
+/// runtime on `procs` procs ended in a deadlock with exactly one fiber blocked.
+fn assert_one_fiber_deadlocked(procs: usize, r: &Result<u32, RuntimeError>) {
+    assert!(
+        matches!(r, Err(RuntimeError::Deadlock { blocked: 1, .. })),
+        "procs = {procs}: {r:?}"
+    );
+}
+
 /// A socket made outside any runtime (on the process-wide I/O driver) may wake a fiber while
 /// it is registered; once the OS thread that holds it drops it and ends, the deadlock is
 /// reported. Detection once took such a socket for a wake source of the runtime's own, skipped
@@ -330,10 +339,7 @@ fn a_deadlock_is_reported_once_a_socket_made_outside_any_runtime_is_dropped() {
             let _keep = asleep_tx;
             pcml::Chan::<u32>::new().recv()
         });
-        assert!(
-            matches!(r, Err(RuntimeError::Deadlock { blocked: 1, .. })),
-            "procs = {procs}: {r:?}"
-        );
+        assert_one_fiber_deadlocked(procs, &r);
         outside.join().unwrap();
     }
 }
@@ -355,10 +361,7 @@ fn a_deadlock_is_reported_once_an_os_thread_drops_the_runtimes_socket() {
                 .unwrap();
             pcml::Chan::<u32>::new().recv()
         });
-        assert!(
-            matches!(r, Err(RuntimeError::Deadlock { blocked: 1, .. })),
-            "procs = {procs}: {r:?}"
-        );
+        assert_one_fiber_deadlocked(procs, &r);
         outside.join().unwrap();
     }
 }
@@ -394,10 +397,7 @@ fn a_deadlock_is_reported_after_many_runtimes_came_and_went() {
     }
     for procs in [1, 2] {
         let r = rt(procs).block_on(|| pcml::Chan::<u32>::new().recv());
-        assert!(
-            matches!(r, Err(RuntimeError::Deadlock { blocked: 1, .. })),
-            "procs = {procs}: {r:?}"
-        );
+        assert_one_fiber_deadlocked(procs, &r);
     }
 }
 
