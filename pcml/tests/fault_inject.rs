@@ -432,13 +432,19 @@ fn handles_held_by_os_threads_outlive_the_runtime() {
     assert!(no_receiver);
 }
 
-/// Builds a runtime of 1024 procs under a small address-space limit, then one of one proc.
+/// Builds a runtime of 1024 procs, one OS thread each, under a small address-space limit,
+/// then one of one proc.
 #[test]
 fn child_proc_threads_cannot_start() {
     if !child_case("child_proc_threads_cannot_start") {
         return;
     }
-    match pcml::Runtime::builder().procs(1024).build() {
+    // One thread per proc: by default procs beyond the cores share threads.
+    match pcml::Runtime::builder()
+        .procs(1024)
+        .carrier_threads(1024)
+        .build()
+    {
         Ok(_) => println!("BUILT 1024"),
         Err(e) => println!("BUILD_ERR {e}"),
     }

@@ -54,6 +54,16 @@ pub(crate) fn install_for_this_thread(guard: &Cell<usize>, stack_size: usize) {
     ensure_altstack();
 }
 
+/// Points this thread's registration at another proc's guard cell (a thread that runs
+/// several procs, switching between them); `install_for_this_thread` must have run.
+#[inline]
+pub(crate) fn point_at(guard: &Cell<usize>) {
+    WORKER.with(|w| {
+        let (_, size) = w.get();
+        w.set((guard as *const Cell<usize>, size));
+    });
+}
+
 /// Forgets this thread's worker registration (before its `Context` goes away).
 pub(crate) fn uninstall_for_this_thread() {
     WORKER.with(|w| w.set((std::ptr::null(), 0)));

@@ -15,8 +15,10 @@
 //! .unwrap();
 //! ```
 //!
-//! A *proc* is one worker OS thread of a runtime; a runtime has `procs()` of them, by default
-//! `std::thread::available_parallelism()`. Each proc runs pcml threads one at a time, with no
+//! A *proc* is one scheduler of a runtime, run by a worker OS thread; a runtime has `procs()`
+//! of them, by default `std::thread::available_parallelism()`. A runtime with more procs
+//! than the process can run at once runs several procs on each of its OS threads, in turn
+//! (see [`Builder::carrier_threads`](crate::Builder::carrier_threads)). Each proc runs pcml threads one at a time, with no
 //! preemption. The layer offers what Morrisett and Tolmach's MP interface offers: the number of procs, the
 //! identity of the current proc, a per-proc datum ([`ProcLocal`]) and spin locks
 //! ([`SpinLock`]). Acquiring and releasing procs is automatic: an idle proc spins briefly,
@@ -26,8 +28,8 @@
 //! any `T`, one value per proc.
 //!
 //! # Invariants
-//! - `current_proc()` is `Some(i)` exactly on the worker thread of proc `i`, whichever pcml
-//!   thread runs there.
+//! - `current_proc()` is `Some(i)` exactly while the worker thread of proc `i` runs a turn
+//!   of proc `i`, whichever pcml thread runs there.
 
 mod parker;
 mod proc_local;

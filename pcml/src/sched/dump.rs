@@ -923,9 +923,18 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
         .unwrap_or_else(PoisonError::into_inner)
         .push(req.clone());
     for p in 0..procs {
-        match here {
-            Some(ctx) if ctx.index == p => ctx.answer_dump(&req),
-            _ => shared.send_to(p, InboxMsg::Dump(req.clone())),
+        // This proc answers here, and so do the procs that share its OS thread (between
+        // their turns now: a task waiting below would keep them from answering).
+        let local = here.and_then(|ctx| {
+            if ctx.index == p {
+                Some(ctx)
+            } else {
+                ctx.carrier_mates().iter().find(|m| m.index == p)
+            }
+        });
+        match local {
+            Some(ctx) => ctx.answer_dump(&req),
+            None => shared.send_to(p, InboxMsg::Dump(req.clone())),
         }
     }
     // Wait for the others: in a fiber by yielding (so this proc's own inbox is served); in a
@@ -958,9 +967,18 @@ fn gather(shared: &Arc<Shared>, edges: bool) -> (Dump, Vec<Edge>) {
                     .filter(|r| !Arc::ptr_eq(r, &req))
                     .cloned()
                     .collect();
+                // For this proc and those sharing its OS thread, which wait too.
+                let mates = ctx.carrier_mates();
+                let here = if mates.is_empty() {
+                    std::slice::from_ref(ctx)
+                } else {
+                    mates
+                };
                 for r in others {
-                    if !r.has_answered(ctx.index) {
-                        ctx.answer_dump(&r);
+                    for m in here {
+                        if !r.has_answered(m.index) {
+                            m.answer_dump(&r);
+                        }
                     }
                 }
             }

@@ -730,6 +730,8 @@ impl Shared {
 
     /// Leaves a token for proc `p` and wakes it, from its futex or from the I/O poller.
     pub(crate) fn unpark(&self, p: &ProcShared) {
+        // Procs that share an OS thread sleep on the first one's parker.
+        let p = &*self.procs[p.carrier];
         p.parker.unpark();
         if let Some(d) = self.io.get() {
             d.unpark_poller(p);

@@ -1,7 +1,8 @@
 //! The scheduler (Reppy, Russo and Xiao 2009; Morrisett and Tolmach 1992): runtimes, procs' run queues, work stealing, inboxes,
 //! spawning, joining, deadlock detection.
 //!
-//! A runtime has one worker OS thread per proc (see `worker`). Work reaches a proc three ways:
+//! A runtime runs its procs on worker OS threads, one per proc unless it has more procs than
+//! the process can run at once (see the placement policy below, and `worker`). Work reaches a proc three ways:
 //! its own deque and held slot (what it spawns, stealable by idle procs; see `held`), the
 //! global injector (work from
 //! outside the procs), and its inbox (wake-ups of its own fibers, and fibers placed on it with
@@ -134,6 +135,29 @@
 //!   that have work. A proc back from a park that timed out (the held-slot watcher, or a
 //!   timer that fired nothing for it) parks again at once if it found nothing: nobody
 //!   handed it work, so none is on its way.
+//! - **Procs beyond the cores share OS threads.** A runtime starts at most as many OS
+//!   threads, carriers, as the process can run at once (`available_parallelism`, which
+//!   follows CPU affinity and cgroup quotas; at least two for two procs or more), and proc
+//!   `p` runs on carrier `p % C`, the carrier taking one turn of each of its procs in
+//!   rotation ([`Builder::carrier_threads`] sets `C`). A proc keeps its identity: its
+//!   queues, inbox, timers and fibers are its own, `spawn_on(p)` places a fiber on it and
+//!   `current_proc` names it, and a started fiber still never leaves its OS thread, so the
+//!   thread-local reason it is pinned (see `fiber`) holds. What changes is the cost of a
+//!   hop. With one OS thread per proc and more procs than cores, a message to a fiber of
+//!   another proc wakes a parked thread (a futex wake-up, then a wait for the OS to give it
+//!   a core); the Parallel CML paper's placement (round-robin `spawn_on`) pays that on
+//!   nearly every message, and its 4- and 8-proc rows on a 2-core machine ran 5 to 25 times
+//!   slower than on 2 procs (primes-1000 4 procs over 2: 0.20x; parallel ping-pong: 0.06x).
+//!   Between two procs of one carrier the hop is an inbox push read at the receiver's next
+//!   turn on the same thread, and between carriers it is what it is on 2 procs: `procs(8)`
+//!   on 2 cores costs what `procs(2)` does. The price is that a fiber that computes without
+//!   a sync point, or blocks its OS thread in a system call, holds up the other procs of its
+//!   carrier too (their queued work and timers move to other carriers as a hog's do, see
+//!   `watchdog`; their started fibers wait); a program that wants an OS thread per proc
+//!   whatever the machine sets `carrier_threads` to its procs. Procs of one carrier never
+//!   steal from each other (their work runs on that thread anyway), and take work from other
+//!   carriers only when none of them has any; the carrier sleeps when all of them are idle,
+//!   on one parker that a wake-up of any of them unparks.
 //!
 //! ## Fair choice across procs
 //!
@@ -222,6 +246,10 @@
 //!   per proc rather than one per thread;
 //! - notifying idle procs of new work wakes at most one sleeper per push, and none while a
 //!   proc is searching: the cost per spawn stays O(1) in P.
+//!
+//! - between two procs of one carrier (more procs than cores): an inbox push and its
+//!   drain on the same thread, no wake-up at all; the carrier's rotation adds one look at
+//!   each of its procs' inboxes and queues per turn.
 //!
 //! On 16 procs (the Parallel CML paper's figures run on 16 to 48 cores) the per-operation
 //! costs above stay the same except the idle look, which grows linearly; what grows is the

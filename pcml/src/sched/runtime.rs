@@ -226,6 +226,8 @@ pub enum BuildError {
     /// The `SIGQUIT` handler asked for by [`Builder::dump_on_sigquit`] could not be set up
     /// (the OS's error).
     Signal(String),
+    /// `carrier_threads` was 0 or more than the runtime's procs (the second field).
+    CarrierThreads(usize, usize),
     /// A `PCML_*` environment variable that sets a default (`PCML_PROCS`,
     /// `PCML_STACK_SIZE`) holds something other than a valid value. Unset or empty, it does
     /// not count.
@@ -252,6 +254,11 @@ impl fmt::Display for BuildError {
                  {MIN_STACK_SIZE}..={MAX_STACK_SIZE} bytes"
             ),
             BuildError::MaxFibers => f.write_str("pcml: max_fibers must be at least 1"),
+            BuildError::CarrierThreads(n, procs) => write!(
+                f,
+                "pcml: carrier_threads must be between 1 and the runtime's {procs} procs, not \
+                 {n}"
+            ),
             BuildError::Thread(e) => write!(
                 f,
                 "pcml: could not start a worker thread: {e}; ask for fewer procs, or raise \
@@ -292,6 +299,7 @@ impl std::error::Error for BuildError {}
 #[derive(Debug, Clone)]
 pub struct Builder {
     procs: Option<usize>,
+    carrier_threads: Option<usize>,
     stack_size: Option<usize>,
     max_fibers: Option<usize>,
     detect_deadlock: bool,
@@ -304,11 +312,47 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// The number of procs (worker OS threads), `1..=`[`MAX_PROCS`]. Default: `PCML_PROCS`,
-    /// else the core count. `build` fails if it is out of range, or if it is not set here and
+    /// The number of procs (schedulers, each with its own run queues), `1..=`[`MAX_PROCS`].
+    /// Default: `PCML_PROCS`, else the core count. Each proc gets an OS thread of its own up
+    /// to the number the process can run at once; beyond it procs share threads (see
+    /// [`carrier_threads`](Self::carrier_threads)). `build` fails if it is out of range, or if it is not set here and
     /// `PCML_PROCS` holds anything but such a number ([`BuildError::Env`]).
     pub fn procs(mut self, n: usize) -> Self {
         self.procs = Some(n);
+        self
+    }
+
+    /// How many OS threads run the procs, `1..=procs`. Default: one per proc, but no more
+    /// than the process can run at once (`std::thread::available_parallelism()`, which
+    /// follows CPU affinity and cgroup quotas), and at least two when there are two procs or
+    /// more.
+    ///
+    /// With fewer threads than procs, proc `p` runs on thread `p % threads`, taking turns with
+    /// the other procs of its thread: [`spawn_on`](crate::spawn_on) keeps its meaning (the
+    /// fiber lives on proc `p`, and [`current_proc`](crate::current_proc) says so), a message
+    /// between two procs of one thread costs a queue push instead of an OS wake-up, and
+    /// `procs(8)` on a 2-core machine costs what `procs(2)` does. The price: a fiber that
+    /// computes without a sync point, or blocks its OS thread in a system call, holds up
+    /// every proc of its thread, not only its own (see `watchdog`). Set this to `procs` for
+    /// one OS thread per proc whatever the machine, as before.
+    ///
+    /// ```
+    /// let rt = pcml::Runtime::builder().procs(4).carrier_threads(2).build().unwrap();
+    /// let procs = rt
+    ///     .block_on(|| {
+    ///         let hs: Vec<_> = (0..4)
+    ///             .map(|p| pcml::spawn_on(p, pcml::current_proc))
+    ///             .collect();
+    ///         hs.into_iter().map(|h| h.join().unwrap().unwrap()).collect::<Vec<_>>()
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(procs, [0, 1, 2, 3]);
+    ///
+    /// let err = pcml::Runtime::builder().procs(2).carrier_threads(3).build().unwrap_err();
+    /// assert!(err.to_string().contains("carrier_threads"));
+    /// ```
+    pub fn carrier_threads(mut self, n: usize) -> Self {
+        self.carrier_threads = Some(n);
         self
     }
 
@@ -480,6 +524,11 @@ impl Builder {
         if !(1..=MAX_PROCS).contains(&procs) {
             return Err(BuildError::Procs(procs));
         }
+        let carriers = match self.carrier_threads {
+            Some(n) if (1..=procs).contains(&n) => n,
+            Some(n) => return Err(BuildError::CarrierThreads(n, procs)),
+            None => procs.min(cores().max(2)),
+        };
         let stack_size = match self.stack_size {
             Some(n) => n,
             None => env_stack_size()?.unwrap_or(DEFAULT_STACK_SIZE),
@@ -516,6 +565,7 @@ impl Builder {
                         woken_stealer: w.stealer(),
                         inbox: Inbox::new(),
                         parker: Parker::new(),
+                        carrier: i % carriers,
                         sleeping: AtomicBool::new(false),
                         live: CachePadded::new(AtomicIsize::new(0)),
                         timers_cancelled: AtomicUsize::new(0),
@@ -554,19 +604,24 @@ impl Builder {
             actors_external: Default::default(),
         });
         crate::sched::registry::register(&shared);
-        let mut threads = Vec::with_capacity(procs);
+        // Carrier `c` runs procs c, c + carriers, c + 2 carriers, ...
+        let mut groups: Vec<Vec<worker::ProcDeques>> = (0..carriers).map(|_| Vec::new()).collect();
         for (i, (deque, woken)) in deques.into_iter().enumerate() {
+            groups[i % carriers].push((i, deque, woken));
+        }
+        let mut threads = Vec::with_capacity(carriers);
+        for (c, group) in groups.into_iter().enumerate() {
             let sh = shared.clone();
             #[cfg(feature = "tokio")]
             let tokio = self.tokio.clone();
             let spawned = std::thread::Builder::new()
-                .name(format!("pcml-proc-{i}"))
+                .name(format!("pcml-proc-{c}"))
                 .spawn(move || {
                     // Entered for the thread's whole life: fibers and tasks of every stack on
                     // it see the handle (tokio's context is per thread).
                     #[cfg(feature = "tokio")]
                     let _tokio = tokio.as_ref().map(|h| h.enter());
-                    worker::run_worker(sh, i, deque, woken)
+                    worker::run_carrier(sh, group)
                 });
             match spawned {
                 Ok(t) => threads.push(t),
@@ -624,6 +679,7 @@ impl Runtime {
     pub fn builder() -> Builder {
         Builder {
             procs: None,
+            carrier_threads: None,
             stack_size: None,
             max_fibers: None,
             detect_deadlock: true,

@@ -818,6 +818,17 @@ where
 
 /// Spawns a fiber that starts and stays on proc `proc`.
 ///
+/// `proc` is a proc of the runtime, not an OS thread: on a runtime with more procs than
+/// OS threads ([`Builder::carrier_threads`](crate::Builder::carrier_threads)) the fiber runs
+/// in proc `proc`'s turns on the thread that carries it, and a message to a fiber of another
+/// proc of the same thread wakes no OS thread.
+///
+/// ```
+/// let rt = pcml::Runtime::builder().procs(2).build().unwrap();
+/// let on = rt.block_on(|| pcml::spawn_on(1, pcml::current_proc).join().unwrap());
+/// assert_eq!(on.unwrap(), Some(1));
+/// ```
+///
 /// # Panics
 /// As [`spawn`], and if the runtime has no proc `proc`.
 #[track_caller]

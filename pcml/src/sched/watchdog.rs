@@ -424,7 +424,16 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> (bool, bool) {
         } else {
             continue;
         }
-        if !s.reported && stuck_work(shared, p, now) {
+        // A proc that shares its OS thread and runs nothing now waits for a carrier mate:
+        // the mate that runs is the one to name.
+        let waits_for_mate = p.watch.running.load(Ordering::Relaxed) == 0
+            && shared
+                .procs
+                .iter()
+                .filter(|q| q.carrier == p.carrier)
+                .count()
+                > 1;
+        if !s.reported && !waits_for_mate && stuck_work(shared, p, now) {
             // Report only a thread that computed: a proc whose OS thread had no core (a busy
             // machine) also stops taking turns, and moving its work helps then too, but its
             // thread is no hog. Without a readable clock, wall time stands in.
@@ -453,7 +462,12 @@ fn proc_cpu(p: &ProcShared) -> Option<Duration> {
 /// its fibers in its inbox; on a runtime of one proc also due timers and work pushed from
 /// outside the runtime. (What the hog queued on a one-proc runtime is private to the proc.)
 fn stuck_work(shared: &Shared, p: &ProcShared, now: Instant) -> bool {
-    if !p.inbox.is_empty() {
+    // Its own wake-ups, or those of the procs sharing its OS thread.
+    if shared
+        .procs
+        .iter()
+        .any(|q| q.carrier == p.carrier && !q.inbox.is_empty())
+    {
         return true;
     }
     shared.procs.len() == 1 && (p.timers_due(now) || p.has_queued() || !shared.injector.is_empty())

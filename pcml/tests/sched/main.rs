@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod carrier;
 mod held;
 mod join_evt;
 mod metrics;

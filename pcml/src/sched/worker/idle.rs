@@ -76,6 +76,145 @@ impl Context {
         self.sleep();
     }
 
+    /// `idle` for the procs of a carrier (`run_carrier`), none of which found work: spin while
+    /// any could find some, then sleep together on the first one's parker. As `idle`, but
+    /// without the quick re-park after a timed-out park.
+    pub(super) fn idle_all(ctxs: &[Context]) {
+        let head = &ctxs[0];
+        let sh = &*head.shared;
+        for ctx in ctxs {
+            // A turn for the watchdog: an idle proc is not running a thread.
+            let turns = &ctx.me().watch.turns;
+            turns.store(
+                turns.load(Ordering::Relaxed).wrapping_add(1),
+                Ordering::Relaxed,
+            );
+        }
+        // As in `idle`: one carrier counts once among the searchers.
+        let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit;
+        let start = Instant::now();
+        let mut found = false;
+        'spin: loop {
+            for _ in 0..64 {
+                if ctxs.iter().any(|ctx| ctx.has_work()) {
+                    found = true;
+                    break 'spin;
+                }
+                for _ in 0..8 {
+                    crate::loom::spin_loop();
+                }
+            }
+            for ctx in ctxs {
+                ctx.enter();
+                found |= ctx.fire_due_timers() || ctx.check_owed();
+            }
+            if found {
+                break;
+            }
+            head.enter();
+            head.io_dispatch(|| sh.poll_io_now());
+            if !may_spin {
+                // Relaxed: a hint; the count includes this carrier.
+                if sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
+                    may_spin = true;
+                } else if start.elapsed() >= SPIN_OVER_LIMIT {
+                    break;
+                }
+                continue;
+            }
+            let spun = start.elapsed();
+            if spun >= SPIN {
+                break;
+            }
+            if spun >= SPIN_HOT {
+                std::thread::yield_now();
+            }
+        }
+        sh.num_searching.fetch_sub(1, Ordering::SeqCst);
+        if !found {
+            Self::sleep_all(ctxs);
+        }
+    }
+
+    /// `sleep` for the procs of a carrier: each counts itself asleep, then, if none has work,
+    /// the thread parks on the first one's parker (where `Shared::unpark` wakes any of them)
+    /// until the earliest of their timers and checks; the first one watches the held slots
+    /// for all.
+    fn sleep_all(ctxs: &[Context]) {
+        let head = &ctxs[0];
+        head.enter();
+        let sh = &*head.shared;
+        for ctx in ctxs {
+            // SeqCst: as in `sleep`, for each proc of the carrier.
+            ctx.me().sleeping.store(true, Ordering::SeqCst);
+            sh.num_sleeping.fetch_add(1, Ordering::SeqCst);
+        }
+        // SeqCst fence: as in `sleep`.
+        fence(Ordering::SeqCst);
+        let mut polled = crate::sched::io::Polled::new();
+        if !ctxs.iter().any(|ctx| ctx.has_work()) {
+            let mut next = None;
+            let mut earliest = |due: Option<Instant>| {
+                if let Some(due) = due {
+                    next = Some(next.map_or(due, |d: Instant| d.min(due)));
+                }
+            };
+            if sh.num_sleeping.load(Ordering::SeqCst) == sh.procs.len() {
+                earliest(head.check_deadlock().map(|d| Instant::now() + d));
+            }
+            for ctx in ctxs {
+                earliest(ctx.next_timer());
+                earliest(ctx.owed.borrow().next_check());
+            }
+            let mut watching = head.held_moved() && head.try_watch();
+            let mut blind = false;
+            if !watching {
+                head.stop_watching();
+                let blind_sleepers = &sh.held_watch.blind_sleepers;
+                // SeqCst: as in `sleep`.
+                blind_sleepers.fetch_add(1, Ordering::SeqCst);
+                if head.held_moved() && head.try_watch() {
+                    blind_sleepers.fetch_sub(1, Ordering::Relaxed);
+                    watching = true;
+                } else {
+                    blind = true;
+                }
+            }
+            if watching {
+                earliest(Some(Instant::now() + HELD_GRACE));
+            }
+            let me = head.me();
+            match next {
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if deadline > now {
+                        metrics::bump(&me.metrics.parks);
+                        sh.park_proc(me, Some(deadline - now), &mut polled);
+                    }
+                }
+                None => {
+                    metrics::bump(&me.metrics.parks);
+                    sh.park_proc(me, None, &mut polled);
+                }
+            }
+            if blind {
+                // Relaxed: a hint for spawners.
+                sh.held_watch.blind_sleepers.fetch_sub(1, Ordering::Relaxed);
+            }
+            if watching {
+                head.stop_watching();
+            }
+        }
+        crate::sched::outside::bump_epoch();
+        for ctx in ctxs {
+            if sh.num_sleeping.fetch_sub(1, Ordering::SeqCst) == sh.procs.len() {
+                crate::sched::watchdog::wake_watchdog(sh);
+            }
+            ctx.me().sleeping.store(false, Ordering::SeqCst);
+        }
+        head.io_dispatch(|| sh.dispatch_polled(&mut polled));
+    }
+
     /// Whether another proc's held slot is full, or its ticket moved since this proc last
     /// looked (it spawns: its next held fiber may be left waiting); records the tickets.
     fn held_moved(&self) -> bool {

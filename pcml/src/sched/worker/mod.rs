@@ -280,6 +280,13 @@ pub(crate) struct Context {
     own_held: OneLine<RefCell<Option<NewFiber>>>,
     /// Whether this is the runtime's only proc.
     alone: bool,
+    /// Whether other procs share this proc's OS thread (a carrier of several procs: see
+    /// `run_carrier`); then it takes no work from other procs in its own turn, only when
+    /// every proc of its carrier is out of work.
+    mates: bool,
+    /// The contexts of the procs sharing this proc's OS thread, this one included, when
+    /// `mates` (null otherwise): they live in `run_carrier`'s frame.
+    carrier: Cell<*const [Context]>,
     /// The length of `ready` before the running choice's commit, if turns were owed then
     /// (`usize::MAX` otherwise).
     ready_mark: Cell<usize>,
@@ -339,8 +346,9 @@ thread_local! {
 #[inline(always)]
 pub(crate) fn context() -> Option<&'static Context> {
     let p = CONTEXT.with(|c| c.get());
-    // SAFETY: CONTEXT is set by `run_worker` to a Context on its own stack and cleared before
-    // that frame ends; everything that runs on this thread in between (fibers, tasks) runs
+    // SAFETY: CONTEXT is set by `run_worker` to a Context on its own stack (by `run_carrier`
+    // to one of the contexts in its frame, which never move) and cleared before that frame
+    // ends; everything that runs on this thread in between (fibers, tasks) runs
     // inside that frame, so the reference is valid for as long as any caller can hold it.
     unsafe { p.as_ref() }
 }
@@ -399,58 +407,155 @@ impl Context {
         unsafe { self.me.as_ref() }
     }
 
+    /// The contexts of the procs sharing this proc's OS thread, this one included (empty
+    /// unless `mates`).
+    pub(crate) fn carrier_mates(&self) -> &[Context] {
+        // SAFETY: null-free: a dangling empty slice, or `run_carrier`'s vector of contexts,
+        // which is built before any of them is entered and lives until its frame ends; every
+        // caller runs on that thread inside that frame.
+        unsafe { &*self.carrier.get() }
+    }
+
     /// Whether this proc is dropping its fibers at shutdown.
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.get()
     }
 }
 
+impl Context {
+    /// Proc `index`'s private state, with its deques' owner ends; `mates`: whether other procs
+    /// share its OS thread (see `run_carrier`).
+    fn new(
+        shared: Arc<Shared>,
+        index: usize,
+        local: Deque<Runnable>,
+        woken: Deque<Runnable>,
+        mates: bool,
+    ) -> Self {
+        let shared_stack_size = shared.stack_size;
+        let shared_procs = shared.procs.len();
+        let me = ptr::NonNull::from(&*shared.procs[index]);
+        Context {
+            me,
+            stacks: RefCell::new(StackPool::new(shared.stack_size)),
+            shared,
+            index,
+            local,
+            own: RefCell::new(Vec::new()),
+            ready: RefCell::new(VecDeque::new()),
+            woken,
+            deferred: RefCell::new(VecDeque::new()),
+            io_dispatch: Cell::new(false),
+            deferred_oldest: Cell::new(None),
+            placed: RefCell::new(VecDeque::new()),
+            own_held: OneLine::new(RefCell::new(None)),
+            alone: shared_procs == 1,
+            mates,
+            carrier: Cell::new(ptr::slice_from_raw_parts(
+                ptr::NonNull::<Context>::dangling().as_ptr(),
+                0,
+            )),
+            held_seen: Cell::new(None),
+            held_tickets: RefCell::new(vec![0; shared_procs]),
+            timed_out_at: Cell::new(None),
+            ready_mark: Cell::new(usize::MAX),
+            owed: RefCell::new(Owed::new(shared_procs)),
+            fibers: FiberTable::new(),
+            inbox_buf: RefCell::new(Vec::new()),
+            injector_turn: Cell::new(INJECTOR_EVERY),
+            oldest_turn: Cell::new(OLDEST_EVERY),
+            prefer_new: Cell::new(false),
+            next_token: Cell::new(1),
+            budget: Cell::new(BUDGET),
+            current: OneLine::new(Cell::new(Current::Scheduler)),
+            inline_top: Cell::new(ptr::null()),
+            yielder: Cell::new(ptr::null()),
+            shutting_down: Cell::new(false),
+            guard: Cell::new(0),
+            spare_cell: OneLine::new(SpareCell::new()),
+            inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
+            recheck: Cell::new(crate::sched::outside::RECHECK_MIN),
+        }
+    }
+
+    /// Makes this context the thread's current proc (a carrier switching procs).
+    #[inline]
+    fn enter(&self) {
+        CONTEXT.with(|c| c.set(self));
+        overflow::point_at(&self.guard);
+    }
+}
+
+/// One proc's deques, owner ends: new work and woken tasks.
+pub(crate) type ProcDeques = (usize, Deque<Runnable>, Deque<Runnable>);
+
+/// The body of an OS thread that runs `procs` (a carrier: see the `sched` docs' placement
+/// policy). With one proc, its worker loop; with several, their turns in rotation.
+pub(crate) fn run_carrier(shared: Arc<Shared>, mut procs: Vec<ProcDeques>) {
+    if procs.len() == 1 {
+        let (index, local, woken) = procs.pop().expect("one proc");
+        return run_worker(shared, index, local, woken);
+    }
+    // Built whole before any is entered: the vector never moves afterwards.
+    let ctxs: Vec<Context> = procs
+        .into_iter()
+        .map(|(index, local, woken)| Context::new(shared.clone(), index, local, woken, true))
+        .collect();
+    let clock = owed::this_thread_clock();
+    for ctx in &ctxs {
+        if let Some(clock) = clock {
+            // Relaxed: as in `run_worker`.
+            ctx.me().cpu_clock.store(clock, Ordering::Relaxed);
+        }
+        ctx.carrier.set(ptr::from_ref(&ctxs[..]));
+    }
+    let _own = crate::sched::outside::OwnThread::enter();
+    overflow::install_for_this_thread(&ctxs[0].guard, shared.stack_size);
+    ctxs[0].enter();
+    let _clear = ClearContext;
+    while !shared.is_shutdown() {
+        let mut ran = false;
+        for ctx in &ctxs {
+            ctx.enter();
+            ctx.drain_inbox();
+            ran |= ctx.carrier_turn();
+            // Nothing of this proc runs until its next turn: the watchdog must not name its
+            // last thread as the one holding the carrier.
+            ctx.show_running(0);
+        }
+        if !ran && !ctxs.iter().any(|ctx| ctx.steal_for_carrier()) {
+            Context::idle_all(&ctxs);
+        }
+    }
+    for ctx in &ctxs {
+        ctx.enter();
+        ctx.shutdown();
+    }
+    for _ in &ctxs {
+        // SeqCst: pairs with the load in `Shared::is_quiescent`.
+        shared.exited.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Clears the thread's context and overflow registration when a worker's frame ends.
+struct ClearContext;
+
+impl Drop for ClearContext {
+    fn drop(&mut self) {
+        overflow::uninstall_for_this_thread();
+        CONTEXT.with(|c| c.set(ptr::null()));
+    }
+}
+
 /// The body of proc `index`'s OS thread.
+#[inline(never)]
 pub(crate) fn run_worker(
     shared: Arc<Shared>,
     index: usize,
     local: Deque<Runnable>,
     woken: Deque<Runnable>,
 ) {
-    let shared_stack_size = shared.stack_size;
-    let shared_procs = shared.procs.len();
-    let me = ptr::NonNull::from(&*shared.procs[index]);
-    let ctx = Context {
-        me,
-        stacks: RefCell::new(StackPool::new(shared.stack_size)),
-        shared,
-        index,
-        local,
-        own: RefCell::new(Vec::new()),
-        ready: RefCell::new(VecDeque::new()),
-        woken,
-        deferred: RefCell::new(VecDeque::new()),
-        io_dispatch: Cell::new(false),
-        deferred_oldest: Cell::new(None),
-        placed: RefCell::new(VecDeque::new()),
-        own_held: OneLine::new(RefCell::new(None)),
-        alone: shared_procs == 1,
-        held_seen: Cell::new(None),
-        held_tickets: RefCell::new(vec![0; shared_procs]),
-        timed_out_at: Cell::new(None),
-        ready_mark: Cell::new(usize::MAX),
-        owed: RefCell::new(Owed::new(shared_procs)),
-        fibers: FiberTable::new(),
-        inbox_buf: RefCell::new(Vec::new()),
-        injector_turn: Cell::new(INJECTOR_EVERY),
-        oldest_turn: Cell::new(OLDEST_EVERY),
-        prefer_new: Cell::new(false),
-        next_token: Cell::new(1),
-        budget: Cell::new(BUDGET),
-        current: OneLine::new(Cell::new(Current::Scheduler)),
-        inline_top: Cell::new(ptr::null()),
-        yielder: Cell::new(ptr::null()),
-        shutting_down: Cell::new(false),
-        guard: Cell::new(0),
-        spare_cell: OneLine::new(SpareCell::new()),
-        inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
-        recheck: Cell::new(crate::sched::outside::RECHECK_MIN),
-    };
+    let ctx = Context::new(shared, index, local, woken, false);
     CONTEXT.with(|c| c.set(&ctx));
     if let Some(clock) = owed::this_thread_clock() {
         // Relaxed: read only as a hint (an unset clock makes a debt count as busy).
@@ -458,14 +563,7 @@ pub(crate) fn run_worker(
     }
     let _own = crate::sched::outside::OwnThread::enter();
     overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
-    struct Clear;
-    impl Drop for Clear {
-        fn drop(&mut self) {
-            overflow::uninstall_for_this_thread();
-            CONTEXT.with(|c| c.set(ptr::null()));
-        }
-    }
-    let _clear = Clear;
+    let _clear = ClearContext;
     while !ctx.shared.is_shutdown() {
         ctx.drain_inbox();
         if !ctx.turn() {

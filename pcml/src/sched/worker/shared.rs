@@ -14,8 +14,13 @@ pub(crate) struct ProcShared {
     pub(crate) woken_stealer: Stealer<Runnable>,
     /// Wake-ups and placed fibers from elsewhere.
     pub(crate) inbox: Inbox<InboxMsg>,
-    /// What the proc sleeps on when idle.
+    /// What the proc sleeps on when idle (for procs sharing an OS thread, the parker of the
+    /// first of them, `carrier`, is the one used).
     pub(crate) parker: Parker,
+    /// The index of the first proc run by this proc's OS thread (itself unless more procs
+    /// than the process can run at once share threads: see the `sched` docs). Procs with the
+    /// same `carrier` share one thread and sleep on that proc's parker.
+    pub(crate) carrier: usize,
     /// Set (SeqCst) by the proc before its last look for work, cleared after it wakes.
     pub(crate) sleeping: AtomicBool,
     /// Threads started minus threads finished by this proc (may be negative: a thread spawned

@@ -295,6 +295,10 @@ impl Context {
         let n = self.shared.procs.len();
         for k in 1..n {
             let victim = &self.shared.procs[(self.index + k) % n];
+            if victim.carrier == self.me().carrier {
+                // Its work runs on this OS thread anyway, at its own proc's turn.
+                continue;
+            }
             // Its new work first (the oldest: near the root of a tree of spawns, the most
             // work), then its woken tasks, each into the queue of the same kind here.
             let queued = [
@@ -379,7 +383,7 @@ impl Context {
         let turns_then = victim.watch.turns.load(Ordering::Relaxed);
         loop {
             for _ in 0..16 {
-                if !victim.has_queued() || self.has_own_work() {
+                if !victim.has_queued() || self.has_own_work() || self.mates_have_work() {
                     return false;
                 }
                 crate::loom::spin_loop();
@@ -413,6 +417,17 @@ impl Context {
             || !self.woken.is_empty()
             || self.has_new_work()
             || self.shared.is_shutdown()
+    }
+
+    /// Whether a proc sharing this one's OS thread got work from elsewhere (its inbox; what
+    /// it makes itself arises only in its own turn). False at once without mates.
+    #[inline]
+    pub(super) fn mates_have_work(&self) -> bool {
+        self.mates
+            && self
+                .carrier_mates()
+                .iter()
+                .any(|m| !m.me().inbox.is_empty() || !m.new_is_empty())
     }
 
     /// Whether there is work this proc could take (cheap loads only).
