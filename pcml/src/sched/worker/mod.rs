@@ -489,6 +489,9 @@ impl Context {
 /// One proc's deques, owner ends: new work and woken tasks.
 pub(crate) type ProcDeques = (usize, Deque<Runnable>, Deque<Runnable>);
 
+/// How many turns in a row a proc of a carrier of several procs may take while it has work.
+const CARRIER_BATCH: usize = 32;
+
 /// The body of an OS thread that runs `procs` (a carrier: see the `sched` docs' placement
 /// policy). With one proc, its worker loop; with several, their turns in rotation.
 pub(crate) fn run_carrier(shared: Arc<Shared>, mut procs: Vec<ProcDeques>) {
@@ -517,8 +520,16 @@ pub(crate) fn run_carrier(shared: Arc<Shared>, mut procs: Vec<ProcDeques>) {
         let mut ran = false;
         for ctx in &ctxs {
             ctx.enter();
-            ctx.drain_inbox();
-            ran |= ctx.carrier_turn();
+            // A proc with work keeps the thread for up to `CARRIER_BATCH` turns, so that the
+            // empty turns of its idle mates (an inbox drain and a look at empty queues each)
+            // are paid once per batch, not once per switch of its threads.
+            for _ in 0..CARRIER_BATCH {
+                ctx.drain_inbox();
+                if !ctx.carrier_turn() {
+                    break;
+                }
+                ran = true;
+            }
             // Nothing of this proc runs until its next turn: the watchdog must not name its
             // last thread as the one holding the carrier.
             ctx.show_running(0);
