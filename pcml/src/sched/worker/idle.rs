@@ -49,24 +49,8 @@ impl Context {
             // poller, `sched::io`): it wakes our tasks and fibers onto our own queues, where
             // `has_work` sees them next look.
             self.io_dispatch(|| sh.poll_io_now());
-            if !may_spin {
-                // Relaxed: a hint; the count includes this proc.
-                if sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
-                    may_spin = true;
-                } else if start.elapsed() >= SPIN_OVER_LIMIT {
-                    break;
-                }
-                continue;
-            }
-            let spun = start.elapsed();
-            if spun >= SPIN {
+            if !keep_spinning(sh, &mut may_spin, start) {
                 break;
-            }
-            if spun >= SPIN_HOT {
-                // Give the core away between looks: if the machine has more runnable threads
-                // than cores (another proc of ours among them), spinning would keep the thread
-                // that has our work off the core.
-                std::thread::yield_now();
             }
         }
         sh.num_searching.fetch_sub(1, Ordering::SeqCst);
@@ -113,21 +97,8 @@ impl Context {
             }
             head.enter();
             head.io_dispatch(|| sh.poll_io_now());
-            if !may_spin {
-                // Relaxed: a hint; the count includes this carrier.
-                if sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
-                    may_spin = true;
-                } else if start.elapsed() >= SPIN_OVER_LIMIT {
-                    break;
-                }
-                continue;
-            }
-            let spun = start.elapsed();
-            if spun >= SPIN {
+            if !keep_spinning(sh, &mut may_spin, start) {
                 break;
-            }
-            if spun >= SPIN_HOT {
-                std::thread::yield_now();
             }
         }
         sh.num_searching.fetch_sub(1, Ordering::SeqCst);
@@ -407,4 +378,29 @@ impl Context {
             self.shared.thread_finished();
         }
     }
+}
+
+/// After a look that found no work, whether an idle proc (or carrier) searching since `start`
+/// looks again. One that may not spin (`spin_limit` others do) becomes a spinner if some stop
+/// meanwhile, else gives up after `SPIN_OVER_LIMIT`; a spinner gives up after `SPIN`, and
+/// gives the core away between looks after `SPIN_HOT`: if the machine has more runnable
+/// threads than cores (another proc of ours among them), spinning would keep the thread that
+/// has our work off the core.
+fn keep_spinning(sh: &Shared, may_spin: &mut bool, start: Instant) -> bool {
+    if !*may_spin {
+        // Relaxed: a hint; the count includes the caller.
+        if sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
+            *may_spin = true;
+            return true;
+        }
+        return start.elapsed() < SPIN_OVER_LIMIT;
+    }
+    let spun = start.elapsed();
+    if spun >= SPIN {
+        return false;
+    }
+    if spun >= SPIN_HOT {
+        std::thread::yield_now();
+    }
+    true
 }
