@@ -81,22 +81,7 @@ fn main() {
             .join()
             .unwrap()
         } else {
-            pcml::spawn_task(async move {
-                for _ in 0..n {
-                    let v = p2.recv_evt().await;
-                    q2.send_evt(v + 1).await;
-                }
-            });
-            pcml::spawn_task(async move {
-                let mut v = 0;
-                for _ in 0..n {
-                    ping.send_evt(v).await;
-                    v = pong.recv_evt().await;
-                }
-                v
-            })
-            .join()
-            .unwrap()
+            await_pair(n).join().unwrap()
         };
         let e = t.elapsed();
         assert_eq!(v, n);
