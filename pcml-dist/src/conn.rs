@@ -52,7 +52,22 @@ pub(crate) struct Conn {
 impl Conn {
     /// Sends a control message and its message, if any. False if the connection is down.
     pub(crate) fn send(&self, ctrl: &Term, msg: Option<&Term>) -> bool {
-        let mut f = wire::frame(ctrl, msg);
+        self.send_frames(wire::frame(ctrl, msg))
+    }
+
+    /// Sends two control messages as one write: the peer reads the second before anything
+    /// this node writes in answer to what the peer does on reading the first. (A `LINK`
+    /// followed by the `EXIT` it announces: the peer's proxy of the linked process monitors
+    /// it on reading the `LINK`, and this node's `noproc` answer must not overtake the
+    /// `EXIT` with the real reason.)
+    pub(crate) fn send_two(&self, first: &Term, second: &Term) -> bool {
+        let mut f = wire::frame(first, None);
+        f.extend_from_slice(&wire::frame(second, None));
+        self.send_frames(f)
+    }
+
+    /// Writes whole frames, in order with every other sender's.
+    fn send_frames(&self, mut f: Vec<u8>) -> bool {
         let mut out = lock(&self.out);
         if !out.writer_owns {
             // The quick path: no hand-off to the writer, so a round trip costs no switch to

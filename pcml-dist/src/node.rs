@@ -1335,8 +1335,9 @@ impl Inner {
                         return;
                     }
                 }
-                match (target, self.pid_of::<Term>(&from)) {
-                    (Some(e), Ok((_, Some(ctl)))) => {
+                // No proxy is made for a watcher of a process that has ended.
+                match target.map(|e| (e, self.pid_of::<Term>(&from))) {
+                    Some((e, Ok((_, Some(ctl))))) => {
                         let down_from = match &to {
                             Term::Atom(_) => to.clone(),
                             _ => e.erl.clone().into(),
@@ -1486,11 +1487,14 @@ fn proxy_body<M: IntoTerm + Send + 'static>(
             Ev::Sig(Signal::Exit { from, reason }) => {
                 let Some(n) = node.upgrade() else { continue };
                 let local = n.erl_of(from);
-                if !remote_links.remove(&from) {
-                    // Linked here with `Ctx::link`: the remote side learns of the link now.
-                    conn.send(&wire::link(&local, &remote), None);
+                let exit = wire::exit(&local, &remote, reason_to_term(&reason));
+                if remote_links.remove(&from) {
+                    conn.send(&exit, None);
+                } else {
+                    // Linked here with `Ctx::link`: the remote side learns of the link now,
+                    // in the same write as the exit (see `Conn::send_two`).
+                    conn.send_two(&wire::link(&local, &remote), &exit);
                 }
-                conn.send(&wire::exit(&local, &remote, reason_to_term(&reason)), None);
             }
             Ev::Sig(Signal::Down {
                 monitor, reason, ..
