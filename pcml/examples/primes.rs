@@ -3,17 +3,20 @@
 //!
 //! `cargo run --release -p pcml --example primes -- KIND N PROCS RUNS` with KIND `placed`
 //! (fibers, filter k `spawn_on` proc k mod P, as the paper), `spawn` (fibers placed by the
-//! scheduler; it also prints how many filters ran on proc 1), `tasks` (async tasks) or `split`
+//! scheduler; it also prints how many filters ran on proc 1), `tasks` (async tasks), `split`
 //! (fibers, the generator and filters 1 to K-1 on proc 0, the rest on proc 1: one cut in the
 //! chain; K is a fifth argument, by default 28% of N, where half of the messages have been
-//! received). Prints the milliseconds of each run, and on stderr each proc's resumes, parks,
+//! received) or `blocks` (fibers, the generator on proc 0 and filter k on proc (k / B) mod P:
+//! the chain cut into blocks of B filters dealt to the procs in turn; B is a fifth argument,
+//! by default 50). Prints the milliseconds of each run, and on stderr each proc's resumes, parks,
 //! steals and wake-ups sent to other procs in that run.
 //! Allocates with mimalloc through `mi_malloc`, as the bench binary does.
 use pcml::chan::Chan;
 
 static ON_1: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-fn sieve(n: usize, kind: &str, split: Option<usize>) -> Vec<u64> {
+/// `arg`: for `split` the first filter on proc 1, for `blocks` the block size.
+fn sieve(n: usize, kind: &str, arg: Option<usize>) -> Vec<u64> {
     let procs = pcml::procs();
     let first: Chan<u64> = Chan::new();
     let gen_out = first.clone();
@@ -25,7 +28,7 @@ fn sieve(n: usize, kind: &str, split: Option<usize>) -> Vec<u64> {
         }
     };
     match kind {
-        "placed" | "split" => drop(pcml::spawn_on(0, gen_body)),
+        "placed" | "split" | "blocks" => drop(pcml::spawn_on(0, gen_body)),
         "spawn" => drop(pcml::spawn(gen_body)),
         _ => {
             let gen_out = first.clone();
@@ -50,7 +53,7 @@ fn sieve(n: usize, kind: &str, split: Option<usize>) -> Vec<u64> {
         let (input, out) = (ch, Chan::new());
         let output = out.clone();
         match kind {
-            "placed" | "spawn" | "split" => {
+            "placed" | "spawn" | "split" | "blocks" => {
                 let body = move || {
                     if pcml::current_proc() == Some(1) {
                         ON_1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -62,12 +65,13 @@ fn sieve(n: usize, kind: &str, split: Option<usize>) -> Vec<u64> {
                         }
                     }
                 };
-                if let Some(split) = split {
-                    drop(pcml::spawn_on(usize::from(k + 1 >= split), body));
-                } else if kind == "placed" {
-                    drop(pcml::spawn_on((k + 1) % procs, body));
-                } else {
-                    drop(pcml::spawn(body));
+                match (kind, arg) {
+                    ("blocks", Some(block)) => drop(pcml::spawn_on((k + 1) / block % procs, body)),
+                    ("split", Some(split)) => {
+                        drop(pcml::spawn_on(usize::from(k + 1 >= split), body))
+                    }
+                    ("placed", _) => drop(pcml::spawn_on((k + 1) % procs, body)),
+                    _ => drop(pcml::spawn(body)),
                 }
             }
             _ => drop(pcml::spawn_task(async move {
@@ -95,7 +99,11 @@ fn main() {
     let (n, procs, runs) = (num(1, 1000), num(2, 2), num(3, 5));
     // The best two-proc layout of a chain: one cut, where half of the messages have been
     // received (filter 280 of 1,000: counted by running the sieve's arithmetic alone).
-    let split = (kind == "split" && procs > 1).then(|| num(4, n * 28 / 100));
+    let arg = match kind.as_str() {
+        "split" if procs > 1 => Some(num(4, n * 28 / 100)),
+        "blocks" => Some(num(4, 50).max(1)),
+        _ => None,
+    };
     for _ in 0..runs {
         let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
         let k = kind.clone();
@@ -103,7 +111,7 @@ fn main() {
             .block_on(move || {
                 let before = pcml::sched::metrics().unwrap();
                 let t = std::time::Instant::now();
-                let p = sieve(n, &k, split);
+                let p = sieve(n, &k, arg);
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 let m = pcml::sched::metrics().unwrap().since(&before);
                 for (i, p) in m.procs().iter().enumerate() {

@@ -74,29 +74,49 @@
 //!   the spawner's side); the fiber then runs when its proc next takes a turn, or moves
 //!   when the watchdog finds that proc hogged.
 //! - **A chain of threads is not cut across procs.** Scheduler placement keeps a pipeline
-//!   such as the primes sieve on the proc that spawned it, even with another proc idle. The
-//!   best cut there is (`examples/primes.rs split 1000 2`: the generator and the first 279
-//!   filters on proc 0, the other 720 on proc 1, where half of the messages have been
-//!   received) did not pay on the 2-core machine this is developed on: each half ran dry
-//!   waiting for the other, so the program resumed threads 1.4-1.7x as often (830,000-980,000
-//!   resumes for 516,383 messages in 13 runs, against 573,791 on one proc, where a filter
-//!   often finds its next number already offered), parked 340-750 times a run, and sent
-//!   1,800-2,000 wake-ups across procs; at load 8.7 its median over 7 runs was 274 ms
-//!   (175-602 ms) against 260 ms (149-376 ms) for the same program on one proc. So one proc's speed is
-//!   the bound for such a program here, and a second proc must not make it slower.
+//!   such as the primes sieve on the proc that spawned it, even with another proc idle: a
+//!   started fiber cannot move later, and every layout across two procs measured here ran
+//!   slower on a busy machine. Counts for primes-1000 (`examples/primes.rs`, which prints
+//!   each proc's resumes, parks and wake-ups sent across; the counts hardly depend on the
+//!   load, the times do). On one proc the program resumes threads 573,791 times for 516,383
+//!   messages: a filter often finds its next number already offered.
 //!
-//!   The bound, from counts rather than times (resumes do not depend on the machine's load):
-//!   crossing procs is not what costs. Cut after filter 279 (prime 1,801 > the square root
-//!   of 7,919), only the 721 primes above it cross, and main takes the last 720 primes back:
-//!   about 1,440 cross-proc messages of 516,383. What costs is that each half runs dry: on
-//!   one proc a filter usually finds its next number already offered (573,791 resumes, 1.11
-//!   a message), split it more often blocks first (883,000-1,041,000 resumes, 1.7-2.0 a
-//!   message). The busier proc's resumes, over 2 runs per cut (`examples/primes.rs split
-//!   1000 2 1 K`): 697,000-723,000 cutting at K = 150, 466,000-510,000 at 280, 562,000-571,000
-//!   at 400, 726,000-735,000 at 550. Even with free hops and perfect overlap, time in
-//!   proportion to the busier proc's resumes bounds the best one-cut split to 573,791 /
-//!   466,000-510,000 = 1.13-1.23x of one proc: the 1.3x of the benchmark's goal would take
-//!   441,000 resumes at most on the busier proc, below what any cut gave.
+//!   *One cut* (`split 1000 2 1 K`: the generator and filters 1 to K-1 on proc 0, the rest on
+//!   proc 1) lets only the primes above the cut cross (about 1,440 messages at K = 280), but
+//!   each half runs dry waiting for the other, and the busier proc alone resumed threads
+//!   697,000-723,000 times at K = 150, 466,000-510,000 at 280, 562,000-571,000 at 400 and
+//!   726,000-735,000 at 550 (2 runs each). If time goes as the busier proc's resumes, no
+//!   single cut beats one proc by more than 573,791 / 466,000 = 1.23x.
+//!
+//!   *Many cuts* do halve the work: `blocks 1000 2 3 B` deals the filters to the two procs in
+//!   blocks of B (filter k on proc (k / B) mod 2), so each proc always has some block with a
+//!   number to pass on. The busier proc's resumes, 3 to 5 runs each: 288,000-295,000 at B =
+//!   10 (1.96x fewer than one proc's), 309,000-341,000 at 20, 330,000-366,000 at 50,
+//!   361,000-386,000 at 100, 432,000-500,000 at 250; the paper's round-robin (B = 1)
+//!   291,000-295,000. What grows is the traffic across procs: 54,000-55,000 wake-ups sent to
+//!   the other proc at B = 10, 28,000-31,000 at 20, 11,600-12,900 at 50, 5,900-6,300 at 100
+//!   (578,000-586,000 round-robin), and 650-1,100 parks a run at B = 10 to 100 (the idle
+//!   proc of the one-proc layout: 33-53).
+//!   A hop costs few instructions: under callgrind, which runs the threads one at a time,
+//!   B = 10 executed 340 M instructions against 313 M on one proc (both including the drop
+//!   of the 1,000 blocked fibers at the end), 174 M and 165 M on the two procs, a bound of
+//!   1.80x with hops that never wait; the best single cut executed 494 M, 269 M on the
+//!   busier proc (1.16x).
+//!
+//!   Such a layout was also tried as a rule for `spawn`: once 32 fibers live on a proc, the
+//!   fibers it spawns next are dealt to the procs in blocks of 32 (busier proc 343,000-357,000
+//!   resumes, 17,000-17,800 wake-ups across; under callgrind 389 M instructions, the busier
+//!   thread 212 M: a bound of 1.47x). It was not kept. On the 2-core machine this is
+//!   developed on, shared with other builds (load 9-12), 5 alternations of 3 runs each put
+//!   the one-proc layout at a median of 175 ms on 1 proc and 190 ms on 2, the rule at 403 ms
+//!   and blocks of 10 at 398 ms: a pipeline pinned across two procs goes at the pace of
+//!   whichever of its OS threads the OS has descheduled, and each time a proc runs dry it
+//!   parks and waits for a futex wake-up and a core. Tokio and Go lose less there because
+//!   their tasks migrate: the thread that has a core carries on with the other's work. So a
+//!   second proc does not speed up a chain of fibers placed by `spawn` on this machine; a
+//!   program that knows it runs on idle cores can place the blocks itself with `spawn_on`,
+//!   and a chain of async tasks, which migrate, gains from the second proc (primes-1000 in
+//!   the benchmark's quick suite: 1.46x of one proc).
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //!   The exception is a task whose last poll left a choice of several branches pending: it
