@@ -57,7 +57,13 @@
 //!   (median of all 32: 367 ns); with the test, none of 32 runs stole (median 194 ns, slowest
 //!   791 ns). A victim that is busy runs on its core and its clock moves, so a tree of spawns
 //!   still spreads as before; one whose thread is blocked in a system call keeps its queue
-//!   until the watchdog marks it hogged.
+//!   until the watchdog marks it hogged. One exception: tasks woken by a dispatch of I/O
+//!   readiness events that left two or more items queued may be taken at once (each waited
+//!   on its own socket, so none is the partner of what its proc runs next). An idle proc
+//!   that watched such a batch for 20 us before it took half cost a 2-proc echo server of
+//!   100 connections 30% of its CPU time (`examples/echo_load pcml 2`, 5 runs alternated at
+//!   load 9-11: 28.9 us of CPU a round trip with the grace, 20.4 us without, tokio's
+//!   `multi_thread(2)` 20.3 us).
 //! - **A held fiber wakes nobody.** Since no proc may take it for `HELD_GRACE`, a spawn
 //!   does not wake an idle proc for it (work pushed on a deque does). Instead, while some
 //!   proc spawns (its held slot's ticket moves) or holds a fiber, one idle proc, the

@@ -12,6 +12,7 @@ impl Context {
         let turns = &me.watch.turns;
         let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
         turns.store(tick, Ordering::Relaxed);
+        self.end_io_batch();
         // Back from a park that timed out, and no turn since ran anything (its failed turn
         // and this call are the two counted): nobody handed this proc work, so park again at
         // once rather than spin (a watcher of the held slots wakes every `HELD_GRACE`).
@@ -67,6 +68,7 @@ impl Context {
         let head = &ctxs[0];
         let sh = &*head.shared;
         for ctx in ctxs {
+            ctx.end_io_batch();
             // A turn for the watchdog: an idle proc is not running a thread.
             let turns = &ctx.me().watch.turns;
             turns.store(

@@ -51,6 +51,10 @@ pub(crate) struct ProcShared {
     /// The CPU clock of the proc's thread (`NO_CLOCK` until it starts): procs owed a turn by
     /// this one read it (`owed`).
     pub(crate) cpu_clock: std::sync::atomic::AtomicI32,
+    /// Set by the proc when one dispatch of readiness events queued two or more tasks here,
+    /// cleared when it next runs out of work: its queued work may be taken at once, without
+    /// `STEAL_GRACE` (see `Context::left_there`). Written only on those changes.
+    pub(crate) io_batch: AtomicBool,
     /// This proc's metrics (`sched::metrics`): written by the proc only, read by snapshots;
     /// on a line of its own.
     pub(crate) metrics: CachePadded<crate::sched::metrics::ProcCounters>,

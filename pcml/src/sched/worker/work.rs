@@ -116,12 +116,44 @@ impl Context {
         self.push_task_here(task);
     }
 
-    /// Runs `f`, which dispatches readiness events on this proc (see `io_dispatch`).
+    /// Runs `f`, which dispatches readiness events on this proc (see `io_dispatch`). The
+    /// tasks it wakes go on the deque without telling idle procs one by one; if it queued
+    /// two or more, idle procs are told once, and may take them at once (`io_batch`): each
+    /// waited on its own source, none is the continuation of what this proc runs next, so
+    /// there is no partner to keep them beside, as there is for a thread just spawned or
+    /// woken by a message. Waiting `STEAL_GRACE` for them cost the idle proc of a 2-proc
+    /// echo server a third of the process's CPU time (`examples/echo_load pcml 2`).
     #[inline]
     pub(super) fn io_dispatch(&self, f: impl FnOnce()) {
+        if self.alone {
+            self.io_dispatch.set(true);
+            f();
+            self.io_dispatch.set(false);
+            return;
+        }
+        let before = self.local.len();
         self.io_dispatch.set(true);
         f();
         self.io_dispatch.set(false);
+        let after = self.local.len();
+        if after > before && after >= 2 {
+            let batch = &self.me().io_batch;
+            // Relaxed: a hint for thieves; the work itself is published by the deque.
+            if !batch.load(Ordering::Relaxed) {
+                batch.store(true, Ordering::Relaxed);
+            }
+            self.shared.notify_idle();
+        }
+    }
+
+    /// Clears `io_batch` (see `io_dispatch`): this proc ran out of work.
+    #[inline]
+    pub(super) fn end_io_batch(&self) {
+        let batch = &self.me().io_batch;
+        // Relaxed: as in `io_dispatch`.
+        if batch.load(Ordering::Relaxed) {
+            batch.store(false, Ordering::Relaxed);
+        }
     }
 
     /// Sends `task`, woken here, back to proc `home`, where its pending choice was made;
@@ -153,7 +185,8 @@ impl Context {
         }
         let lone = self.new_is_empty();
         self.push_new_quiet(Runnable::Task(task));
-        if !lone {
+        // During a dispatch of readiness events, `io_dispatch` tells them once at its end.
+        if !lone && !self.io_dispatch.get() {
             self.shared.notify_idle();
         }
     }
@@ -374,9 +407,15 @@ impl Context {
     /// the watchdog marked it hogged). See the module docs: work that its own proc is about
     /// to run is not moved away from the threads it talks to, and a victim whose thread had
     /// no core (a busy machine, or more procs than cores) runs its work itself once it gets
-    /// one back.
+    /// one back. Surplus that a dispatch of readiness events queued (`io_batch`, see
+    /// `io_dispatch`) is taken at once.
     #[inline(never)]
     pub(super) fn left_there(&self, victim: &ProcShared) -> bool {
+        // Relaxed: a hint (see the field); a batch of tasks woken by readiness events has no
+        // partner to stay beside.
+        if victim.io_batch.load(Ordering::Relaxed) && victim.has_surplus() {
+            return true;
+        }
         let start = Instant::now();
         let cpu_then = victim.cpu_time();
         // Relaxed: a hint (see below).
