@@ -14,8 +14,7 @@ use super::{Ctx, pcml_against_tokio, tokio_for};
 use crate::runner::{Error, Metric, Result, Sample};
 use crate::table::{Row, Section};
 
-#[path = "../../../pcml/examples/hyper_server.rs"]
-#[allow(dead_code)] // the example's `main`
+#[path = "../../../pcml/examples/support/hyper_server.rs"]
 mod hyper_server;
 
 const METRIC: Metric = Metric::Rate { unit: "requests/s" };

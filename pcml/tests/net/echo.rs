@@ -404,8 +404,8 @@ fn tokio_without_a_handle_panics_with_tokios_message() {
 }
 
 #[cfg(feature = "tokio")]
-#[path = "../../examples/hyper_server.rs"]
-#[allow(dead_code)] // the example's `main` and its tokio half
+#[path = "../../examples/support/hyper_server.rs"]
+#[allow(dead_code)] // its tokio half
 mod hyper_server;
 
 #[cfg(feature = "tokio")]

@@ -1,0 +1,207 @@
+//! The hyper server of `examples/hyper_server.rs`, on pcml and on tokio: shared by that
+//! example, the benchmark's `http` program and the `net` tests (included by `#[path]`), so
+//! that the example alone sets a global allocator (mimalloc, as the benchmark runs).
+//!
+//! hyper runs on any runtime that gives it three things, through its `rt` traits: I/O
+//! (`hyper::rt::Read`/`Write`, here over [`pcml::net::TcpStream`]'s tokio traits), a timer
+//! (`hyper::rt::Timer`, here pcml's [`sleep_async`](pcml::time::sleep_async), used for the
+//! header-read timeout), and for HTTP/2 an executor (`hyper::rt::Executor`, here
+//! [`pcml::spawn_task`]). Each connection is one pcml task.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+
+/// The service: a fixed greeting, as in the usual hello-world server benchmarks.
+async fn hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    Ok(Response::new(Full::new(Bytes::from_static(
+        b"Hello, World!",
+    ))))
+}
+
+/// Adapts a stream with tokio's I/O traits to hyper's (what `hyper_util::rt::TokioIo` does).
+pub struct HyperIo<S>(pub S);
+
+impl<S: tokio::io::AsyncRead + Unpin> hyper::rt::Read for HyperIo<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        // SAFETY: tokio's `ReadBuf` never de-initializes memory, and only the bytes it reports
+        // filled are then marked filled in hyper's buffer.
+        let n = unsafe {
+            let mut tbuf = tokio::io::ReadBuf::uninit(buf.as_mut());
+            match tokio::io::AsyncRead::poll_read(Pin::new(&mut self.0), cx, &mut tbuf) {
+                Poll::Ready(Ok(())) => tbuf.filled().len(),
+                other => return other,
+            }
+        };
+        // SAFETY: the first `n` bytes were just filled.
+        unsafe { buf.advance(n) };
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> hyper::rt::Write for HyperIo<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        tokio::io::AsyncWrite::poll_write(Pin::new(&mut self.0), cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        tokio::io::AsyncWrite::poll_write_vectored(Pin::new(&mut self.0), cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        tokio::io::AsyncWrite::is_write_vectored(&self.0)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        tokio::io::AsyncWrite::poll_flush(Pin::new(&mut self.0), cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        tokio::io::AsyncWrite::poll_shutdown(Pin::new(&mut self.0), cx)
+    }
+}
+
+/// hyper's timer on pcml's timers.
+#[derive(Clone, Debug)]
+pub struct PcmlTimer;
+
+/// A pcml sleep as hyper's `Sleep`.
+struct PcmlSleep(pcml::time::Sleep);
+
+impl Future for PcmlSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl hyper::rt::Sleep for PcmlSleep {}
+
+impl hyper::rt::Timer for PcmlTimer {
+    fn sleep(&self, d: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(PcmlSleep(pcml::time::sleep_async(d)))
+    }
+
+    fn sleep_until(&self, at: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        let d = at.saturating_duration_since(Instant::now());
+        Box::pin(PcmlSleep(pcml::time::sleep_async(d)))
+    }
+}
+
+/// hyper's executor (HTTP/2 spawns its streams' work through it) on pcml tasks.
+#[derive(Clone, Debug)]
+#[allow(dead_code)] // `http2::Builder::new(PcmlExecutor)`; this server speaks HTTP/1.1
+pub struct PcmlExecutor;
+
+impl<F> hyper::rt::Executor<F> for PcmlExecutor
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        pcml::spawn_task(fut);
+    }
+}
+
+/// Serves hello-world on `listener` with pcml tasks, one per connection, until the listener
+/// fails. Call it from a pcml task or fiber.
+pub async fn serve_pcml(listener: pcml::net::TcpListener) {
+    loop {
+        let (conn, _) = match listener.accept_async().await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("hyper_server: accept failed: {e}");
+                return;
+            }
+        };
+        let _ = conn.set_nodelay(true);
+        pcml::spawn_task(async move {
+            let served = http1::Builder::new()
+                .timer(PcmlTimer)
+                .header_read_timeout(Duration::from_secs(30))
+                .serve_connection(HyperIo(conn), service_fn(hello));
+            match served.await {
+                // A client that leaves between requests is not an error.
+                Err(e) if !e.is_incomplete_message() => {
+                    eprintln!("hyper_server: connection error: {e}");
+                }
+                _ => {}
+            }
+        });
+    }
+}
+
+/// The same server on tokio (its sockets, its tasks, its timer).
+pub async fn serve_tokio(listener: tokio::net::TcpListener) {
+    loop {
+        let (conn, _) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("hyper_server: accept failed: {e}");
+                return;
+            }
+        };
+        let _ = conn.set_nodelay(true);
+        tokio::spawn(async move {
+            let served = http1::Builder::new()
+                .timer(TokioTimer)
+                .header_read_timeout(Duration::from_secs(30))
+                .serve_connection(HyperIo(conn), service_fn(hello));
+            match served.await {
+                // A client that leaves between requests is not an error.
+                Err(e) if !e.is_incomplete_message() => {
+                    eprintln!("hyper_server: connection error: {e}");
+                }
+                _ => {}
+            }
+        });
+    }
+}
+
+/// hyper's timer on tokio's, for the comparison.
+#[derive(Clone, Debug)]
+pub struct TokioTimer;
+
+struct TokioSleep(Pin<Box<tokio::time::Sleep>>);
+
+impl Future for TokioSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl hyper::rt::Sleep for TokioSleep {}
+
+impl hyper::rt::Timer for TokioTimer {
+    fn sleep(&self, d: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(TokioSleep(Box::pin(tokio::time::sleep(d))))
+    }
+
+    fn sleep_until(&self, at: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(TokioSleep(Box::pin(tokio::time::sleep_until(at.into()))))
+    }
+}
