@@ -133,6 +133,13 @@ impl FiberTable {
         }
     }
 
+    /// How many fibers live here (started and not yet finished).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: a shared look at the table; see `get`.
+        unsafe { (*self.slots.get()).len() }
+    }
+
     /// The key the next `insert` will give.
     pub(crate) fn vacant_key(&self) -> usize {
         // SAFETY: a shared look at the table; see `get`.

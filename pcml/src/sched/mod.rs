@@ -27,7 +27,8 @@
 //! The policy, most important first:
 //! - **New work stays where it was spawned.** `spawn` and `spawn_task` put the new thread on
 //!   the spawner's proc. A started fiber never moves (see `fiber`), so where a fiber first
-//!   runs is where it talks to its partners for life.
+//!   runs is where it talks to its partners for life. The exception is a proc on which
+//!   many fibers live (below).
 //! - **An idle proc takes only work that waits.** A proc's newest spawned fiber is held
 //!   (its joiner takes it back with one CAS, see `held`); an idle proc takes a held fiber only
 //!   if it sees the same one held `HELD_GRACE` (2 ms) apart and the holding proc's thread
@@ -79,50 +80,47 @@
 //!   The price: a spawn that races with a proc falling asleep may go unseen (no fence on
 //!   the spawner's side); the fiber then runs when its proc next takes a turn, or moves
 //!   when the watchdog finds that proc hogged.
-//! - **A chain of threads is not cut across procs.** Scheduler placement keeps a pipeline
-//!   such as the primes sieve on the proc that spawned it, even with another proc idle: a
-//!   started fiber cannot move later, and every layout across two procs measured here ran
-//!   slower on a busy machine. Counts for primes-1000 (`examples/primes.rs`, which prints
-//!   each proc's resumes, parks and wake-ups sent across; the counts hardly depend on the
-//!   load, the times do). On one proc the program resumes threads 573,791 times for 516,383
-//!   messages: a filter often finds its next number already offered.
+//! - **Many long-lived fibers are dealt out in long blocks, while the procs have cores.**
+//!   Once 100 started fibers live on a proc, the fibers it spawns next go to the procs in
+//!   turn, 100 at a time (the next proc first, this one included; like `spawn_on`'s, each
+//!   starts and stays on its proc), as long as the spawner's OS thread spent less than a
+//!   tenth of its time since the last block waiting for a core (the kernel's count, in
+//!   `/proc/thread-self/schedstat`; where it cannot be read, every block stays). The case
+//!   is a pipeline that grows, such as the primes sieve, whose filters are spawned one by
+//!   one, each started before the next: kept on one proc it runs at one proc's speed, and
+//!   cut in long blocks it runs on all of them, a message crossing procs only at a block's
+//!   edge. Spawn+join, a tree of spawns and ping-pong pairs never have 100 fibers started on
+//!   one proc, and a burst of spawns that have not run yet spreads by stealing, as before.
+//!   Measured with primes-1000 (`examples/primes.rs`: `split 1000 2 R K` puts the generator
+//!   and filters 1 to K-1 on proc 0 and the rest on proc 1, `blocks 1000 2 R B` deals the
+//!   filters to the procs in blocks of B, `spawn` places them by this rule; each run prints
+//!   each proc's resumes, parks and wake-ups sent across), alternations of 3 runs:
+//!   - with a core each (the runs at `SCHED_FIFO` priority, so that the other processes of
+//!     the shared 2-core machine could not take the cores), 5 alternations: medians of 88
+//!     ms on one proc, 85 ms with every filter on one of 2 procs, 53 ms for one cut at K =
+//!     280 (1.68x), 46 ms for blocks of 100 (1.91x), 52 ms for blocks of 50, 68 ms of 32, 89
+//!     ms of 20 and 107 ms of 10 (more cuts, more hops); async tasks, which migrate, 57 ms
+//!     (1.55x). This rule, without its test of the run queue, in 4 more alternations: 42 ms
+//!     against 79 ms on one proc (1.89x);
+//!   - on the same machine shared with other builds (load 9-12), the same rule took 378 ms
+//!     against 246 ms on one proc (0.65x, 4 alternations), and blocks of 10 398 ms against
+//!     175 ms: a pipeline pinned across two procs goes at the pace of whichever of its
+//!     threads the OS has descheduled, each proc running dry and parking hundreds of times a
+//!     run, where tokio's and Go's tasks move to the thread that has a core. Hence the test:
+//!     a spawner whose thread waits for a core keeps its blocks, and the chain stays on one
+//!     proc, at one proc's speed. With it, at load 12-14, no run of 12 dealt a block (median
+//!     810 ms, against 895 ms on one proc and 1,075 ms on 2 procs before the rule; single
+//!     runs from 0.34 s to 3.2 s), and with a core each the rule ran at 56 ms against 94 ms
+//!     on one proc (1.68x, 5 alternations).
 //!
-//!   *One cut* (`split 1000 2 1 K`: the generator and filters 1 to K-1 on proc 0, the rest on
-//!   proc 1) lets only the primes above the cut cross (about 1,440 messages at K = 280), but
-//!   each half runs dry waiting for the other, and the busier proc alone resumed threads
-//!   697,000-723,000 times at K = 150, 466,000-510,000 at 280, 562,000-571,000 at 400 and
-//!   726,000-735,000 at 550 (2 runs each). If time goes as the busier proc's resumes, no
-//!   single cut beats one proc by more than 573,791 / 466,000 = 1.23x.
-//!
-//!   *Many cuts* do halve the work: `blocks 1000 2 3 B` deals the filters to the two procs in
-//!   blocks of B (filter k on proc (k / B) mod 2), so each proc always has some block with a
-//!   number to pass on. The busier proc's resumes, 3 to 5 runs each: 288,000-295,000 at B =
-//!   10 (1.96x fewer than one proc's), 309,000-341,000 at 20, 330,000-366,000 at 50,
-//!   361,000-386,000 at 100, 432,000-500,000 at 250; the paper's round-robin (B = 1)
-//!   291,000-295,000. What grows is the traffic across procs: 54,000-55,000 wake-ups sent to
-//!   the other proc at B = 10, 28,000-31,000 at 20, 11,600-12,900 at 50, 5,900-6,300 at 100
-//!   (578,000-586,000 round-robin), and 650-1,100 parks a run at B = 10 to 100 (the idle
-//!   proc of the one-proc layout: 33-53).
-//!   A hop costs few instructions: under callgrind, which runs the threads one at a time,
-//!   B = 10 executed 340 M instructions against 313 M on one proc (both including the drop
-//!   of the 1,000 blocked fibers at the end), 174 M and 165 M on the two procs, a bound of
-//!   1.80x with hops that never wait; the best single cut executed 494 M, 269 M on the
-//!   busier proc (1.16x).
-//!
-//!   Such a layout was also tried as a rule for `spawn`: once 32 fibers live on a proc, the
-//!   fibers it spawns next are dealt to the procs in blocks of 32 (busier proc 343,000-357,000
-//!   resumes, 17,000-17,800 wake-ups across; under callgrind 389 M instructions, the busier
-//!   thread 212 M: a bound of 1.47x). It was not kept. On the 2-core machine this is
-//!   developed on, shared with other builds (load 9-12), 5 alternations of 3 runs each put
-//!   the one-proc layout at a median of 175 ms on 1 proc and 190 ms on 2, the rule at 403 ms
-//!   and blocks of 10 at 398 ms: a pipeline pinned across two procs goes at the pace of
-//!   whichever of its OS threads the OS has descheduled, and each time a proc runs dry it
-//!   parks and waits for a futex wake-up and a core. Tokio and Go lose less there because
-//!   their tasks migrate: the thread that has a core carries on with the other's work. So a
-//!   second proc does not speed up a chain of fibers placed by `spawn` on this machine; a
-//!   program that knows it runs on idle cores can place the blocks itself with `spawn_on`,
-//!   and a chain of async tasks, which migrate, gains from the second proc (primes-1000 in
-//!   the benchmark's quick suite: 1.46x of one proc).
+//!   The counts show where the hops go, not the time. One proc resumes threads 573,791
+//!   times for 516,383 messages; the busier proc resumed 466,000-510,000 times with the cut
+//!   at K = 280 (about 1,440 messages cross, but each half runs dry and blocks where one
+//!   proc would find its next number already offered), 288,000-295,000 times with blocks of
+//!   10 (54,000-55,000 wake-ups across) and 361,000-386,000 with blocks of 100 (5,900-6,300
+//!   across), the two procs parking 650-1,100 times a run between them (the idle proc of
+//!   the one-proc layout: 33-53). A program can place its own pipeline with `spawn_on`:
+//!   once near the middle of the work, or in blocks of 50-100 stages.
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //!   The exception is a task whose last poll left a choice of several branches pending: it

@@ -305,6 +305,12 @@ pub(crate) struct Context {
     /// instead of spinning (nobody handed this proc work, so none is on its way).
     timed_out_at: Cell<Option<u32>>,
     fibers: FiberTable,
+    /// Fibers spawned here while `SPILL_FROM` started fibers or more lived here, the proc
+    /// their current block goes to, and this thread's CPU and run-queue wait times at the
+    /// last block's decision (see `spill_to`).
+    spilled: Cell<usize>,
+    spill_target: Cell<usize>,
+    sched_seen: Cell<(u64, u64)>,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
     /// Turns left before the injector is looked at first.
@@ -461,6 +467,9 @@ impl Context {
             ready_mark: Cell::new(usize::MAX),
             owed: RefCell::new(Owed::new(shared_procs)),
             fibers: FiberTable::new(),
+            spilled: Cell::new(0),
+            spill_target: Cell::new(index),
+            sched_seen: Cell::new((0, 0)),
             inbox_buf: RefCell::new(Vec::new()),
             injector_turn: Cell::new(INJECTOR_EVERY),
             oldest_turn: Cell::new(OLDEST_EVERY),

@@ -39,6 +39,11 @@ impl Context {
     /// and one sleeps with no deadline is one woken, to start watching.
     #[inline(never)]
     pub(super) fn hold_new_shared(&self, f: NewFiber) {
+        if let Some(to) = self.spill_to() {
+            self.count_live_here(1);
+            self.shared.send_to(to, InboxMsg::Start(f));
+            return;
+        }
         match self.me().held.try_put(f) {
             Ok(()) => self.shared.notify_held(),
             Err(f) => {
@@ -46,6 +51,58 @@ impl Context {
                 self.shared.notify_idle();
             }
         }
+    }
+
+    /// The proc a fiber spawned here goes to, if not this one: once `SPILL_FROM` started
+    /// fibers live here, spawns are dealt in blocks of `SPILL_BLOCK` to each proc in turn,
+    /// the next one first and this one included, each block only while this proc's thread
+    /// has a core to itself (see "Many long-lived fibers are dealt out in long blocks" in
+    /// the `sched` docs). A fiber sent elsewhere starts there as `spawn_on`'s do.
+    #[inline]
+    fn spill_to(&self) -> Option<usize> {
+        if self.fibers.len() < SPILL_FROM {
+            return None;
+        }
+        let n = self.spilled.get();
+        self.spilled.set(n.wrapping_add(1));
+        if n % SPILL_BLOCK == 0 {
+            let to = (self.index + 1 + n / SPILL_BLOCK) % self.shared.procs.len();
+            // A block stays here when this thread waited for a core: the procs' threads
+            // would not all run at once, and a chain pinned across them would go at the
+            // pace of the one the OS left waiting.
+            let to = if to != self.index && self.cores_to_spare() {
+                to
+            } else {
+                self.index
+            };
+            self.spill_target.set(to);
+        }
+        let to = self.spill_target.get();
+        (to != self.index).then_some(to)
+    }
+
+    /// Whether this proc's thread spent less than a tenth of its time since the last call
+    /// (since it started, the first time) waiting in the OS's run queue, by the kernel's
+    /// count (`/proc/thread-self/schedstat`: CPU time, then run-queue wait, in ns). `false`
+    /// where that count cannot be read.
+    #[cold]
+    fn cores_to_spare(&self) -> bool {
+        #[cfg(test)]
+        if let Some(spare) = tests::SPARE.with(Cell::get) {
+            return spare;
+        }
+        let Some((cpu, wait)) = std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| {
+                let mut it = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+                Some((it.next()??, it.next()??))
+            })
+        else {
+            return false;
+        };
+        let (cpu0, wait0) = self.sched_seen.replace((cpu, wait));
+        let (dcpu, dwait) = (cpu.saturating_sub(cpu0), wait.saturating_sub(wait0));
+        dwait.saturating_mul(10) < dcpu.saturating_add(dwait)
     }
 
     /// Pushes a fiber just spawned here to the local deque, counting it live.
@@ -499,5 +556,78 @@ impl Context {
             .iter()
             .enumerate()
             .any(|(i, p)| i != self.index && p.has_surplus())
+    }
+}
+
+/// Started fibers living on a proc from which its spawns are dealt to the procs in blocks.
+const SPILL_FROM: usize = 100;
+/// Fibers in each such block.
+const SPILL_BLOCK: usize = 100;
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use crate::chan::Chan;
+
+    thread_local! {
+        /// What `cores_to_spare` answers on this thread, if set (a fiber pinned there sets it).
+        pub(super) static SPARE: Cell<Option<bool>> = const { Cell::new(None) };
+    }
+
+    /// A chain of `n` fibers on 2 procs whose threads answer `spare` to `cores_to_spare`,
+    /// each spawned by main once the one before has started, as the primes sieve spawns its
+    /// filters; returns the proc each fiber started on, after checking that a message down
+    /// the chain found every fiber still there.
+    fn chain(n: usize, spare: bool) -> Vec<usize> {
+        let rt = crate::Runtime::builder().procs(2).build().unwrap();
+        rt.block_on(move || {
+            for p in 0..2 {
+                crate::spawn_on(p, move || SPARE.with(|s| s.set(Some(spare))))
+                    .join()
+                    .unwrap();
+            }
+            let report: Chan<usize> = Chan::new();
+            let first: Chan<bool> = Chan::new();
+            let mut last = first.clone();
+            let mut procs = Vec::with_capacity(n);
+            for _ in 0..n {
+                let (output, reply) = (Chan::new(), report.clone());
+                let input = std::mem::replace(&mut last, output.clone());
+                drop(crate::spawn(move || {
+                    let here = crate::current_proc().unwrap();
+                    reply.send(here);
+                    loop {
+                        let ok = input.recv();
+                        output.send(ok && crate::current_proc() == Some(here));
+                    }
+                }));
+                procs.push(report.recv());
+            }
+            first.send(true);
+            assert!(last.recv(), "a fiber of the chain moved");
+            procs
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn spawns_are_dealt_in_blocks_once_many_fibers_live_here() {
+        let procs = chain(350, true);
+        // Main and the first 99 fibers live on proc 0 (give or take a stolen one); then
+        // blocks of 100 go to proc 1, proc 0 and proc 1.
+        let on = |range: std::ops::Range<usize>, proc: usize| {
+            range.clone().filter(|&i| procs[i] != proc).count() == 0
+        };
+        assert!(on(110..190, 1), "{procs:?}");
+        assert!(on(210..290, 0), "{procs:?}");
+        assert!(on(310..350, 1), "{procs:?}");
+    }
+
+    #[test]
+    fn spawns_stay_here_while_the_thread_waits_for_a_core() {
+        let procs = chain(250, false);
+        // Only an idle proc's steal of a fiber left waiting moves one.
+        assert!(procs.iter().filter(|&&p| p == 1).count() <= 10, "{procs:?}");
     }
 }
