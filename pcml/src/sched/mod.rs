@@ -100,8 +100,9 @@
 //!     ms on one proc, 85 ms with every filter on one of 2 procs, 53 ms for one cut at K =
 //!     280 (1.68x), 46 ms for blocks of 100 (1.91x), 52 ms for blocks of 50, 68 ms of 32, 89
 //!     ms of 20 and 107 ms of 10 (more cuts, more hops); async tasks, which migrate, 57 ms
-//!     (1.55x). This rule, without its test of the run queue, in 4 more alternations: 42 ms
-//!     against 79 ms on one proc (1.89x);
+//!     (1.55x). This rule without its test of the run queue (and with its first block left
+//!     on the spawner's proc), in 4 more alternations: 42 ms against 79 ms on one proc
+//!     (1.89x);
 //!   - on the same machine shared with other builds (load 9-12), the same rule took 378 ms
 //!     against 246 ms on one proc (0.65x, 4 alternations), and blocks of 10 398 ms against
 //!     175 ms: a pipeline pinned across two procs goes at the pace of whichever of its
