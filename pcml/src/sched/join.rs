@@ -420,6 +420,14 @@ pub(crate) trait JoinTarget<T>: Send + Sync {
         None
     }
 
+    /// An `.await` of the handle from a task: polls the thread here, inside the awaiting
+    /// task's poll, if it is a task that its proc would run next (work-first join, see
+    /// `worker::run_joined_task`); `true` if it ran. The default, for other threads, runs
+    /// nothing.
+    fn poll_inline(&self) -> bool {
+        false
+    }
+
     /// Asks the thread to stop (see [`JoinHandle::abort`]); the default, for threads that
     /// cannot be cancelled (`spawn_blocking` jobs), does nothing.
     fn abort(&self) {}
@@ -673,6 +681,11 @@ impl<T> Future for JoinHandle<T> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let state = self.state();
         if !state.is_done() {
+            let target = self.state.as_ref().expect("checked by `state`");
+            if target.poll_inline() && state.is_done() {
+                let target = self.state.take().expect("checked above");
+                return Poll::Ready(target.state().take());
+            }
             state.register(Blocker::from_waker(cx.waker().clone()));
             if !state.is_done() {
                 return Poll::Pending;

@@ -78,6 +78,86 @@ fn task_tree_of_async_joins() {
     assert_eq!(v, 1 << 14);
 }
 
+/// A task that awaits a task it has just spawned may run it inside its own poll (work-first
+/// join): the child still sees its own id, the parent its own after the await, and a panic or
+/// an abort still reaches the handle as a `JoinError`.
+#[test]
+fn awaiting_a_just_spawned_task_keeps_ids_panics_and_aborts() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(|| {
+                pcml::spawn_task(async {
+                    let me = pcml::current();
+                    for _ in 0..1_000 {
+                        let h = pcml::spawn_task(async { pcml::current() });
+                        let id = h.id();
+                        assert_eq!(h.await.unwrap(), id);
+                        assert_ne!(id, me);
+                        assert_eq!(pcml::current(), me);
+                    }
+                    let e = pcml::spawn_task(async { panic!("child fails") })
+                        .await
+                        .unwrap_err();
+                    assert!(e.is_panic(), "{e}");
+                    assert_eq!(pcml::current(), me);
+                    let h = pcml::spawn_task(async { 1 });
+                    h.abort();
+                    assert!(h.await.unwrap_err().is_cancelled());
+                })
+                .join()
+                .unwrap();
+            })
+            .unwrap();
+    }
+}
+
+/// A chain of tasks that each spawn and await the next, far deeper than the nesting that a
+/// work-first join allows on a worker's stack, completes (on one proc and on two).
+#[test]
+fn a_deep_chain_of_tasks_awaiting_the_next_completes() {
+    fn chain(n: u32) -> std::pin::Pin<Box<dyn std::future::Future<Output = u32> + Send>> {
+        Box::pin(async move {
+            if n == 0 {
+                return 0;
+            }
+            pcml::spawn_task(chain(n - 1)).await.unwrap() + 1
+        })
+    }
+    for procs in [1, 2] {
+        let v = rt(procs)
+            .block_on(|| pcml::spawn_task(chain(20_000)).join().unwrap())
+            .unwrap();
+        assert_eq!(v, 20_000, "procs = {procs}");
+    }
+}
+
+/// A task that spawns and awaits children in a loop leaves its proc to other work now and
+/// then: a task it queued before the loop (below every child) runs and stops the loop.
+#[test]
+fn a_spawn_and_await_loop_lets_a_task_queued_below_it_run() {
+    use std::sync::atomic::AtomicBool;
+    for procs in [1, 2] {
+        let n = rt(procs)
+            .block_on(|| {
+                pcml::spawn_task(async {
+                    let stop = Arc::new(AtomicBool::new(false));
+                    let stop2 = stop.clone();
+                    pcml::spawn_task(async move { stop2.store(true, Ordering::Relaxed) });
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        n += pcml::spawn_task(async { 1 }).await.unwrap();
+                    }
+                    n
+                })
+                .join()
+                .unwrap()
+            })
+            .unwrap();
+        // On one proc the loop's first child runs before the stopper (the newest first).
+        assert!(procs > 1 || n >= 1, "procs = {procs}: {n}");
+    }
+}
+
 #[test]
 fn spawn_on_places_fibers_on_the_named_proc() {
     rt(2)

@@ -370,6 +370,7 @@ pub(super) fn budget_spent(ctx: &Context) {
 
 /// Pushes stealable work (a task just spawned) from the current thread: to this proc's deque
 /// on a worker, else to `shared`'s injector.
+#[inline(always)]
 pub(crate) fn push_runnable(shared: &Arc<Shared>, r: Runnable) {
     match context() {
         Some(ctx) if ptr::eq(&*ctx.shared, &**shared) => match r {
@@ -398,6 +399,14 @@ pub(crate) fn push_task(runtime: u64, task: TaskRef) {
     {
         shared.push_injector(Runnable::Task(task));
     }
+}
+
+/// An `.await` of a task's join handle from a task: runs the joined task (its cell at
+/// `cell`) here if its proc would run it next (see [`Context::run_joined_task`]); `true` if
+/// it ran.
+#[inline]
+pub(crate) fn run_joined_task(cell: ptr::NonNull<u8>) -> bool {
+    context().is_some_and(|ctx| ctx.run_joined_task(cell))
 }
 
 /// Registers a task that a poll left pending, so shutdown finds it. Called by the thread that

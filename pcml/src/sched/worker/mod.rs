@@ -147,6 +147,10 @@ const OLDEST_EVERY: u32 = 4;
 /// Syncs that complete without blocking before a fiber yields anyway.
 pub(crate) const BUDGET: u32 = 128;
 
+/// How many joined tasks may run nested inside awaiting tasks' polls at once on a proc
+/// ([`Context::run_joined_task`]): each adds the joined task's poll to the worker's stack.
+const JOIN_DEPTH_MAX: u32 = 8;
+
 /// Work that any proc may run.
 pub(crate) enum Runnable {
     Fiber(NewFiber),
@@ -321,6 +325,9 @@ pub(crate) struct Context {
     prefer_new: Cell<bool>,
     next_token: Cell<u64>,
     budget: Cell<u32>,
+    /// How many joined tasks run nested inside awaiting tasks' polls right now
+    /// ([`Context::run_joined_task`]).
+    join_depth: Cell<u32>,
     current: OneLine<Cell<Current>>,
     /// The innermost thread run inline on the running fiber's stack ([`calls::InlineRun`]),
     /// or null: set by `run_as`, popped when the run ends; `suspend_inlined` notes it in the
@@ -476,6 +483,7 @@ impl Context {
             prefer_new: Cell::new(false),
             next_token: Cell::new(1),
             budget: Cell::new(BUDGET),
+            join_depth: Cell::new(0),
             current: OneLine::new(Cell::new(Current::Scheduler)),
             inline_top: Cell::new(ptr::null()),
             yielder: Cell::new(ptr::null()),

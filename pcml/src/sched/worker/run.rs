@@ -198,6 +198,7 @@ impl Context {
         }
     }
 
+    #[inline(always)]
     pub(super) fn run_task(&self, task: TaskRef) {
         metrics::bump(&self.me().metrics.polls);
         task.header().set_polled_at(self.index, self.new_len());
@@ -218,6 +219,44 @@ impl Context {
                 self.shared.thread_finished();
             }
         }
+    }
+
+    /// Work-first join of a task: polls the task whose cell is at `cell` here, inside the
+    /// running task's poll (which awaits its join handle), if it is the newest new work of
+    /// this proc, the one this proc's next turn would run anyway. The awaiting task then
+    /// takes its result in the same poll, where it would otherwise register its waker, go
+    /// idle, be woken by the child's end and be polled again. `true` if it ran (finished or
+    /// not).
+    ///
+    /// Bounded: at most `JOIN_DEPTH_MAX` such runs nest (a chain of tasks that each await
+    /// the next), and one in `BUDGET` (or any, once the watchdog finds the proc hogged) is
+    /// left to the queue, so that a task that spawns and awaits in a loop still gives its
+    /// proc a turn now and then.
+    #[inline(never)]
+    pub(super) fn run_joined_task(&self, cell: ptr::NonNull<u8>) -> bool {
+        let parent = self.current.get();
+        let Current::Task { id, .. } = parent else {
+            return false;
+        };
+        let depth = self.join_depth.get();
+        if depth >= JOIN_DEPTH_MAX {
+            return false;
+        }
+        let left = self.budget.get();
+        if left <= 1 || self.me().watch.preempt_requested() {
+            self.budget.set(BUDGET);
+            return false;
+        }
+        let Some(task) = self.pop_new_task_if(|t| t.as_non_null().cast::<u8>() == cell) else {
+            return false;
+        };
+        self.budget.set(left - 1);
+        self.join_depth.set(depth + 1);
+        self.run_task(task);
+        self.join_depth.set(depth);
+        self.current.set(parent);
+        self.show_running(id.as_u64() | TASK_BIT);
+        true
     }
 
     pub(super) fn start_fiber(&self, f: NewFiber) {

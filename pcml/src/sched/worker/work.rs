@@ -233,7 +233,7 @@ impl Context {
     /// task's joiner), and costs this proc a SeqCst fence. It stays stealable; if this proc's
     /// thread computes on, the watchdog wakes a sleeper to take it after a time slice. A second
     /// task pushed before this proc's next turn tells them, so a burst of spawns still spreads.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_task_here(&self, task: TaskRef) {
         if self.alone {
             // Nobody to tell.
@@ -251,7 +251,7 @@ impl Context {
     /// Moves the deferred tasks now due (their length reached) onto the deque, the one due at
     /// the greatest length (the most recent continuation) on top, where idle procs may also
     /// steal them.
-    #[inline]
+    #[inline(always)]
     pub(super) fn release_deferred(&self) {
         let mut d = self.deferred.borrow_mut();
         let Some(&(_, due)) = d.back() else { return };
@@ -301,6 +301,35 @@ impl Context {
         }
     }
 
+    /// The newest new work of this proc (as [`pop_new`](Self::pop_new) takes it) if it is a
+    /// task that `is` accepts; otherwise it stays where it is.
+    #[inline]
+    pub(super) fn pop_new_task_if(&self, is: impl Fn(&TaskRef) -> bool) -> Option<TaskRef> {
+        if self.alone {
+            let mut own = self.own.borrow_mut();
+            if !own.is_empty() {
+                if !matches!(own.last(), Some(Runnable::Task(t)) if is(t)) {
+                    return None;
+                }
+                return match own.pop() {
+                    Some(Runnable::Task(t)) => Some(t),
+                    _ => None,
+                };
+            }
+        }
+        if self.local.is_empty() {
+            return None;
+        }
+        match self.local.pop()? {
+            Runnable::Task(t) if is(&t) => Some(t),
+            // Back on top, where it was.
+            other => {
+                self.local.push(other);
+                None
+            }
+        }
+    }
+
     /// How much new work this proc has queued (its private stack and its deque).
     #[inline]
     pub(super) fn new_len(&self) -> usize {
@@ -326,7 +355,7 @@ impl Context {
 
     /// The held fiber, a placed fiber or the local deque's next item, skipping fibers that
     /// their joiners already ran inline.
-    #[inline]
+    #[inline(always)]
     pub(super) fn new_work(&self) -> Option<Runnable> {
         if let Some(f) = self.take_held_if(|_| true) {
             // Off the held slot: counted live from now on (see `hold_new`).
