@@ -18,14 +18,20 @@
 //! current, so an edge that arrives meanwhile is never lost.
 //!
 //! # Invariants
-//! - A direction's `ready`, `generation`, `closed` and waiter queue change only under that
-//!   direction's lock; waiters are committed after the lock is released (the protocol never
-//!   takes the lock, so holding it would be safe too, but a wake-up can be slow).
+//! - A direction's flags and generation live in one atomic word (`READY`, `CLOSED`,
+//!   `PEER_CLOSED`, the generation above them), read without the lock. Events (`set_ready`,
+//!   `close`) change it only under the direction's lock, with the waiter queue and slots;
+//!   an operation that saw `WouldBlock` clears `READY` with a compare-and-swap that fails if
+//!   the generation moved, with or without the lock. So a waiter that checks `READY` under
+//!   the lock and parks is woken by the next event, and no edge is lost to a stale clear.
+//!   Waiters are committed after the lock is released (the protocol never takes the lock,
+//!   so holding it would be safe too, but a wake-up can be slow).
 //! - `closed` is set once per direction (source deregistered, or its driver stopped) and makes
 //!   the direction permanently ready, so nothing blocks on a source that can never fire again.
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use mio::event::Source;
@@ -55,6 +61,10 @@ pub(crate) fn register_with<S: Source>(
 pub(crate) struct ScheduledIo {
     /// Indexed by `Dir`.
     dirs: [Mutex<DirState>; 2],
+    /// Indexed by `Dir`: the direction's flags and generation (see the module's
+    /// invariants). Operations read it before and after every system call, so it is read
+    /// and cleared without the lock.
+    words: [AtomicU64; 2],
     /// Run by the driver after each read-readiness event (a listener serves its queued
     /// accepts). Set once, before any event can reach it matters, by the source's owner.
     on_readable: OnceLock<Box<dyn Fn() + Send + Sync>>,
@@ -63,16 +73,6 @@ pub(crate) struct ScheduledIo {
 /// One direction of a source. Written under its lock by the driver (set ready), by
 /// operations (clear on `WouldBlock`), by readiness events (enqueue) and by `close`.
 struct DirState {
-    /// The last event said ready and no operation has seen `WouldBlock` since.
-    ready: bool,
-    /// Bumped by every readiness event, so a stale `clear` does nothing.
-    generation: u64,
-    /// The source was deregistered or its driver stopped: ready for good.
-    closed: bool,
-    /// An event said that the peer closed this direction (or an error came): a read that
-    /// returns less than it asked for no longer shows the buffer drained (`clear_drained`),
-    /// since no edge will follow the end of the stream. Never reset.
-    peer_closed: bool,
     /// Syncs blocked on this direction's readiness event.
     waiters: Queue<Waiter>,
     /// The task parked by the last poll-style operation (`AsyncRead`/`AsyncWrite`) that saw
@@ -85,6 +85,19 @@ struct DirState {
     /// operation never displaces it.
     awaiting: Option<std::task::Waker>,
 }
+
+/// A direction's word: the last event said ready and no operation has seen `WouldBlock`
+/// since.
+const READY: u64 = 1;
+/// The source was deregistered or its driver stopped: ready for good.
+const CLOSED: u64 = 2;
+/// An event said that the peer closed this direction (or an error came): a read that
+/// returns less than it asked for no longer shows the buffer drained (`clear_drained`),
+/// since no edge will follow the end of the stream. Never reset.
+const PEER_CLOSED: u64 = 4;
+/// The generation, bumped by every readiness event (so a stale clear does nothing), is the
+/// word's bits from here up.
+const GEN_SHIFT: u32 = 3;
 
 /// What [`ScheduledIo::park_unless_ready`] did.
 pub(crate) enum Park {
@@ -100,10 +113,6 @@ impl ScheduledIo {
     fn new() -> Self {
         let dir = || {
             Mutex::new(DirState {
-                ready: false,
-                generation: 0,
-                closed: false,
-                peer_closed: false,
                 waiters: Queue::new(),
                 task: None,
                 awaiting: None,
@@ -111,12 +120,39 @@ impl ScheduledIo {
         };
         Self {
             dirs: [dir(), dir()],
+            words: [AtomicU64::new(0), AtomicU64::new(0)],
             on_readable: OnceLock::new(),
         }
     }
 
     fn dir(&self, d: Dir) -> &Mutex<DirState> {
         &self.dirs[d as usize]
+    }
+
+    fn word(&self, d: Dir) -> &AtomicU64 {
+        &self.words[d as usize]
+    }
+
+    /// Under `d`'s lock: sets `flags` in its word and bumps its generation (an event).
+    fn bump(&self, d: Dir, flags: u64) {
+        // AcqRel: pairs with the Acquire loads of `generation`, `is_ready` and the clears
+        // (the clears' compare-and-swaps may race with this one: hence the loop).
+        let _ = self
+            .word(d)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                Some((w | flags).wrapping_add(1 << GEN_SHIFT))
+            });
+    }
+
+    /// Clears `READY` in `d`'s word unless the generation moved from `generation` or a flag
+    /// of `keep` is set; false if it did not (the flag may already have been clear).
+    fn clear_if(&self, d: Dir, generation: u64, keep: u64) -> bool {
+        // AcqRel: as in `bump`.
+        self.word(d)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                (w >> GEN_SHIFT == generation && w & keep == 0).then_some(w & !READY)
+            })
+            .is_ok()
     }
 
     /// Sets the hook the driver runs after each read-readiness event (once).
@@ -129,9 +165,7 @@ impl ScheduledIo {
     fn set_ready(&self, d: Dir, peer_closed: bool) {
         let waiters = {
             let mut st = lock(self.dir(d));
-            st.ready = true;
-            st.peer_closed |= peer_closed;
-            st.generation += 1;
+            self.bump(d, READY | if peer_closed { PEER_CLOSED } else { 0 });
             (
                 take_queue(&mut st.waiters.q),
                 st.task.take(),
@@ -152,9 +186,7 @@ impl ScheduledIo {
         for d in [Dir::Read, Dir::Write] {
             let waiters = {
                 let mut st = lock(self.dir(d));
-                st.closed = true;
-                st.ready = true;
-                st.generation += 1;
+                self.bump(d, READY | CLOSED);
                 (
                     take_queue(&mut st.waiters.q),
                     st.task.take(),
@@ -170,26 +202,26 @@ impl ScheduledIo {
 
     /// Whether the source is closed (see `close`).
     pub(crate) fn is_closed(&self) -> bool {
-        lock(self.dir(Dir::Read)).closed
+        // Acquire: as in `bump`.
+        self.word(Dir::Read).load(Ordering::Acquire) & CLOSED != 0
     }
 
     /// Whether `d` looks ready (or is closed).
     pub(crate) fn is_ready(&self, d: Dir) -> bool {
-        lock(self.dir(d)).ready
+        // Acquire: as in `bump`.
+        self.word(d).load(Ordering::Acquire) & READY != 0
     }
 
     /// The current generation of `d`: take it before an operation's system call.
     pub(crate) fn generation(&self, d: Dir) -> u64 {
-        lock(self.dir(d)).generation
+        // Acquire: as in `bump`.
+        self.word(d).load(Ordering::Acquire) >> GEN_SHIFT
     }
 
     /// Clears `d`'s readiness after an operation saw `WouldBlock`, unless an event arrived
     /// since `generation` was read (or the source is closed).
     pub(crate) fn clear_ready(&self, d: Dir, generation: u64) {
-        let mut st = lock(self.dir(d));
-        if st.generation == generation && !st.closed {
-            st.ready = false;
-        }
+        self.clear_if(d, generation, CLOSED);
     }
 
     /// Clears `d`'s readiness after a read of a stream returned less than it asked for
@@ -197,10 +229,7 @@ impl ScheduledIo {
     /// `WouldBlock`, unless an event arrived since `generation` was read or the peer closed
     /// its side (then the end of the stream is still to be read, and no edge will come).
     pub(crate) fn clear_drained(&self, d: Dir, generation: u64) {
-        let mut st = lock(self.dir(d));
-        if st.generation == generation && !st.closed && !st.peer_closed {
-            st.ready = false;
-        }
+        self.clear_if(d, generation, CLOSED | PEER_CLOSED);
     }
 
     /// After a poll-style operation saw `WouldBlock`: unless an event arrived since
@@ -209,10 +238,9 @@ impl ScheduledIo {
     /// again). Clearing and parking under one lock, so no edge falls between them.
     pub(crate) fn clear_and_park(&self, d: Dir, generation: u64, waker: &std::task::Waker) -> bool {
         let mut st = lock(self.dir(d));
-        if st.generation != generation || st.closed {
+        if !self.clear_if(d, generation, CLOSED) {
             return false;
         }
-        st.ready = false;
         match &mut st.task {
             Some(t) if t.will_wake(waker) => {}
             slot => *slot = Some(waker.clone()),
@@ -225,7 +253,7 @@ impl ScheduledIo {
     /// returns `true`; `false` (go ahead) if it is ready. One lock, so no event is missed.
     pub(crate) fn park_task_unless_ready(&self, d: Dir, waker: &std::task::Waker) -> bool {
         let mut st = lock(self.dir(d));
-        if st.ready {
+        if self.is_ready(d) {
             return false;
         }
         match &mut st.task {
@@ -241,7 +269,7 @@ impl ScheduledIo {
     /// it (a spurious wake-up of its task); meanwhile other tasks wait through the queue.
     pub(crate) fn park_unless_ready(&self, d: Dir, waker: &std::task::Waker) -> Park {
         let mut st = lock(self.dir(d));
-        if st.ready {
+        if self.is_ready(d) {
             return Park::Ready;
         }
         match &mut st.awaiting {
@@ -258,7 +286,7 @@ impl ScheduledIo {
     /// the enqueue are under one lock, so a readiness event is never missed.
     pub(crate) fn enqueue_unless_ready(&self, d: Dir, w: Waiter) -> bool {
         let mut st = lock(self.dir(d));
-        if st.ready {
+        if self.is_ready(d) {
             return false;
         }
         st.waiters.push(w);
