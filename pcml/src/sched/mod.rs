@@ -125,7 +125,7 @@
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //!   The exception is a task whose last poll left a choice of several branches pending: it
-//!   goes back to the proc where it made the choice (see "Fair choice across procs").
+//!   stays with the proc where it made the choice (see "Fair choice across procs").
 //!   A woken or spawned task that finds its proc's deque empty wakes no idle proc (tokio's
 //!   rule for its LIFO slot): it runs at that proc's next turn, so two tasks that talk, and a
 //!   child and the parent that awaits it, stay on one proc, and the pusher pays no SeqCst
@@ -232,30 +232,51 @@
 //! 8,590 and 11,421 of 20,000 messages in 15 runs.
 //!
 //! An async task chooses under the same rule, with one more step:
-//! - **A task's choice stays on the proc where it was made.** A task whose poll leaves a
-//!   choice of several branches pending is marked, and a partner on another proc that then
-//!   wakes it sends it back to the proc that polled it, through that proc's inbox, as a
-//!   fiber's wake-up goes home; any other wake-up runs a task on the waker's proc. The turns
-//!   are owed to the proc where the choice was made, and its local partners wait there: a
-//!   task that ran wherever it was woken sat beside the partner that had woken it last, whose
-//!   next offer then came first, and it left behind the proc where its turns were owed. A
-//!   loop of 20,000 `choose([a.recv_evt(), b.recv_evt()]).await` in a task, with an
-//!   always-ready sender on each of 2 procs (the fiber loop above, in a task), gave one
-//!   sender fewer than a third of the wins in 10 of 12 runs before this step (as few as 6,
-//!   the task staying beside the other sender; load 9); with it, each sender won between
-//!   4,480 and 15,520 in 23 runs at load 9-13 (tests/sched/steal.rs, counting from when each
-//!   sender has won once), under a third in 3 of them, where the fiber loops of the same
-//!   runs never were. If the watchdog finds the proc of the choice computing without a turn
-//!   for a time slice, the task runs where it was woken instead.
+//! - **A task's pending choice keeps it on the proc where it made it.** A task whose poll
+//!   leaves a choice of several branches pending is marked until its next poll. Woken by a
+//!   partner on that proc, it waits in the proc's own queue of placed work, which no other
+//!   proc steals from; woken by a partner on another proc, it goes back through the proc's
+//!   inbox, as a fiber's wake-up goes home. Any other wake-up runs a task on the waker's
+//!   proc. So the turns are owed to the proc where the choice was made, and its local
+//!   partners wait there, as for a fiber.
+//! - **The proc of the choice is waited for unless it computes.** Only when the watchdog
+//!   finds that proc running one thread for a time slice and that thread using the CPU
+//!   (three quarters of the slice) does the task run where it was woken. A proc that takes
+//!   no turn because its OS thread waits for a core (a busy machine) is also marked hogged
+//!   by the watchdog, so that other procs take its queued work, but a task is not moved off
+//!   it for that.
+//!
+//! Why both: a task that ran wherever it was woken sat beside the partner that had woken it
+//! last, whose next offer then came first. And a task that left the proc of its choice while
+//! that proc's thread waited for a core (taken by an idle proc, or run by a waker that found
+//! the silent proc marked hogged) ran beside the other proc's partner with nothing owed: a
+//! round between a task and a fiber of one proc takes about a microsecond, and the partner
+//! left behind cannot offer until its thread has a core again, so one such wait gave one
+//! sender thousands of wins in a row (2,879 in 1.9 ms, in a timeline of the scheduler's
+//! events on the 2-core machine at load 10-14). Measured with a loop of 20,000
+//! `choose([a.recv_evt(), b.recv_evt()]).await` in a task and an always-ready sender on each
+//! of 2 procs (the fiber loop above, in a task; counting from when each sender has won once),
+//! at load 9-14 with a busy-looping process beside it: before the second step, 8 of 270
+//! tries gave one sender fewer than a third of the wins (runs of up to 14,693 wins of one
+//! sender in a row); with it, none of 60 tries (the fewest wins 7,916), and
+//! the two long runs left (2,000 and 2,237) came from a proc whose thread the OS left
+//! runnable but unscheduled for 0.7 s (its wait time in `/proc/<pid>/task/<tid>/schedstat`),
+//! after which the owed turns are given up, and from a waker that found the proc of the
+//! choice computing. The test `a_task_choice_between_a_local_and_a_remote_sender_is_fair`
+//! (tests/sched/steal.rs), run 30 times at load 10-13 (15 of them beside a busy loop),
+//! passed every time at its first try (the fewest wins 8,276).
 //!
 //! What a task pays for it: a task whose pending choice a partner on another proc completes
 //! is woken through an inbox (a push, and a futex wake-up if its proc sleeps) instead of
-//! running at once beside that partner; its poll costs one store more (the proc's record of
-//! the running task), and a pending choice a load and a store of the task's header. A task
-//! woken by a partner on its own proc, and every task on a runtime of one proc, take the path
-//! they took before (callgrind, `examples/taskpp`, one proc, difference of 20,000 and 60,000
-//! round trips: 1,786 instructions a round trip against 1,774, +0.7%, the worker's loop
-//! compiling slightly differently; `pingpong1`, `spawn1` and `choose1` unchanged).
+//! running at once beside that partner, and one woken on its own proc is not taken by an idle
+//! proc, even if its proc then computes for long (as a fiber would not be); its poll costs one
+//! store more (the proc's record of the running task), a pending choice a load and a store of
+//! the task's header, and every wake-up of a task on the proc that polled it last a test of
+//! the mark. Every task on a runtime of one proc takes the path it took before but for that
+//! test (callgrind, `examples/taskpp async`, one proc, difference of 20,000 and 60,000 round
+//! trips: 1,643.6 instructions a round trip against 1,639.9, +0.2%; `pingpong1` 815.9 against
+//! 815.7, `choose1` 3,756.9 against 3,756.9, `spawn1` 196.1 against 195.9, medians of two
+//! alternations).
 //!
 //! ## What crossing procs costs, and how it grows
 //!

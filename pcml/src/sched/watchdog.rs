@@ -88,7 +88,12 @@
 //! watchdog reads both every tick; a proc that is not asleep and whose counter has not moved
 //! for [`TIME_SLICE`] is hogged. The watchdog then stores the counter's value in `preempt`
 //! (which [`consume_budget`] compares with the counter), counts the proc in `Shared::hogs`,
-//! and wakes a sleeping proc. Procs fire the due timers of hogged procs with their own (every
+//! and wakes a sleeping proc. At every look at a hogged proc it also notes in `computes`
+//! whether the proc's OS thread used three quarters of a time slice of CPU since the proc's
+//! last turn: a proc whose thread waits for a core stops taking turns too, and is marked so
+//! that its queued work moves, but it computes nothing (only a computing hog is reported, and
+//! a task's pending choice leaves only a computing hog, see the `sched` docs, "Fair choice
+//! across procs"). Procs fire the due timers of hogged procs with their own (every
 //! 32 turns and when idle, and an idle proc parks no later than a hogged proc's next timer):
 //! each proc's timer heap is behind a spin lock for that, held only to arm and to take due
 //! timers. When the counter moves again, the watchdog unmarks the proc. Once every proc has
@@ -97,11 +102,11 @@
 //!
 //! # Invariants
 //! - `ProcWatch::turns` and `running` are written only by their proc's worker thread.
-//! - `preempt` is written only by the watchdog; `Shared::hogs` counts the procs it has
-//!   marked and not yet unmarked.
+//! - `preempt` and `computes` are written only by the watchdog, which clears `computes` when
+//!   it unmarks the proc; `Shared::hogs` counts the procs it has marked and not yet unmarked.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::sched::worker::{self, ProcShared, Shared};
@@ -145,6 +150,10 @@ pub(crate) struct ProcWatch {
     /// `MARK | turns` when the watchdog marked the proc as hogged at that turn count, else 0.
     /// Written by the watchdog only.
     pub(crate) preempt: AtomicU64,
+    /// Whether the hogged proc's OS thread computed (used three quarters of a time slice of
+    /// CPU since the proc's last turn) when the watchdog last looked, rather than waiting for
+    /// a core. Written by the watchdog only; false while the proc is not marked.
+    pub(crate) computes: AtomicBool,
 }
 
 impl ProcWatch {
@@ -155,6 +164,16 @@ impl ProcWatch {
         // Relaxed, both: a hint; the worst a stale value does is one yield too many or too few.
         let p = self.preempt.load(Ordering::Relaxed);
         p == MARK | u64::from(self.turns.load(Ordering::Relaxed))
+    }
+
+    /// Whether the proc is hogged by a thread that computes ([`preempt_requested`], and its OS
+    /// thread used the CPU meanwhile), not merely left without a core by a busy machine.
+    ///
+    /// [`preempt_requested`]: Self::preempt_requested
+    #[inline]
+    pub(crate) fn computing_hog(&self) -> bool {
+        // Relaxed: a hint, as `preempt_requested`.
+        self.preempt_requested() && self.computes.load(Ordering::Relaxed)
     }
 }
 
@@ -403,6 +422,7 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> (bool, bool) {
             if s.hogged {
                 s.hogged = false;
                 p.watch.preempt.store(0, Ordering::Relaxed);
+                p.watch.computes.store(false, Ordering::Relaxed);
                 shared.hogs.fetch_sub(1, Ordering::Relaxed);
             }
             continue;
@@ -424,6 +444,16 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> (bool, bool) {
         } else {
             continue;
         }
+        // What the proc's OS thread computed since its last turn: a proc whose thread had no
+        // core (a busy machine) also stops taking turns, and moving its queued work helps
+        // then too, but its thread is no hog. Without a readable clock, wall time stands in.
+        let ran = match (s.cpu_since, proc_cpu(p)) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => now.duration_since(s.since),
+        };
+        let computes = ran >= TIME_SLICE * 3 / 4;
+        // Relaxed: a hint, as `preempt`.
+        p.watch.computes.store(computes, Ordering::Relaxed);
         // A proc that shares its OS thread and runs nothing now waits for a carrier mate:
         // the mate that runs is the one to name.
         let waits_for_mate = p.watch.running.load(Ordering::Relaxed) == 0
@@ -433,18 +463,10 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> (bool, bool) {
                 .filter(|q| q.carrier == p.carrier)
                 .count()
                 > 1;
-        if !s.reported && !waits_for_mate && stuck_work(shared, p, now) {
-            // Report only a thread that computed: a proc whose OS thread had no core (a busy
-            // machine) also stops taking turns, and moving its work helps then too, but its
-            // thread is no hog. Without a readable clock, wall time stands in.
-            let ran = match (s.cpu_since, proc_cpu(p)) {
-                (Some(a), Some(b)) => b.saturating_sub(a),
-                _ => now.duration_since(s.since),
-            };
-            if ran >= TIME_SLICE * 3 / 4 {
-                s.reported = true;
-                report(shared, index, ran);
-            }
+        // Report only a thread that computed.
+        if !s.reported && !waits_for_mate && computes && stuck_work(shared, p, now) {
+            s.reported = true;
+            report(shared, index, ran);
         }
     }
     (awake, moved)

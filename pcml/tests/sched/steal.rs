@@ -517,18 +517,17 @@ fn a_choice_between_a_local_and_a_remote_receiver_is_fair() {
 
 /// A choice made by an async task between a sender on proc 0 and one on proc 1, each always
 /// ready to send again: neither gets fewer than a third of the wins. The task starts on the
-/// main fiber's proc; a task woken by a partner of its pending choice goes back to the proc
-/// where it made the choice, where the turns of that choice are counted, so whichever proc it
-/// settles on, one sender is local to it and the other remote. Tried up to five times: on a
-/// busy machine about one run in eight fell below a third (3 of 23 at load 9-13), against
-/// none of the fiber tests' runs.
+/// main fiber's proc; while a choice it made is pending it stays with the proc where it made
+/// it (woken by a partner there, it is not stolen; woken from the other proc, it goes back),
+/// where the turns of that choice are counted, so whichever proc it settles on, one sender is
+/// local to it and the other remote. Tried as often as the fiber tests, for the same reason.
 #[test]
 fn a_task_choice_between_a_local_and_a_remote_sender_is_fair() {
     const ROUNDS: usize = 20_000;
     let (first, second) = fair_try(
         ["the sender on proc 0", "the one on proc 1"],
         ROUNDS,
-        5,
+        3,
         || {
             rt(2)
                 .block_on(|| {

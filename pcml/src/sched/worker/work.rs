@@ -150,14 +150,20 @@ impl Context {
     /// cost a 100-connection echo server, whose every task waits in a socket, 128
     /// instructions a round trip (callgrind, `examples/echo_load pcml 1 0 600`).
     ///
-    /// A task whose last poll, on another proc, left a choice of several branches pending
-    /// goes back to that proc instead, through its inbox (see the `sched` docs, "Fair choice
-    /// across procs"): a chooser that followed each partner that woke it would always sit
-    /// beside the partner that woke it last, whose next offer then comes first.
+    /// A task whose last poll left a choice of several branches pending stays with the proc
+    /// that polled it (see the `sched` docs, "Fair choice across procs"): woken there, it
+    /// waits in the proc's own queue of placed work, which no other proc takes from; woken
+    /// elsewhere, it goes back through that proc's inbox. A chooser that followed each
+    /// partner that woke it, or that an idle proc took while its own proc's thread waited
+    /// for a core, would sit beside one partner, whose next offers then come first.
     #[inline]
     pub(super) fn wake_here(&self, task: TaskRef) {
         if let Some(at) = task.header().polled_at() {
             if at.proc == self.index {
+                if at.choice && !self.alone {
+                    self.placed.borrow_mut().push_back(Runnable::Task(task));
+                    return;
+                }
                 if !self.io_dispatch.get() && self.new_len() > at.depth {
                     let mut d = self.deferred.borrow_mut();
                     // Kept in ascending order of due length, so the back is the first due.
@@ -214,12 +220,14 @@ impl Context {
     }
 
     /// Sends `task`, woken here, back to proc `home`, where its pending choice was made;
-    /// runs it here instead if the watchdog found `home` computing without a turn for a time
-    /// slice (as it would let an idle proc take its queued work).
+    /// runs it here instead if the watchdog found `home` running one thread for a time slice
+    /// and that thread computing. A home proc whose OS thread merely waits for a core is
+    /// waited for, as a fiber's home always is: a task run here meanwhile would take only the
+    /// offers of the partners here.
     #[cold]
     #[inline(never)]
     fn send_home(&self, home: usize, task: TaskRef) {
-        if self.shared.procs[home].watch.preempt_requested() {
+        if self.shared.procs[home].watch.computing_hog() {
             self.push_task_here(task);
             return;
         }
