@@ -614,6 +614,110 @@ fn threads_not_yet_run_and_a_dumping_task_are_in_the_dump() {
     }
 }
 
+/// A task sent back to the proc where its pending choice was made (woken by a partner on the
+/// other proc) is in a dump while it waits in that proc's inbox: runnable, on that proc. A
+/// fiber on that proc keeps it from draining its inbox: it waits without yielding for the
+/// partner's send, then takes the dump. An attempt whose send took longer than 5 ms (the
+/// partner's proc without a core) is tried again: a proc that computes for a time slice is
+/// skipped by such wake-ups.
+#[test]
+fn a_task_sent_back_to_its_proc_is_in_the_dump_while_in_the_inbox() {
+    use pcml::{ThreadKind, ThreadState};
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    const UNSET: usize = usize::MAX;
+    let mut checked = 0;
+    for _ in 0..30 {
+        if checked == 3 {
+            break;
+        }
+        let seen = rt(2)
+            .block_on(|| {
+                let (a, b) = (pcml::Chan::<u8>::new(), pcml::Chan::<u8>::new());
+                let a2 = a.clone();
+                let (home, ran_on) = (
+                    Arc::new(AtomicUsize::new(UNSET)),
+                    Arc::new(AtomicUsize::new(UNSET)),
+                );
+                let (h, r) = (home.clone(), ran_on.clone());
+                // Nothing is ever sent on `b`: the choice stays one of two branches.
+                let chooser = pcml::spawn_task(async move {
+                    h.store(pcml::current_proc().unwrap(), Ordering::SeqCst);
+                    let v = pcml::choose([a.recv_evt(), b.recv_evt()]).await;
+                    r.store(pcml::current_proc().unwrap(), Ordering::SeqCst);
+                    v
+                });
+                let start = Instant::now();
+                while home.load(Ordering::SeqCst) == UNSET {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(30),
+                        "the task never ran"
+                    );
+                    pcml::yield_now();
+                }
+                let home = home.load(Ordering::SeqCst);
+                let (spinning, sent) = (
+                    Arc::new(AtomicBool::new(false)),
+                    Arc::new(AtomicBool::new(false)),
+                );
+                let (spinning2, sent2) = (spinning.clone(), sent.clone());
+                let holder = pcml::spawn_on(home, move || {
+                    spinning2.store(true, Ordering::SeqCst);
+                    let t = Instant::now();
+                    while !sent2.load(Ordering::SeqCst) {
+                        if t.elapsed() > Duration::from_millis(5) {
+                            return None;
+                        }
+                        std::hint::spin_loop();
+                    }
+                    Some(pcml::dump().unwrap())
+                });
+                let (spinning3, sent3) = (spinning.clone(), sent.clone());
+                let partner = pcml::spawn_on(1 - home, move || {
+                    while !spinning3.load(Ordering::SeqCst) {
+                        pcml::yield_now();
+                    }
+                    // Succeeds once the task's choice is pending: its commit wakes the task,
+                    // from this proc.
+                    let mut v = 1;
+                    while let Err(back) = a2.try_send(v) {
+                        v = back;
+                        pcml::yield_now();
+                    }
+                    sent3.store(true, Ordering::SeqCst);
+                });
+                let id = chooser.id();
+                let dump = holder.join().unwrap();
+                partner.join().unwrap();
+                assert_eq!(chooser.join().unwrap(), 1);
+                let dump = dump?;
+                // Not a hog: the task went back through the inbox and ran there.
+                assert_eq!(ran_on.load(Ordering::SeqCst), home);
+                Some((id, home, dump))
+            })
+            .unwrap();
+        let Some((id, home, dump)) = seen else {
+            continue;
+        };
+        checked += 1;
+        let t = dump.threads().iter().find(|t| t.id() == Some(id));
+        let t = t.unwrap_or_else(|| panic!("the task is missing: {dump}"));
+        assert_eq!(
+            (t.kind(), t.state(), t.proc()),
+            (ThreadKind::Task, ThreadState::Runnable, Some(home)),
+            "{dump}"
+        );
+        assert!(
+            t.spawned_at().unwrap().contains("sched_deadlock.rs"),
+            "{dump}"
+        );
+    }
+    assert!(
+        checked > 0,
+        "the partner never sent within 5 ms of the holder's start"
+    );
+}
+
 #[test]
 fn names_and_spawn_sites_of_builder_spawned_threads() {
     pcml::run(|| {

@@ -18,7 +18,10 @@
 //! as not answering; the thread it runs is listed from the watchdog's record). Work not yet
 //! run is listed by the proc whose queues hold it: unstarted fibers and tasks queued to run,
 //! found by walking those queues at dump time (the work-stealing deques are emptied and
-//! refilled in order), so a spawn records nothing for dumps beyond its site. Tasks that wait
+//! refilled in order), and those still in its inbox (fibers placed on it, tasks sent back to
+//! it to run), so a spawn records nothing for dumps beyond its site. A proc answers the
+//! requests in its inbox after the other messages drained with them, so nothing it has taken
+//! from the inbox is left unlisted. Tasks that wait
 //! are read from the runtime's task registry (tasks that have waited at least once); they
 //! record no wait; an async actor's task header holds its actor's id. Fibers that wait for a
 //! stack are read from the runtime's list of them. Work spawned from outside the procs that

@@ -244,6 +244,9 @@ impl Context {
         let mut buf = std::mem::take(&mut *self.inbox_buf.borrow_mut());
         me.inbox.drain_into(&mut buf);
         let mut run_now = Vec::new();
+        // Answered once the whole batch is in place: a task or fiber of a later message is
+        // then in a queue the answer lists, not in this buffer.
+        let mut dumps = Vec::new();
         for msg in buf.drain(..) {
             match msg {
                 InboxMsg::Wake { slot, token } => {
@@ -253,7 +256,7 @@ impl Context {
                 InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
                 InboxMsg::Task(t) => self.wake_here(t),
                 InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
-                InboxMsg::Dump(req) => self.answer_dump(&req),
+                InboxMsg::Dump(req) => dumps.push(req),
                 InboxMsg::WakeOwed {
                     slot,
                     token,
@@ -299,6 +302,9 @@ impl Context {
             }
         }
         *self.inbox_buf.borrow_mut() = buf;
+        for req in dumps {
+            self.answer_dump(&req);
+        }
         for (slot, from, epoch) in run_now {
             if !self.shutting_down.get() {
                 self.resume_fiber(slot);
@@ -492,8 +498,8 @@ impl Context {
         req.answer(self.index, threads, 0, edges);
     }
 
-    /// Adds the unstarted fibers and the tasks queued to run in this proc's queues to a dump,
-    /// as runnable. Read at dump time only: the deques are emptied and refilled in their
+    /// Adds the unstarted fibers and the tasks queued to run in this proc's queues and inbox
+    /// to a dump, as runnable. Read at dump time only: the deques are emptied and refilled in their
     /// order (other procs may steal from them meanwhile, as at any time).
     fn dump_queued(&self, out: &mut Vec<crate::sched::dump::ThreadDump>) {
         use crate::sched::dump::queued_thread;
@@ -544,5 +550,19 @@ impl Context {
             fiber(f, out);
             false
         });
+        // Not yet drained from the inbox: tasks sent back here to run (woken elsewhere while
+        // a choice they made here was pending, see `wake_here`) and fibers placed here.
+        // Looked at in place, and left there.
+        self.me().inbox.take_if(
+            |m| {
+                match m {
+                    InboxMsg::Task(t) => task(t, out),
+                    InboxMsg::Start(f) => fiber(f, out),
+                    _ => {}
+                }
+                false
+            },
+            &mut Vec::new(),
+        );
     }
 }
