@@ -1,5 +1,9 @@
 //! Profiling aid: Reppy, Russo and Xiao's parallel ping-pong, 8 pairs with the two fibers of pair i on
 //! procs i mod P and i+1 mod P (every message crosses procs on 2 procs).
+//!
+//! `PCML_PROCS=P cargo run --release -p pcml --example parpp -- N [THREADS]`: N round trips
+//! a pair (100,000), on THREADS OS threads (`Builder::carrier_threads`; the default if not
+//! given); prints the rate and the run's resumes, parks and cross-proc wake-ups.
 use pcml::chan::Chan;
 
 fn main() {
@@ -8,8 +12,14 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000);
     let procs = pcml::mp::procs();
-    let rt = pcml::Runtime::builder().build().unwrap();
+    // An optional second argument: the runtime's OS threads (`Builder::carrier_threads`).
+    let mut builder = pcml::Runtime::builder();
+    if let Some(c) = std::env::args().nth(2).and_then(|s| s.parse().ok()) {
+        builder = builder.carrier_threads(c);
+    }
+    let rt = builder.build().unwrap();
     rt.block_on(move || {
+        let before = pcml::sched::metrics().unwrap();
         let t = std::time::Instant::now();
         let hs: Vec<_> = (0..8usize)
             .flat_map(|i| {
@@ -33,9 +43,14 @@ fn main() {
             .collect();
         hs.into_iter().for_each(|h| h.join().unwrap());
         let e = t.elapsed();
+        let m = pcml::sched::metrics().unwrap().since(&before).total();
         println!(
-            "parallel ping-pong on {procs} procs: {:.2} M msgs/s",
-            16.0 * n as f64 / e.as_secs_f64() / 1e6
+            "parallel ping-pong on {procs} procs: {:.2} M msgs/s (resumes {}, parks {}, \
+             wakes across procs {})",
+            16.0 * n as f64 / e.as_secs_f64() / 1e6,
+            m.resumes,
+            m.parks,
+            m.sent_wakes
         );
     })
     .unwrap();

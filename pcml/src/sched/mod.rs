@@ -159,7 +159,14 @@
 //!   `procs` setting taken from a bigger machine) spinners would take cores from the procs
 //!   that have work. A proc back from a park that timed out (the held-slot watcher, or a
 //!   timer that fired nothing for it) parks again at once if it found nothing: nobody
-//!   handed it work, so none is on its way.
+//!   handed it work, so none is on its way (a carrier whose procs all found nothing, the
+//!   same). An idle proc whose steal was refused because the victim's thread had no core
+//!   (the CPU-time test above) stops counting other procs' queued work as work until its
+//!   next park ends, and parks `HELD_GRACE` at most: before, it saw the queue, looked,
+//!   was refused and looked again, never parking, on a core the victim's thread was
+//!   perhaps waiting for, for as long as the victim stayed off its core (tests/sched
+//!   held.rs: a proc whose thread sleeps in the OS with 999 fibers queued; the idle proc
+//!   used to park only once it had taken all but one).
 //! - **Procs beyond the cores share OS threads.** A runtime starts at most as many OS
 //!   threads, carriers, as the process can run at once (`available_parallelism`, which
 //!   follows CPU affinity and cgroup quotas; at least two for two procs or more), and proc
@@ -185,6 +192,33 @@
 //!   steal from each other (their work runs on that thread anyway), and take work from other
 //!   carriers only when none of them has any; the carrier sleeps when all of them are idle,
 //!   on one parker that a wake-up of any of them unparks.
+//! - **Explicit placement on a busy machine costs a wait for a core at every hop.** A
+//!   started fiber cannot follow its partner to a thread that has a core (see `fiber`), so
+//!   when the OS gives another program the core of a proc, every message to that proc's
+//!   fibers waits until the OS runs its thread again: a futex wake-up and the OS's wait for
+//!   a core (tens of microseconds) if it had parked, up to a time slice if it was taken off
+//!   its core. Programs placed with `spawn_on` so that every message crosses procs (the
+//!   Parallel CML paper's benchmarks) then run at the speed of the OS's scheduler: beside
+//!   one busy-looping process on the 2-core machine this is developed on they ran 0.04x to
+//!   0.19x of their quiet speed (pcml-bench `--co-runner 1`), where Go, which moves a
+//!   goroutine to whichever thread runs, kept 0.68x-1.05x (spawn, ping-pong, parallel
+//!   ping-pong). The same programs placed by the scheduler keep their partners on one proc
+//!   and held 0.68x-1.06x. Two cheap changes were measured and not kept, at load 9-14
+//!   (`examples/cross_spawn 20000 2`, a parent on proc 0 joining children placed on proc
+//!   1, alternated with the unchanged build): letting every idle carrier spin when there
+//!   are no more carriers than cores took parks from up to 0.67 a child to 0.00-0.02, but
+//!   each child took 110-342 us (median 130) against 20-168 us (median 72), 18 runs each:
+//!   a spinner the OS takes off its core waits behind every runnable thread, while a
+//!   parked thread that is woken runs soon; and halving an idle proc's spin after each spin
+//!   that found the machine crowded (a yield that let another thread run, or a preemption
+//!   since its last spin) gave a median of 99 us a child against 99 us. So on a
+//!   machine known to be busy, let the scheduler place threads, or give a program whose
+//!   threads talk across procs all the time fewer carriers
+//!   ([`Builder::carrier_threads`]`(1)` puts every proc on one OS thread, where a hop is
+//!   an inbox push on that thread, at the price of running on one core): the paper's
+//!   parallel ping-pong on 2 procs at load 9-10 (`PCML_PROCS=2 examples/parpp 20000 T`, 5
+//!   alternations) ran 1.6-9.4 M msgs/s (median 4.0 M) on one thread against 0.03-0.15 M
+//!   (median 0.07 M, 1,400-39,000 parks a run) on two.
 //!
 //! ## Fair choice across procs
 //!

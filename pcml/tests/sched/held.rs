@@ -234,3 +234,67 @@ fn a_held_fiber_stays_while_its_spawner_has_no_core() {
         .unwrap();
     assert_eq!(ran_on.0, ran_on.1, "the held fiber moved to another proc");
 }
+
+/// An idle proc whose steal is refused because the victim's thread has no core (here:
+/// blocked in an OS sleep, queued work and all) parks instead of looking again and again
+/// on a core the victim may be waiting for. It used to look, be refused, and look again
+/// without ever parking for as long as the victim's queue stayed full. (The watchdog is off:
+/// it would let the work move once the victim had taken no turn for a whole time slice.)
+#[test]
+fn an_idle_proc_refused_a_steal_parks() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let rt = pcml::Runtime::builder()
+        .procs(2)
+        .watchdog(false)
+        .build()
+        .unwrap();
+    let queued = rt
+        .block_on(|| {
+            let started = Arc::new(AtomicBool::new(false));
+            let done = Arc::new(AtomicBool::new(false));
+            let (s2, d2) = (started.clone(), done.clone());
+            // Off the procs: proc 0's queue when proc 1 has parked 3 times more.
+            let watcher = pcml::spawn_blocking(move || {
+                while !s2.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let parks = |m: &pcml::sched::RuntimeMetrics| m.procs()[1].parks;
+                let before = parks(&pcml::sched::metrics().unwrap());
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let queued = loop {
+                    let m = pcml::sched::metrics().unwrap();
+                    if parks(&m) >= before + 3 || Instant::now() > deadline {
+                        break m.procs()[0].queue_len;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                };
+                d2.store(true, Ordering::SeqCst);
+                queued
+            });
+            let hs = pcml::spawn_on(0, move || {
+                // One held, 999 queued: more than this proc's next turn takes, so the idle
+                // proc counts it as work to take. It may take some while this thread still
+                // runs (a steal takes at most 32), not all.
+                let hs: Vec<_> = (0..1000).map(|i| pcml::spawn(move || i)).collect();
+                started.store(true, Ordering::SeqCst);
+                // This thread does not return to its proc meanwhile: its queue waits, and
+                // its CPU clock stands nearly still (a look every 50 ms).
+                while !done.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                hs
+            })
+            .join()
+            .unwrap();
+            let sum: i32 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(sum, (0..1000).sum());
+            watcher.join().unwrap()
+        })
+        .unwrap();
+    assert!(
+        queued >= 2,
+        "proc 1 parked only once proc 0's queue was down to {queued} (or never)"
+    );
+}

@@ -62,19 +62,35 @@ impl Context {
     }
 
     /// `idle` for the procs of a carrier (`run_carrier`), none of which found work: spin while
-    /// any could find some, then sleep together on the first one's parker. As `idle`, but
-    /// without the quick re-park after a timed-out park.
+    /// any could find some, then sleep together on the first one's parker. As `idle`, a
+    /// carrier back from a park that timed out parks again at once if none of its procs ran
+    /// anything since.
     pub(super) fn idle_all(ctxs: &[Context]) {
         let head = &ctxs[0];
         let sh = &*head.shared;
+        let mut timed_out = true;
         for ctx in ctxs {
             ctx.end_io_batch();
             // A turn for the watchdog: an idle proc is not running a thread.
             let turns = &ctx.me().watch.turns;
-            turns.store(
-                turns.load(Ordering::Relaxed).wrapping_add(1),
-                Ordering::Relaxed,
-            );
+            let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
+            turns.store(tick, Ordering::Relaxed);
+            // As in `idle`: its failed turn and this call are the two counted since the park.
+            timed_out &= ctx.timed_out_at.take() == Some(tick.wrapping_sub(2));
+        }
+        if timed_out {
+            let mut found = false;
+            for ctx in ctxs {
+                ctx.enter();
+                found |= ctx.fire_due_timers() || ctx.check_owed();
+            }
+            if found {
+                return;
+            }
+            head.enter();
+            head.io_dispatch(|| sh.poll_io_now());
+            Self::sleep_all(ctxs);
+            return;
         }
         // As in `idle`: one carrier counts once among the searchers.
         let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit;
@@ -153,23 +169,23 @@ impl Context {
                     blind = true;
                 }
             }
-            if watching {
+            if watching || ctxs.iter().any(|ctx| ctx.refused.get()) {
                 earliest(Some(Instant::now() + HELD_GRACE));
             }
             let me = head.me();
-            match next {
+            let woken = match next {
                 Some(deadline) => {
                     let now = Instant::now();
-                    if deadline > now {
+                    deadline <= now || {
                         metrics::bump(&me.metrics.parks);
-                        sh.park_proc(me, Some(deadline - now), &mut polled);
+                        sh.park_proc(me, Some(deadline - now), &mut polled)
                     }
                 }
                 None => {
                     metrics::bump(&me.metrics.parks);
-                    sh.park_proc(me, None, &mut polled);
+                    sh.park_proc(me, None, &mut polled)
                 }
-            }
+            };
             if blind {
                 // Relaxed: a hint for spawners.
                 sh.held_watch.blind_sleepers.fetch_sub(1, Ordering::Relaxed);
@@ -177,6 +193,15 @@ impl Context {
             if watching {
                 head.stop_watching();
             }
+            if !woken {
+                for ctx in ctxs {
+                    ctx.timed_out_at
+                        .set(Some(ctx.me().watch.turns.load(Ordering::Relaxed)));
+                }
+            }
+        }
+        for ctx in ctxs {
+            ctx.refused.set(false);
         }
         crate::sched::outside::bump_epoch();
         for ctx in ctxs {
@@ -274,7 +299,9 @@ impl Context {
                     blind = true;
                 }
             }
-            if watching {
+            // A refused steal (`refused`): look again after `HELD_GRACE`, when the victim
+            // may have had its core back, or the watchdog may have found it hogged.
+            if watching || self.refused.get() {
                 let grace = Instant::now() + HELD_GRACE;
                 next = Some(next.map_or(grace, |d| d.min(grace)));
             }
@@ -303,6 +330,7 @@ impl Context {
                     .set(Some(me.watch.turns.load(Ordering::Relaxed)));
             }
         }
+        self.refused.set(false);
         // Before anything this proc does awake is visible (deadlock detection across
         // runtimes, `outside`).
         crate::sched::outside::bump_epoch();

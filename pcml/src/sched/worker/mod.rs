@@ -308,6 +308,12 @@ pub(crate) struct Context {
     /// ended by timeout: if no turn ran anything since, the next `idle` parks at once
     /// instead of spinning (nobody handed this proc work, so none is on its way).
     timed_out_at: Cell<Option<u32>>,
+    /// Set when a steal was refused because the victim's thread had no core (`left_there`):
+    /// until this proc's next park ends, other procs' queued work does not count as work for
+    /// it (`has_work`), and that park lasts `HELD_GRACE` at most. Otherwise the idle proc,
+    /// seeing the work, would look, be refused, and look again without ever parking, on a
+    /// core the victim's thread may be waiting for.
+    refused: Cell<bool>,
     fibers: FiberTable,
     /// Fibers spawned here while `SPILL_FROM` started fibers or more lived here, the proc
     /// their current block goes to, and this thread's CPU and run-queue wait times at the
@@ -471,6 +477,7 @@ impl Context {
             held_seen: Cell::new(None),
             held_tickets: RefCell::new(vec![0; shared_procs]),
             timed_out_at: Cell::new(None),
+            refused: Cell::new(false),
             ready_mark: Cell::new(usize::MAX),
             owed: RefCell::new(Owed::new(shared_procs)),
             fibers: FiberTable::new(),

@@ -531,13 +531,15 @@ impl Context {
                 if !victim.has_queued() {
                     return false;
                 }
-                return match (cpu_then, victim.cpu_time()) {
+                let ran = match (cpu_then, victim.cpu_time()) {
                     (Some(then), Some(now)) => {
                         now.saturating_sub(then) >= STEAL_GRACE / 4
                             || victim.watch.preempt_requested()
                     }
                     _ => true,
                 };
+                self.refused.set(!ran);
+                return ran;
             }
         }
     }
@@ -574,7 +576,7 @@ impl Context {
             || !self.placed.borrow().is_empty()
             || !self.new_is_empty()
             || !sh.injector.is_empty()
-            || self.others_waiting()
+            || (!self.refused.get() && self.others_waiting())
             || sh.is_shutdown()
     }
 
