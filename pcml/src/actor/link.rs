@@ -242,6 +242,8 @@ pub(crate) trait Peer: Send + Sync + 'static {
     fn msg_type_id(&self) -> TypeId;
     /// The record's reference count, for `PeerRef`.
     fn refs(&self) -> &crate::mp::RefCount;
+    /// Whether the actor has not ended yet.
+    fn alive(&self) -> bool;
     /// Adds `other` to the links; false if this actor is dead.
     fn add_link(&self, other: PeerRef) -> bool;
     fn remove_link(&self, other: ActorId);
@@ -323,6 +325,10 @@ impl<M: Send + 'static> Peer for Record<M> {
 
     fn refs(&self) -> &crate::mp::RefCount {
         Record::refs(self)
+    }
+
+    fn alive(&self) -> bool {
+        self.is_alive()
     }
 
     fn add_link(&self, other: PeerRef) -> bool {

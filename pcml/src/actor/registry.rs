@@ -112,10 +112,16 @@ impl std::error::Error for RegistryError {}
 pub fn register<M: Send + 'static>(name: &str, pid: &Pid<M>) -> Result<(), RegistryError> {
     let mut t = table();
     if let Some(holder) = t.get(name) {
-        return Err(RegistryError::Taken {
-            name: name.to_string(),
-            holder: holder.peer_id(),
-        });
+        // An actor is marked dead before its names are freed: a name whose holder has
+        // ended (its death may have been observed already) is free.
+        if holder.alive() {
+            return Err(RegistryError::Taken {
+                name: name.to_string(),
+                holder: holder.peer_id(),
+            });
+        }
+        // Its end frees the name only if it still holds it (`remove_if`).
+        t.remove(name);
     }
     let name: Arc<str> = Arc::from(name);
     let peer = pid.peer();
@@ -191,8 +197,10 @@ pub fn whereis<M: Send + 'static>(name: &str) -> Option<Pid<M>> {
 /// ));
 /// ```
 pub fn try_whereis<M: Send + 'static>(name: &str) -> Result<Pid<M>, RegistryError> {
+    // A holder that has ended (its names are freed just after) holds nothing.
     let peer = table()
         .get(name)
+        .filter(|p| p.alive())
         .cloned()
         .ok_or_else(|| RegistryError::NotRegistered {
             name: name.to_string(),
