@@ -85,7 +85,16 @@
 //!   turn, 100 at a time (the next proc first, this one included; like `spawn_on`'s, each
 //!   starts and stays on its proc), as long as the spawner's OS thread spent less than a
 //!   tenth of its time since the last block waiting for a core (the kernel's count, in
-//!   `/proc/thread-self/schedstat`; where it cannot be read, every block stays). The case
+//!   `/proc/thread-self/schedstat`) and the machine has a core free for the receiving
+//!   proc's thread right now (the threads runnable by `/proc/loadavg`, less this runtime's
+//!   awake ones, plus this runtime's with the receiver awake, are at most the cores; where
+//!   either count cannot be read, every block stays). The second test is for a co-runner:
+//!   a spawner whose partner proc is parked has its core to itself beside one busy
+//!   process, and the first test alone dealt blocks there (primes-1000 2 procs over 1 proc,
+//!   both beside one busy loop, fell from 0.93x to 0.68x in the bench's procs run); with
+//!   it, beside `yes`, no block was dealt in 8 runs (`examples/primes.rs spawn 1000 2 4`,
+//!   76-102 ms against 78-93 ms on one proc beside it), and on the quiet machine 100 to 400
+//!   filters of 1,000 went to proc 1 (59-100 ms against 84-122 ms on one proc). The case
 //!   is a pipeline that grows, such as the primes sieve, whose filters are spawned one by
 //!   one, each started before the next: kept on one proc it runs at one proc's speed, and
 //!   cut in long blocks it runs on all of them, a message crossing procs only at a block's

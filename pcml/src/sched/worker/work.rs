@@ -70,7 +70,7 @@ impl Context {
             // A block stays here when this thread waited for a core: the procs' threads
             // would not all run at once, and a chain pinned across them would go at the
             // pace of the one the OS left waiting.
-            let to = if to != self.index && self.cores_to_spare() {
+            let to = if to != self.index && self.cores_to_spare(to) {
                 to
             } else {
                 self.index
@@ -86,7 +86,7 @@ impl Context {
     /// count (`/proc/thread-self/schedstat`: CPU time, then run-queue wait, in ns). `false`
     /// where that count cannot be read.
     #[cold]
-    fn cores_to_spare(&self) -> bool {
+    fn cores_to_spare(&self, to: usize) -> bool {
         #[cfg(test)]
         if let Some(spare) = tests::SPARE.with(Cell::get) {
             return spare;
@@ -102,7 +102,38 @@ impl Context {
         };
         let (cpu0, wait0) = self.sched_seen.replace((cpu, wait));
         let (dcpu, dwait) = (cpu.saturating_sub(cpu0), wait.saturating_sub(wait0));
-        dwait.saturating_mul(10) < dcpu.saturating_add(dwait)
+        dwait.saturating_mul(10) < dcpu.saturating_add(dwait) && self.core_free_for(to)
+    }
+
+    /// Whether proc `to`'s thread would have a core to itself: the threads runnable on the
+    /// machine right now (`/proc/loadavg`'s fourth field) other than this runtime's awake
+    /// ones, plus this runtime's with `to` awake, are no more than the process can run at
+    /// once. The wait test looks back, and a spawner whose partner procs are parked has its
+    /// core to itself even beside a busy process: dealing a block would then wake a proc
+    /// thread for which no core is free. `false` where the count cannot be read.
+    fn core_free_for(&self, to: usize) -> bool {
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let cores =
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let Some(running) = std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| {
+            let (running, _) = s.split_whitespace().nth(3)?.split_once('/')?;
+            running.parse::<usize>().ok()
+        }) else {
+            return false;
+        };
+        let sh = &self.shared;
+        let threads = sh
+            .procs
+            .iter()
+            .map(|p| p.carrier)
+            .max()
+            .map_or(1, |c| c + 1);
+        // Relaxed: a guess for a placement, not a hand-off.
+        let awake = sh.procs.len() - sh.num_sleeping.load(Ordering::Relaxed).min(sh.procs.len());
+        let ours_now = awake.min(threads);
+        let to_wakes = sh.procs[to].sleeping.load(Ordering::Relaxed) as usize;
+        let ours_after = (awake + to_wakes).min(threads);
+        running.saturating_sub(ours_now) + ours_after <= cores
     }
 
     /// Pushes a fiber just spawned here to the local deque, counting it live.
