@@ -173,19 +173,7 @@ impl Context {
                 earliest(Some(Instant::now() + HELD_GRACE));
             }
             let me = head.me();
-            let woken = match next {
-                Some(deadline) => {
-                    let now = Instant::now();
-                    deadline <= now || {
-                        metrics::bump(&me.metrics.parks);
-                        sh.park_proc(me, Some(deadline - now), &mut polled)
-                    }
-                }
-                None => {
-                    metrics::bump(&me.metrics.parks);
-                    sh.park_proc(me, None, &mut polled)
-                }
-            };
+            let woken = park_until(sh, me, next, &mut polled);
             if blind {
                 // Relaxed: a hint for spawners.
                 sh.held_watch.blind_sleepers.fetch_sub(1, Ordering::Relaxed);
@@ -305,19 +293,7 @@ impl Context {
                 let grace = Instant::now() + HELD_GRACE;
                 next = Some(next.map_or(grace, |d| d.min(grace)));
             }
-            let woken = match next {
-                Some(deadline) => {
-                    let now = Instant::now();
-                    deadline <= now || {
-                        metrics::bump(&me.metrics.parks);
-                        sh.park_proc(me, Some(deadline - now), &mut polled)
-                    }
-                }
-                None => {
-                    metrics::bump(&me.metrics.parks);
-                    sh.park_proc(me, None, &mut polled)
-                }
-            };
+            let woken = park_until(sh, me, next, &mut polled);
             if blind {
                 // Relaxed: a hint for spawners.
                 sh.held_watch.blind_sleepers.fetch_sub(1, Ordering::Relaxed);
@@ -433,4 +409,27 @@ fn keep_spinning(sh: &Shared, may_spin: &mut bool, start: Instant) -> bool {
         std::thread::yield_now();
     }
     true
+}
+
+/// Parks `me` (polling the OS for readiness where it may, into `polled`) until `deadline`, or
+/// until woken if there is none, counting the park; true if woken. A deadline already past
+/// counts as woken, without parking.
+fn park_until<'a>(
+    sh: &'a Shared,
+    me: &ProcShared,
+    deadline: Option<Instant>,
+    polled: &mut crate::sched::io::Polled<'a>,
+) -> bool {
+    let timeout = match deadline {
+        Some(deadline) => {
+            let now = Instant::now();
+            if deadline <= now {
+                return true;
+            }
+            Some(deadline - now)
+        }
+        None => None,
+    };
+    metrics::bump(&me.metrics.parks);
+    sh.park_proc(me, timeout, polled)
 }
