@@ -125,6 +125,25 @@ where
     }
 }
 
+/// Serves hello-world on one connection until the client leaves, with `timer` for hyper's
+/// timeouts (the same code for both runtimes, so that the bench compares runtimes only).
+async fn serve_conn<S>(conn: S, timer: impl hyper::rt::Timer + Send + Sync + 'static)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let served = http1::Builder::new()
+        .timer(timer)
+        .header_read_timeout(Duration::from_secs(30))
+        .serve_connection(HyperIo(conn), service_fn(hello));
+    match served.await {
+        // A client that leaves between requests is not an error.
+        Err(e) if !e.is_incomplete_message() => {
+            eprintln!("hyper_server: connection error: {e}");
+        }
+        _ => {}
+    }
+}
+
 /// Serves hello-world on `listener` with pcml tasks, one per connection, until the listener
 /// fails. Call it from a pcml task or fiber.
 pub async fn serve_pcml(listener: pcml::net::TcpListener) {
@@ -137,19 +156,7 @@ pub async fn serve_pcml(listener: pcml::net::TcpListener) {
             }
         };
         let _ = conn.set_nodelay(true);
-        pcml::spawn_task(async move {
-            let served = http1::Builder::new()
-                .timer(PcmlTimer)
-                .header_read_timeout(Duration::from_secs(30))
-                .serve_connection(HyperIo(conn), service_fn(hello));
-            match served.await {
-                // A client that leaves between requests is not an error.
-                Err(e) if !e.is_incomplete_message() => {
-                    eprintln!("hyper_server: connection error: {e}");
-                }
-                _ => {}
-            }
-        });
+        pcml::spawn_task(serve_conn(conn, PcmlTimer));
     }
 }
 
@@ -164,19 +171,7 @@ pub async fn serve_tokio(listener: tokio::net::TcpListener) {
             }
         };
         let _ = conn.set_nodelay(true);
-        tokio::spawn(async move {
-            let served = http1::Builder::new()
-                .timer(TokioTimer)
-                .header_read_timeout(Duration::from_secs(30))
-                .serve_connection(HyperIo(conn), service_fn(hello));
-            match served.await {
-                // A client that leaves between requests is not an error.
-                Err(e) if !e.is_incomplete_message() => {
-                    eprintln!("hyper_server: connection error: {e}");
-                }
-                _ => {}
-            }
-        });
+        tokio::spawn(serve_conn(conn, TokioTimer));
     }
 }
 
