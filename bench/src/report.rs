@@ -253,7 +253,8 @@ pub fn header_markdown(r: &Report) -> String {
          min - max) taken in {rounds} rounds (the whole selection run {rounds} times, one after \
          the other, so that pcml's and the peers' runs interleave), procs {procs:?}, peers \
          {peers}, co-runners {co}; took {secs:.0} s. A goal met in some rounds and missed in \
-         others is marked unsettled: the machine's noise is larger than the margin.\n\n\
+         others, or met in every round but not by the pooled figures, is marked unsettled: the \
+         machine's noise is larger than the margin.\n\n\
          | machine | |\n| --- | --- |\n\
          | cores | {cores} |\n| CPU | {cpu} |\n| kernel | {kernel} |\n| rustc | {rustc} |\n\
          | Rust allocator | mimalloc 3, called through `mi_malloc` for word-aligned requests (`pcml_bench::alloc::MiMallocNatural`, the bench binary's global allocator; pcml does not choose one) |\n\
@@ -370,7 +371,7 @@ pub fn summary_text(sections: &[Section], report: &Path) -> String {
     }
     missed.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut out = format!(
-        "Goals: {} met, {} not met, {} unsettled (met in some rounds only), {} not measured.\n",
+        "Goals: {} met, {} not met, {} unsettled (the rounds disagree), {} not measured.\n",
         counts[0], counts[1], counts[2], counts[3]
     );
     if !missed.is_empty() {

@@ -297,7 +297,9 @@ impl Ratio {
         }
     }
 
-    /// Where the figure stands against its goal, taking the spread into account.
+    /// Where the figure stands against its goal, taking the spread into account: met when the
+    /// figure (the pooled rounds' medians) and both ends of the spread meet it, not met when
+    /// none does, unsettled otherwise.
     ///
     /// ```
     /// use pcml_bench::table::{Goal, Ratio, Section, Verdict};
@@ -307,6 +309,10 @@ impl Ratio {
     /// assert_eq!(q.verdict(&sec), Verdict::Unsettled { met_at_median: true });
     /// q.per_round = vec![1.55, 1.8];
     /// assert_eq!(q.verdict(&sec), Verdict::Met);
+    /// // Every round met it, but the pooled figures did not (the rounds ran on a machine
+    /// // whose load changed between them): neither verdict is safe.
+    /// q.value = Ok(1.45);
+    /// assert_eq!(q.verdict(&sec), Verdict::Unsettled { met_at_median: false });
     /// ```
     pub fn verdict(&self, sec: &Section) -> Verdict {
         let (Ok(v), Some(goal)) = (&self.value, self.goal) else {
@@ -318,9 +324,11 @@ impl Ratio {
         };
         let at_median = goal.met(*v);
         match self.spread(sec) {
-            Some((lo, hi)) if goal.met(lo) != goal.met(hi) => Verdict::Unsettled {
-                met_at_median: at_median,
-            },
+            Some((lo, hi)) if goal.met(lo) != goal.met(hi) || goal.met(lo) != at_median => {
+                Verdict::Unsettled {
+                    met_at_median: at_median,
+                }
+            }
             _ if at_median => Verdict::Met,
             _ => Verdict::NotMet,
         }
