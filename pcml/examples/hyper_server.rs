@@ -3,14 +3,15 @@
 //!
 //! hyper runs on any runtime that gives it three things, through its `rt` traits: I/O
 //! (`hyper::rt::Read`/`Write`, here over [`pcml::net::TcpStream`]'s tokio traits), a timer
-//! (`hyper::rt::Timer`, here pcml's [`sleep_async`](pcml::time::sleep_async), used for the
-//! header-read timeout), and for HTTP/2 an executor (`hyper::rt::Executor`, here
+//! (`hyper::rt::Timer`, here pcml's [`sleep_until_async`](pcml::time::sleep_until_async), used
+//! for the header-read timeout), and for HTTP/2 an executor (`hyper::rt::Executor`, here
 //! [`pcml::spawn_task`]). Each connection is one pcml task. The adapters and both servers
 //! are in `examples/support/hyper_server.rs`, which the benchmark and the tests share.
 //!
 //! Run: `cargo run --release -p pcml --features tokio --example hyper_server -- 127.0.0.1:8080 pcml 2`
 //! (or `tokio` instead of `pcml`: the same service on tokio's multi-thread runtime with that
-//! many workers), then load it with `wrk -t2 -c100 -d10s http://127.0.0.1:8080/`. It serves
+//! many workers, or on its `current_thread` runtime given 0), then load it with
+//! `wrk -t2 -c100 -d10s http://127.0.0.1:8080/`. It serves
 //! until interrupted. The `net` tests run it against a plain HTTP client. The example
 //! allocates with mimalloc, as the benchmark does for both servers.
 
@@ -46,11 +47,18 @@ fn main() {
             .unwrap();
         }
         "tokio" => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .enable_all()
-                .build()
-                .unwrap();
+            // 0 workers: tokio's `current_thread` runtime, the bench's peer of one proc.
+            let rt = if threads == 0 {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            } else {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(threads)
+                    .enable_all()
+                    .build()
+            }
+            .unwrap();
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
                 println!(

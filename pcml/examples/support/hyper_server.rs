@@ -4,8 +4,8 @@
 //!
 //! hyper runs on any runtime that gives it three things, through its `rt` traits: I/O
 //! (`hyper::rt::Read`/`Write`, here over [`pcml::net::TcpStream`]'s tokio traits), a timer
-//! (`hyper::rt::Timer`, here pcml's [`sleep_async`](pcml::time::sleep_async), used for the
-//! header-read timeout), and for HTTP/2 an executor (`hyper::rt::Executor`, here
+//! (`hyper::rt::Timer`, here pcml's [`sleep_until_async`](pcml::time::sleep_until_async), used
+//! for the header-read timeout), and for HTTP/2 an executor (`hyper::rt::Executor`, here
 //! [`pcml::spawn_task`]). Each connection is one pcml task.
 
 use std::convert::Infallible;
@@ -104,9 +104,18 @@ impl hyper::rt::Timer for PcmlTimer {
         Box::pin(PcmlSleep(pcml::time::sleep_async(d)))
     }
 
+    // hyper asks for a sleep until an instant it has just read (each request's header-read
+    // timeout): taking the instant as it is reads no clock again.
     fn sleep_until(&self, at: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        let d = at.saturating_duration_since(Instant::now());
-        Box::pin(PcmlSleep(pcml::time::sleep_async(d)))
+        Box::pin(PcmlSleep(pcml::time::sleep_until_async(at)))
+    }
+
+    // Moves the deadline of a sleep of ours in place, rather than boxing a new one.
+    fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, at: Instant) {
+        match sleep.as_mut().downcast_mut_pin::<PcmlSleep>() {
+            Some(mine) => Pin::new(&mut mine.get_mut().0).reset(at),
+            None => *sleep = self.sleep_until(at),
+        }
     }
 }
 
@@ -198,5 +207,12 @@ impl hyper::rt::Timer for TokioTimer {
 
     fn sleep_until(&self, at: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
         Box::pin(TokioSleep(Box::pin(tokio::time::sleep_until(at.into()))))
+    }
+
+    fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, at: Instant) {
+        match sleep.as_mut().downcast_mut_pin::<TokioSleep>() {
+            Some(mine) => mine.get_mut().0.as_mut().reset(at.into()),
+            None => *sleep = self.sleep_until(at),
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Time: sleeping fibers and tasks on per-proc timers driven by the scheduler.
 //!
 //! A fiber that sleeps blocks only itself; its proc runs other threads meanwhile, and an idle
-//! proc parks exactly until its next timer. Async code awaits [`sleep_async`]. Outside a pcml
-//! runtime, [`sleep`] is `std::thread::sleep`, and timers of OS threads and other executors
-//! are kept by one process-wide timer thread.
+//! proc parks exactly until its next timer. Async code awaits [`sleep_async`] (or
+//! [`sleep_until_async`], given the instant). Outside a pcml runtime, [`sleep`] is
+//! `std::thread::sleep`, and timers of OS threads and other executors are kept by one
+//! process-wide timer thread.
 //!
 //! Timeouts are events: [`timeout_evt`] and [`at_time_evt`] compose in `choose` and `select`
 //! like any other event, and [`Event::sync_timeout`] syncs with a time limit.
@@ -141,7 +142,31 @@ pub fn sleep_async(d: Duration) -> Sleep {
     }
 }
 
-/// The future of [`sleep_async`]. Dropping it before its deadline cancels its timer.
+/// A future that completes at `deadline` (at once if it has passed): [`sleep_async`] given
+/// the instant rather than the length, for code that keeps a deadline across several waits
+/// (a request's time limit, hyper's `Timer::sleep_until`). It reads no clock until polled.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// pcml::run(|| {
+///     let t = pcml::spawn_task(async {
+///         let deadline = Instant::now() + Duration::from_millis(10);
+///         pcml::time::sleep_until_async(deadline).await;
+///         Instant::now() >= deadline
+///     });
+///     assert!(t.join().unwrap());
+/// });
+/// ```
+pub fn sleep_until_async(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline,
+        timer: None,
+    }
+}
+
+/// The future of [`sleep_async`] and [`sleep_until_async`]. Dropping it before its deadline
+/// cancels its timer.
 ///
 /// ```
 /// use std::time::Duration;
@@ -184,6 +209,31 @@ impl Sleep {
     /// ```
     pub fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    /// Moves the deadline to `deadline`, earlier or later, even after the sleep completed: its
+    /// timer, if armed, is cancelled, and the next poll arms one for the new deadline (the
+    /// waker of that poll is the one woken).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// pcml::run(|| {
+    ///     let t = pcml::spawn_task(async {
+    ///         let mut nap = Box::pin(pcml::time::sleep_async(Duration::from_secs(3600)));
+    ///         let sooner = Instant::now() + Duration::from_millis(5);
+    ///         nap.as_mut().reset(sooner);
+    ///         nap.await;
+    ///         Instant::now() >= sooner
+    ///     });
+    ///     assert!(t.join().unwrap());
+    /// });
+    /// ```
+    pub fn reset(mut self: Pin<&mut Self>, deadline: Instant) {
+        if let Some(cell) = self.timer.take() {
+            cell.cancel();
+        }
+        self.deadline = deadline;
     }
 }
 

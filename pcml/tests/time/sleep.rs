@@ -1,6 +1,7 @@
 //! Sleeping fibers and tasks on the scheduler's per-proc timers.
 
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use pcml::Runtime;
@@ -97,4 +98,62 @@ fn sleep_in_a_task_says_to_await() {
             .unwrap_err()
     });
     assert!(e.to_string().contains("sleep_async"), "{e}");
+}
+
+/// Polls a sleep once with a waker that does nothing (the context is not kept across an
+/// `.await`: it is not `Send`).
+fn poll_once(s: std::pin::Pin<&mut pcml::time::Sleep>) -> Poll<()> {
+    s.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// `sleep_until_async` of a passed instant is ready at its first poll.
+#[test]
+fn a_sleep_until_a_passed_instant_is_ready_at_once() {
+    rt(1)
+        .block_on(|| {
+            pcml::spawn_task(async {
+                let past = Instant::now();
+                let mut s = std::pin::pin!(pcml::time::sleep_until_async(past));
+                assert_eq!(poll_once(s.as_mut()), Poll::Ready(()));
+                assert_eq!(s.deadline(), past);
+            })
+            .join()
+            .unwrap();
+        })
+        .unwrap();
+}
+
+/// `Sleep::reset` moves an armed sleep's deadline both ways: a later deadline is not ended by
+/// the old timer, an earlier one ends the sleep, and a completed sleep can be set again.
+#[test]
+fn a_reset_sleep_keeps_its_new_deadline() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(|| {
+                pcml::spawn_task(async {
+                    let mut s = std::pin::pin!(pcml::time::sleep_async(Duration::from_millis(1)));
+                    assert_eq!(poll_once(s.as_mut()), Poll::Pending);
+                    // Later: the 1 ms timer is cancelled, so the sleep outlives it.
+                    let later = Instant::now() + Duration::from_secs(3600);
+                    s.as_mut().reset(later);
+                    assert_eq!(s.deadline(), later);
+                    assert_eq!(poll_once(s.as_mut()), Poll::Pending);
+                    pcml::time::sleep_async(Duration::from_millis(20)).await;
+                    assert_eq!(poll_once(s.as_mut()), Poll::Pending);
+                    // Earlier: awaiting it ends at the new deadline, not the old one.
+                    let sooner = Instant::now() + Duration::from_millis(5);
+                    s.as_mut().reset(sooner);
+                    s.as_mut().await;
+                    assert!(Instant::now() >= sooner);
+                    // Completed, then set again: it sleeps once more.
+                    let again = Instant::now() + Duration::from_millis(5);
+                    s.as_mut().reset(again);
+                    s.as_mut().await;
+                    assert!(Instant::now() >= again);
+                })
+                .join()
+                .unwrap();
+            })
+            .unwrap();
+    }
 }
