@@ -4,7 +4,8 @@
 //! the load is 100 client connections on a `current_thread` tokio runtime of its own thread,
 //! each writing 64 bytes and reading them back, over and over, for `SECONDS`. Prints round
 //! trips per second, and the CPU time the whole process used per round trip (server and load
-//! together; the load is the same program for both servers).
+//! together; the load is the same program for both servers), split into the load thread's
+//! own and the rest (the server's threads).
 //!
 //! `cargo run --release -p pcml --example echo_load -- [pcml|tokio] [THREADS] [SECONDS]
 //! [TRIPS]` (with `TRIPS`, each client makes that many round trips and the time is ignored)
@@ -49,12 +50,19 @@ fn main() {
         _ => panic!("server: pcml or tokio"),
     };
     let cpu = cpu_time();
-    let (n, elapsed) = echo::measure(server, secs, trips).unwrap();
+    let echo::Measured {
+        trips: n,
+        elapsed,
+        load_cpu,
+    } = echo::measure(server, secs, trips).unwrap();
     let cpu = cpu_time() - cpu;
+    let per_trip = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
     println!(
         "{which} {threads} threads: {:.0} round trips/s ({n} in {elapsed:.2?}), {:.2} us of CPU \
-         per round trip",
+         per round trip (server {:.2}, load {:.2})",
         n as f64 / elapsed.as_secs_f64(),
-        cpu.as_secs_f64() * 1e6 / n as f64
+        per_trip(cpu),
+        per_trip(cpu.saturating_sub(load_cpu)),
+        per_trip(load_cpu),
     );
 }

@@ -21,7 +21,11 @@ const METRIC: Metric = Metric::Rate {
 
 /// One run of `server` for `secs` seconds.
 fn measure(server: Server, secs: f64) -> Result<Sample> {
-    let (ops, elapsed) = echo_server::measure(server, secs, None)
+    let echo_server::Measured {
+        trips: ops,
+        elapsed,
+        ..
+    } = echo_server::measure(server, secs, None)
         .map_err(|e| Error::Failed(format!("echo: {e}")))?;
     if ops == 0 {
         return Err(Error::WrongAnswer("echo: no round trip completed".into()));

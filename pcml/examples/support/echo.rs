@@ -98,14 +98,31 @@ fn tokio_server(
     })
 }
 
+/// What [`measure`] saw.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// Round trips the clients completed (each checked: the bytes came back as sent).
+    pub trips: u64,
+    /// The time they took.
+    pub elapsed: Duration,
+    /// The CPU time the load's own thread used meanwhile (zero where it cannot be read): the
+    /// rest of the process's CPU time is the server's.
+    pub load_cpu: Duration,
+}
+
+/// CPU time the calling thread has spent on a core so far (Linux's
+/// `/proc/thread-self/schedstat`; zero where it cannot be read).
+fn thread_cpu() -> Duration {
+    let ns = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
+}
+
 /// Runs `server` under the load for `secs` seconds, or, with `per_client`, until each client has
-/// made that many round trips: the round trips the clients completed (each checked: the bytes
-/// come back as sent) and the time they took.
-pub fn measure(
-    server: Server,
-    secs: f64,
-    per_client: Option<u64>,
-) -> Result<(u64, Duration), String> {
+/// made that many round trips.
+pub fn measure(server: Server, secs: f64, per_client: Option<u64>) -> Result<Measured, String> {
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || match server {
         Server::Pcml(procs) => pcml_server(procs, addr_tx),
@@ -123,6 +140,7 @@ pub fn measure(
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let load_cpu = thread_cpu();
     let loaded = load.block_on(async {
         let clients: Vec<_> = (0..CONNECTIONS)
             .map(|c| {
@@ -163,6 +181,7 @@ pub fn measure(
         }
         Ok::<Duration, String>(start.elapsed())
     });
+    let load_cpu = thread_cpu() - load_cpu;
     // Dropping the runtime closes any connection a failed client left open, so the server
     // ends either way.
     drop(load);
@@ -171,5 +190,9 @@ pub fn measure(
         .map_err(|_| "the server panicked".to_string())?;
     let elapsed = loaded?;
     served?;
-    Ok((trips.load(Ordering::Relaxed), elapsed))
+    Ok(Measured {
+        trips: trips.load(Ordering::Relaxed),
+        elapsed,
+        load_cpu,
+    })
 }

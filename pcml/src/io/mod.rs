@@ -62,6 +62,15 @@
 //! N = 200 and 400 round trips per client) spent 2,120 instructions per round trip polling its
 //! tasks when they waited through readiness events, 885 with the slot.
 //!
+//! What a round trip costs such a server now: one read, which never fails (a short read
+//! clears the readiness, so the next read waits for the next edge), one write, and a wait in
+//! `epoll_wait` every 4 to 8 round trips, as tokio's sockets make (`perf` counts of each
+//! system call by thread, 100 connections of 64-byte messages on 1 and 2 procs); about 88%
+//! of the server thread's CPU time is then the kernel's loopback TCP. Its proc sleeps less
+//! often than tokio's (0.006 to 0.010 context switches a round trip on 1 proc against 0.027
+//! to 0.075), since an idle proc spins, looking at the poller, before it sleeps, so the
+//! clients' writes seldom have to wake it.
+//!
 //! # Readiness is a hint
 //! A readiness event means "the last operation may now make progress": it can be spurious (the
 //! data was read by someone else, or an event for a closed descriptor arrived late), and it
