@@ -3,8 +3,9 @@
 //! `cargo run --release -p pcml --example pingpong2 -- N [MODE] [PROCS] [RUNS]`: N round trips
 //! (200,000) a run. MODE `ponger-first` joins the ponger first; MODE `spawn` places both fibers
 //! with `pcml::spawn` (the scheduler keeps them on one proc unless an idle proc steals one) on
-//! a runtime of PROCS procs (2), and prints each run's steals and cross-proc wake-ups. RUNS
-//! runs (3).
+//! a runtime of PROCS procs (2), and prints each run's steals and cross-proc wake-ups; MODE
+//! `placed` puts the pinger on proc 0 and the ponger on the last of PROCS procs, as the bench's
+//! paper-placed row does (with more procs than cores, on two OS threads). RUNS runs (3).
 use pcml::chan::Chan;
 
 fn main() {
@@ -12,10 +13,11 @@ fn main() {
     let n: u64 = arg(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let mode = arg(2).unwrap_or_default();
     let spawn = mode == "spawn";
+    let placed = mode == "placed";
     let procs: usize = arg(3).and_then(|s| s.parse().ok()).unwrap_or(2);
     let runs: usize = arg(4).and_then(|s| s.parse().ok()).unwrap_or(3);
     let rt = pcml::Runtime::builder()
-        .procs(if spawn { procs } else { 2 })
+        .procs(if spawn || placed { procs } else { 2 })
         .build()
         .unwrap();
     rt.block_on(move || {
@@ -32,7 +34,7 @@ fn main() {
             let ponger = if spawn {
                 pcml::spawn(ponger_body)
             } else {
-                pcml::spawn_on(1, ponger_body)
+                pcml::spawn_on(pcml::procs() - 1, ponger_body)
             };
             let t = std::time::Instant::now();
             let pinger_body = move || {
@@ -61,7 +63,7 @@ fn main() {
             let wakes: u64 = m.procs().iter().map(|p| p.sent_wakes).sum();
             println!(
                 "{}-proc ping-pong: {:.0} ns per message (steals {steals}, cross-proc wake-ups {wakes})",
-                if spawn { procs } else { 2 },
+                pcml::procs(),
                 e.as_nanos() as f64 / (2 * n) as f64
             );
         }

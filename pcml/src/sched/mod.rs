@@ -200,7 +200,24 @@
 //!   whatever the machine sets `carrier_threads` to its procs. Procs of one carrier never
 //!   steal from each other (their work runs on that thread anyway), and take work from other
 //!   carriers only when none of them has any; the carrier sleeps when all of them are idle,
-//!   on one parker that a wake-up of any of them unparks.
+//!   on one parker that a wake-up of any of them unparks. What a carrier pays for its idle
+//!   procs is kept to loads: in its rotation a proc whose inbox, queues and the injector
+//!   are empty has its turn counted (the watchdog takes a proc whose count stands still for
+//!   a hog) and is passed over, with a full turn every 32nd for its timers; the carrier
+//!   steals once, through its first proc, not once per proc; and an idle carrier's look for
+//!   work reads each of its procs' own queues and, once for all, the surplus of the procs of
+//!   other carriers. Before, every idle mate took a full turn on every rotation (a steal
+//!   from an empty injector is a SeqCst fence), every proc stole in turn and every proc's
+//!   look read every other proc's deques (on 8 procs over 2 threads, 28 deques a look where
+//!   4 do; a profile of the paper's ping-pong spent half its samples there), so a message
+//!   between carriers cost more on 8 procs than on 2: `examples/pingpong2 100000 placed P
+//!   1` (pinger on proc 0, ponger on the last), run under `chrt -f 1` so that the other
+//!   programs on the machine (load 8-10) did not set the pace, 6 alternations each, medians:
+//!   739 ns a message on 8 procs before against 472 ns after (2 procs: 451 and 435 ns);
+//!   `examples/cross_spawn 20000 8` 1,240 against 951 ns a child (2 procs: 963 and 885).
+//!   The parallel ping-pong and the round-robin sieve ran as fast on 8 procs as on 2
+//!   before and after (`parpp 20000`: 5.4-5.8 M against 5.2 M msgs/s; `primes placed 1000`:
+//!   104-110 ms against 127-142 ms).
 //! - **Explicit placement on a busy machine costs a wait for a core at every hop.** A
 //!   started fiber cannot follow its partner to a thread that has a core (see `fiber`), so
 //!   when the OS gives another program the core of a proc, every message to that proc's
@@ -340,8 +357,8 @@
 //!
 //! - between two procs of one carrier (more procs than cores): an inbox push and its
 //!   drain on the same thread, no wake-up at all; the carrier's rotation adds one look at
-//!   each of its procs' inboxes and queues per round (a proc with work takes up to 32
-//!   turns a round).
+//!   each of its procs' inboxes and queues per round, loads only (a proc with work takes
+//!   up to 32 turns a round).
 //!
 //! On 16 procs (the Parallel CML paper's figures run on 16 to 48 cores) the per-operation
 //! costs above stay the same except the idle look, which grows linearly; what grows is the

@@ -98,7 +98,7 @@ impl Context {
         let mut found = false;
         'spin: loop {
             for _ in 0..64 {
-                if ctxs.iter().any(|ctx| ctx.has_work()) {
+                if Self::carrier_has_work(ctxs) {
                     found = true;
                     break 'spin;
                 }
@@ -141,7 +141,7 @@ impl Context {
         // SeqCst fence: as in `sleep`.
         fence(Ordering::SeqCst);
         let mut polled = crate::sched::io::Polled::new();
-        if !ctxs.iter().any(|ctx| ctx.has_work()) {
+        if !Self::carrier_has_work(ctxs) {
             let mut next = None;
             let mut earliest = |due: Option<Instant>| {
                 if let Some(due) = due {

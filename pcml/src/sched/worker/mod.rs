@@ -543,6 +543,9 @@ pub(crate) fn run_carrier(shared: Arc<Shared>, mut procs: Vec<ProcDeques>) {
     while !shared.is_shutdown() {
         let mut ran = false;
         for ctx in &ctxs {
+            if ctx.pass_idle_turn() {
+                continue;
+            }
             ctx.enter();
             // A proc with work keeps the thread for up to `CARRIER_BATCH` turns, so that the
             // empty turns of its idle mates (an inbox drain and a look at empty queues each)
@@ -558,7 +561,10 @@ pub(crate) fn run_carrier(shared: Arc<Shared>, mut procs: Vec<ProcDeques>) {
             // last thread as the one holding the carrier.
             ctx.show_running(0);
         }
-        if !ran && !ctxs.iter().any(|ctx| ctx.steal_for_carrier()) {
+        // One thief for the carrier: its procs share one thread, so whichever of them runs
+        // stolen work, it runs there; each steal looks at every proc of other carriers
+        // once (`carrier_has_work` looks as the same proc).
+        if !ran && !ctxs[0].steal_for_carrier() {
             Context::idle_all(&ctxs);
         }
     }
