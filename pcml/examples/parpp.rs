@@ -1,9 +1,12 @@
 //! Profiling aid: Reppy, Russo and Xiao's parallel ping-pong, 8 pairs with the two fibers of pair i on
-//! procs i mod P and i+1 mod P (every message crosses procs on 2 procs).
+//! procs i mod P and i+1 mod P (every message crosses procs on 2 procs), each ponger spawned
+//! before its pinger, as the bench does.
 //!
-//! `PCML_PROCS=P cargo run --release -p pcml --example parpp -- N [THREADS]`: N round trips
-//! a pair (100,000), on THREADS OS threads (`Builder::carrier_threads`; the default if not
-//! given); prints the rate and the run's resumes, parks and cross-proc wake-ups.
+//! `PCML_PROCS=P cargo run --release -p pcml --example parpp -- N [THREADS] [spawn]`: N round
+//! trips a pair (100,000), on THREADS OS threads (`Builder::carrier_threads`; the default if
+//! not given); prints the rate and the run's resumes, parks and cross-proc wake-ups. With
+//! `spawn`, every fiber is placed by the scheduler (`pcml::spawn`), as the bench's "(spawn)"
+//! row.
 use pcml::chan::Chan;
 
 fn main() {
@@ -12,6 +15,14 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000);
     let procs = pcml::mp::procs();
+    let spawned = std::env::args().any(|a| a == "spawn");
+    let place = move |on: usize, f: Box<dyn FnOnce() + Send>| {
+        if spawned {
+            pcml::spawn(f)
+        } else {
+            pcml::spawn_on(on, f)
+        }
+    };
     // An optional second argument: the runtime's OS threads (`Builder::carrier_threads`).
     let mut builder = pcml::Runtime::builder();
     if let Some(c) = std::env::args().nth(2).and_then(|s| s.parse().ok()) {
@@ -26,18 +37,24 @@ fn main() {
                 let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
                 let (p2, q2) = (ping.clone(), pong.clone());
                 [
-                    pcml::spawn_on(i % procs, move || {
-                        for v in 0..n {
-                            ping.send(v);
-                            assert_eq!(pong.recv(), v + 1);
-                        }
-                    }),
-                    pcml::spawn_on((i + 1) % procs, move || {
-                        for _ in 0..n {
-                            let v = p2.recv();
-                            q2.send(v + 1);
-                        }
-                    }),
+                    place(
+                        (i + 1) % procs,
+                        Box::new(move || {
+                            for _ in 0..n {
+                                let v = p2.recv();
+                                q2.send(v + 1);
+                            }
+                        }),
+                    ),
+                    place(
+                        i % procs,
+                        Box::new(move || {
+                            for v in 0..n {
+                                ping.send(v);
+                                assert_eq!(pong.recv(), v + 1);
+                            }
+                        }),
+                    ),
                 ]
             })
             .collect();
