@@ -1,4 +1,5 @@
-//! The scheduler: spawning and joining, stacks, stealing, held fibers, panics, task order, procs.
+//! The scheduler: spawning and joining, stacks, stealing, held fibers, panics, task order and
+//! wakers, procs.
 //!
 //! One test binary per area (linking is most of a test build); each module is one
 //! topic.
@@ -16,3 +17,4 @@ mod spawn;
 mod stack;
 mod steal;
 mod task_order;
+mod task_waker;

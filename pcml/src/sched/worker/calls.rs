@@ -401,6 +401,20 @@ pub(crate) fn push_task(runtime: u64, task: TaskRef) {
     }
 }
 
+/// Whether the caller, cloning a waker of the task cell at `cell`, takes over the count of
+/// the run-queue reference of that task's poll running on this thread (see
+/// [`Context::run_task`]) instead of counting one more. At most one clone a poll takes it.
+#[inline]
+pub(crate) fn take_donated_count(cell: *const ()) -> bool {
+    context().is_some_and(|ctx| {
+        let take = ctx.donated.get() == cell;
+        if take {
+            ctx.donated.set(ptr::null());
+        }
+        take
+    })
+}
+
 /// An `.await` of a task's join handle from a task: runs the joined task (its cell at
 /// `cell`) here if its proc would run it next (see [`Context::run_joined_task`]); `true` if
 /// it ran.

@@ -335,6 +335,10 @@ pub(crate) struct Context {
     /// ([`Context::run_joined_task`]).
     join_depth: Cell<u32>,
     current: OneLine<Cell<Current>>,
+    /// The cell of the task polled now whose run-queue reference count the first waker clone
+    /// made on this thread may take over instead of counting one more (null: none); see
+    /// [`Context::run_task`] and [`calls::take_donated_count`]. Null whenever no task runs.
+    donated: Cell<*const ()>,
     /// The innermost thread run inline on the running fiber's stack ([`calls::InlineRun`]),
     /// or null: set by `run_as`, popped when the run ends; `suspend_inlined` notes it in the
     /// fiber's slot and nulls it while the fiber is suspended, so it is null whenever
@@ -492,6 +496,7 @@ impl Context {
             budget: Cell::new(BUDGET),
             join_depth: Cell::new(0),
             current: OneLine::new(Cell::new(Current::Scheduler)),
+            donated: Cell::new(ptr::null()),
             inline_top: Cell::new(ptr::null()),
             yielder: Cell::new(ptr::null()),
             shutting_down: Cell::new(false),
