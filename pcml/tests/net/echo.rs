@@ -459,6 +459,80 @@ fn the_hyper_example_serves_keep_alive_requests_on_pcml() {
     }
 }
 
+/// hyper's header-read timeout on pcml's timer (`sleep_until_async`): a client that sends a
+/// whole request is answered, and one that then stops halfway through the next request's head
+/// is told so (408) or dropped, so the connection ends instead of waiting forever; on 1 and 2
+/// procs.
+#[cfg(feature = "tokio")]
+#[test]
+fn the_hyper_header_read_timeout_ends_a_stalled_connection() {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+
+    async fn ok(
+        _: hyper::Request<hyper::body::Incoming>,
+    ) -> Result<hyper::Response<http_body_util::Full<hyper::body::Bytes>>, std::convert::Infallible>
+    {
+        Ok(hyper::Response::new(http_body_util::Full::new(
+            hyper::body::Bytes::from_static(b"ok"),
+        )))
+    }
+
+    for procs in [1, 2] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        // The server runs until its runtime is dropped at the end of the process.
+        std::thread::spawn(move || {
+            pcml::Runtime::builder()
+                .procs(procs)
+                .build()
+                .unwrap()
+                .block_on(move || {
+                    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                    tx.send(l.local_addr().unwrap()).unwrap();
+                    loop {
+                        let (conn, _) = l.accept().unwrap();
+                        pcml::spawn_task(async move {
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .timer(hyper_server::PcmlTimer)
+                                .header_read_timeout(Duration::from_millis(200))
+                                .serve_connection(
+                                    hyper_server::HyperIo(conn),
+                                    hyper::service::service_fn(ok),
+                                )
+                                .await;
+                        });
+                    }
+                })
+        });
+        let addr = rx.recv().unwrap();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        // Far beyond the server's timeout: reaching it means the timer never fired.
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut got = Vec::new();
+        let mut byte = [0; 1];
+        while !got.ends_with(b"\r\n\r\nok") {
+            s.read_exact(&mut byte).unwrap();
+            got.push(byte[0]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "procs = {procs}");
+        // Half a head, then nothing: the server must end the connection.
+        s.write_all(b"GET / HTTP/1.1\r\nHo").unwrap();
+        let mut rest = Vec::new();
+        match s.read_to_end(&mut rest) {
+            Ok(_) => {}
+            // A close with unread bytes of ours may reset the connection.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!("procs = {procs}: the stalled connection was not ended: {e}"),
+        }
+        let rest = String::from_utf8_lossy(&rest);
+        assert!(
+            rest.is_empty() || rest.starts_with("HTTP/1.1 408"),
+            "procs = {procs}: {rest}"
+        );
+    }
+}
+
 /// A read that returns less than its buffer marks the socket drained, so the next read waits
 /// for the next edge instead of trying the socket first: it must still see data that comes
 /// later, and the end of a stream whose last bytes and FIN arrived together (no edge follows
