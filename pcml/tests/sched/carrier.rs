@@ -225,3 +225,45 @@ fn carrier_threads_out_of_range_is_a_build_error_that_names_the_setting() {
     let last = rt.block_on(|| pcml::spawn_on(7, pcml::current_proc).join().unwrap());
     assert_eq!(last.unwrap(), Some(7));
 }
+
+#[test]
+fn procs_beside_a_busy_proc_on_its_thread_get_their_timers_and_wake_ups() {
+    // Every proc on one thread; proc 0 always has a fiber ready, so the thread never idles,
+    // and the others' timers and wake-ups are seen only in its rotation.
+    for (procs, threads) in [(4, 1), (8, 2)] {
+        let (slept, woken) = rt(procs, threads)
+            .block_on(move || {
+                let slept = Arc::new(AtomicUsize::new(0));
+                let woken = Arc::new(AtomicUsize::new(0));
+                let to_waiter: Chan<u64> = Chan::new();
+                let (s, w, rx) = (slept.clone(), woken.clone(), to_waiter.clone());
+                let sleeper = pcml::spawn_on(procs - 2, move || {
+                    pcml::time::sleep(std::time::Duration::from_millis(1));
+                    s.fetch_add(1, Ordering::SeqCst);
+                });
+                let waiter = pcml::spawn_on(procs - 1, move || {
+                    assert_eq!(rx.recv(), 7);
+                    w.fetch_add(1, Ordering::SeqCst);
+                });
+                let (s, w) = (slept.clone(), woken.clone());
+                let busy = pcml::spawn_on(0, move || {
+                    // A guard against a hang, not a measure: the two arrive long before.
+                    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                    while (s.load(Ordering::SeqCst) == 0 || w.load(Ordering::SeqCst) == 0)
+                        && std::time::Instant::now() < give_up
+                    {
+                        pcml::yield_now();
+                    }
+                });
+                // A send from an OS thread: the waiter's wake-up comes through its inbox.
+                let sender = std::thread::spawn(move || to_waiter.send(7));
+                busy.join().unwrap();
+                sender.join().unwrap();
+                sleeper.join().unwrap();
+                waiter.join().unwrap();
+                (slept.load(Ordering::SeqCst), woken.load(Ordering::SeqCst))
+            })
+            .unwrap();
+        assert_eq!((slept, woken), (1, 1), "{procs} procs on {threads} threads");
+    }
+}
