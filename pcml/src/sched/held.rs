@@ -68,7 +68,8 @@ impl<T> HeldSlot<T> {
         }
         // SAFETY: the state is EMPTY and only the owner (us) leaves EMPTY, so nobody else
         // touches `item` (module invariants).
-        self.item.with_mut(|p| unsafe { *p = Some(item) });
+        // The item is `None` then (module invariants), so it is written without a drop.
+        self.item.with_mut(|p| unsafe { p.write(Some(item)) });
         // Relaxed: only the owner writes `puts`; readers use it as a hint (see `ticket`).
         self.puts.store(
             self.puts.load(Ordering::Relaxed).wrapping_add(1),

@@ -37,8 +37,23 @@ impl Context {
     /// on 2 procs keep the other proc cycling between a futex wake-up, a spin and a park
     /// (see `idle`: a watcher looks at the held slots instead). Only when no proc watches
     /// and one sleeps with no deadline is one woken, to start watching.
+    ///
+    /// Its common case (few fibers live here, the slot empty, no proc to wake) calls nothing,
+    /// so it saves no registers; the rest is out of line.
     #[inline(never)]
     pub(super) fn hold_new_shared(&self, f: NewFiber) {
+        if self.fibers.len() >= SPILL_FROM {
+            return self.hold_new_spill(f);
+        }
+        match self.me().held.try_put(f) {
+            Ok(()) => self.shared.notify_held(),
+            Err(f) => self.queue_new_notify(f),
+        }
+    }
+
+    /// [`hold_new_shared`](Self::hold_new_shared) once `SPILL_FROM` started fibers live here.
+    #[inline(never)]
+    fn hold_new_spill(&self, f: NewFiber) {
         if let Some(to) = self.spill_to() {
             self.count_live_here(1);
             self.shared.send_to(to, InboxMsg::Start(f));
@@ -46,11 +61,16 @@ impl Context {
         }
         match self.me().held.try_put(f) {
             Ok(()) => self.shared.notify_held(),
-            Err(f) => {
-                self.queue_new(f);
-                self.shared.notify_idle();
-            }
+            Err(f) => self.queue_new_notify(f),
         }
+    }
+
+    /// Queues a spawned fiber that found the held slot full, and tells idle procs.
+    #[cold]
+    #[inline(never)]
+    fn queue_new_notify(&self, f: NewFiber) {
+        self.queue_new(f);
+        self.shared.notify_idle();
     }
 
     /// The proc a fiber spawned here goes to, if not this one: once `SPILL_FROM` started
