@@ -40,8 +40,19 @@
 //!   the threads it was spawned to talk to; a proc busy with something else leaves its queue
 //!   waiting, and the idle proc takes it. The held fiber's longer grace, and the CPU-time
 //!   test, cover a busy machine, where the OS may take the spawner's core away for a while:
-//!   the spawner runs the fiber as soon as it has a core again, so the fiber does not move
-//!   (the watchdog moves it if the proc takes no turn for a whole time slice). One fiber of
+//!   the spawner runs the fiber as soon as it has a core again, so the fiber does not move.
+//!   A proc that takes no turn for a whole time slice is marked hogged by the watchdog, and
+//!   its fiber then moves whatever its clock says, unless the kernel has its thread runnable
+//!   (state `R` in `/proc/self/task/<tid>/stat`, read by the idle proc after its grace):
+//!   a thread that computes shows it on its clock, and one blocked in a system call is not
+//!   runnable, so a runnable thread whose clock stood still waits for a core. Before that
+//!   test, a spawner the OS had left without a core for a time slice was marked and lost its
+//!   fiber all the same: beside one busy loop at load 10-15, `examples/primes.rs spawn 1000
+//!   2` stole a filter in 5 of 46 runs (4 of them with a debug print: each time the victim's
+//!   clock had not moved, and the watchdog had marked it), and those runs took 1.3 to 21 s
+//!   against 0.3 to 1.2 s for the others; with the test none of 28 runs stole. In
+//!   `examples/spawn1.rs 1000000 2`, alternated, 5 of 12 runs stole, none of 12 with the
+//!   test. One fiber of
 //!   Reppy, Russo and Xiao's primes sieve stolen that way put a proc boundary in the middle of
 //!   the chain of filters, and every later number crossed it twice: the run switched threads
 //!   27% more often (resumes 729,590 against 573,791) and took 1.2x and 1.7x the median time
@@ -58,7 +69,8 @@
 //!   (median of all 32: 367 ns); with the test, none of 32 runs stole (median 194 ns, slowest
 //!   791 ns). A victim that is busy runs on its core and its clock moves, so a tree of spawns
 //!   still spreads as before; one whose thread is blocked in a system call keeps its queue
-//!   until the watchdog marks it hogged. One exception: tasks woken by a dispatch of I/O
+//!   until the watchdog marks it hogged, and one whose thread waits for a core keeps it
+//!   until it runs again. One exception: tasks woken by a dispatch of I/O
 //!   readiness events that left two or more items queued may be taken at once (each waited
 //!   on its own socket, so none is the partner of what its proc runs next). An idle proc
 //!   that watched such a batch for 20 us before it took half cost a 2-proc echo server of

@@ -573,6 +573,7 @@ impl Builder {
                         watch: CachePadded::new(Default::default()),
                         timers: CachePadded::new(SpinLock::new(TimerHeap::new(i))),
                         cpu_clock: std::sync::atomic::AtomicI32::new(NO_CLOCK),
+                        os_tid: std::sync::atomic::AtomicI32::new(0),
                         io_batch: AtomicBool::new(false),
                         metrics: CachePadded::new(Default::default()),
                     })

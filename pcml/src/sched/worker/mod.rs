@@ -534,11 +534,15 @@ pub(crate) fn run_carrier(shared: Arc<Shared>, mut procs: Vec<ProcDeques>) {
         .map(|(index, local, woken)| Context::new(shared.clone(), index, local, woken, true))
         .collect();
     let clock = owed::this_thread_clock();
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
     for ctx in &ctxs {
         if let Some(clock) = clock {
             // Relaxed: as in `run_worker`.
             ctx.me().cpu_clock.store(clock, Ordering::Relaxed);
         }
+        // Relaxed: as in `run_worker`.
+        ctx.me().os_tid.store(tid, Ordering::Relaxed);
         ctx.carrier.set(ptr::from_ref(&ctxs[..]));
     }
     let _own = crate::sched::outside::OwnThread::enter();
@@ -607,6 +611,10 @@ pub(crate) fn run_worker(
         // Relaxed: read only as a hint (an unset clock makes a debt count as busy).
         ctx.me().cpu_clock.store(clock, Ordering::Relaxed);
     }
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // Relaxed: read only as a hint by idle procs (unset, the thread counts as not runnable).
+    ctx.me().os_tid.store(tid, Ordering::Relaxed);
     let _own = crate::sched::outside::OwnThread::enter();
     overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
     let _clear = ClearContext;

@@ -51,6 +51,9 @@ pub(crate) struct ProcShared {
     /// The CPU clock of the proc's thread (`NO_CLOCK` until it starts): procs owed a turn by
     /// this one read it (`owed`).
     pub(crate) cpu_clock: std::sync::atomic::AtomicI32,
+    /// The kernel's id of the proc's OS thread (0 until it starts): idle procs read the
+    /// thread's state by it (`movable_hog`).
+    pub(crate) os_tid: std::sync::atomic::AtomicI32,
     /// Set by the proc when one dispatch of readiness events queued two or more tasks here,
     /// cleared when it next runs out of work: its queued work may be taken at once, without
     /// `STEAL_GRACE` (see `Context::left_there`). Written only on those changes.
@@ -141,6 +144,18 @@ pub(crate) struct HeldWatch {
 /// `HeldWatch::watcher` when no proc watches.
 pub(crate) const NO_WATCHER: usize = usize::MAX;
 
+/// The kernel's one-letter state of OS thread `tid` of this process (`R` runnable, `S`
+/// sleeping, `D` in an uninterruptible wait, ...), if it can be read.
+pub(crate) fn thread_state(tid: libc::pid_t) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // "tid (name) S ...": the name may hold spaces and parentheses; the state follows the
+    // last ')'.
+    stat.get(stat.rfind(')')? + 1..)?
+        .trim_start()
+        .chars()
+        .next()
+}
+
 impl HeldWatch {
     pub(crate) fn new() -> Self {
         Self {
@@ -151,6 +166,31 @@ impl HeldWatch {
 }
 
 impl ProcShared {
+    /// Whether other procs may take this proc's held fiber and queued work whatever its OS
+    /// thread's CPU clock says: the watchdog marked it as hogged (no turn for a time slice)
+    /// and its thread does not wait for a core (the kernel has it blocked in a system call,
+    /// not runnable). A thread whose clock does not move though it is runnable waits for a
+    /// core on a busy machine, and its proc keeps its work: it runs it when it gets the core
+    /// back, beside the threads that work talks to (see the `sched` docs, "An idle proc takes
+    /// only work that waits"). One that computes shows it on its clock, which the callers
+    /// test first. Reads the thread's state from `/proc` (a few system calls): for idle
+    /// procs, after their grace, only.
+    #[cold]
+    pub(crate) fn movable_hog(&self) -> bool {
+        self.watch.preempt_requested() && self.thread_runnable() != Some(true)
+    }
+
+    /// Whether this proc's OS thread is runnable by the kernel's account (state `R` in
+    /// `/proc/self/task/<tid>/stat`: on a core or waiting for one, where a thread blocked in
+    /// a system call is `S` or `D`); `None` if it has not started or the file cannot be read.
+    pub(crate) fn thread_runnable(&self) -> Option<bool> {
+        // Relaxed: a hint (see the field).
+        match self.os_tid.load(Ordering::Relaxed) {
+            0 => None,
+            tid => thread_state(tid).map(|s| s == 'R'),
+        }
+    }
+
     /// The CPU time this proc's thread has used, if its clock can be read (a system call).
     pub(crate) fn cpu_time(&self) -> Option<std::time::Duration> {
         match self.cpu_clock.load(Ordering::Relaxed) {

@@ -524,8 +524,10 @@ impl Context {
     /// and says no: the caller looks again on a later turn, or after a park of at most
     /// `HELD_GRACE` (`idle`). A victim whose thread had no core meanwhile (a busy machine)
     /// keeps its fiber: it runs it as soon as it gets a core back, where the fiber's partners
-    /// are; the watchdog marks such a proc as hogged after `TIME_SLICE` without a turn, and
-    /// then the fiber moves whatever the clock says.
+    /// are. The watchdog marks a proc as hogged after `TIME_SLICE` without a turn, and the
+    /// fiber of one whose thread computes or sleeps in the OS then moves whatever the clock
+    /// says; that of one whose thread is runnable and waits for a core stays
+    /// (`ProcShared::movable_hog`).
     pub(super) fn held_waited(&self, victim: &ProcShared) -> bool {
         let (v, ticket) = (victim as *const ProcShared as usize, victim.held.ticket());
         match self.held_seen.get() {
@@ -535,7 +537,7 @@ impl Context {
                 }
                 match (seen.cpu, victim.cpu_time()) {
                     (Some(then), Some(now)) => {
-                        now.saturating_sub(then) >= HELD_BUSY || victim.watch.preempt_requested()
+                        now.saturating_sub(then) >= HELD_BUSY || victim.movable_hog()
                     }
                     _ => true,
                 }
@@ -556,7 +558,7 @@ impl Context {
     /// that long (giving up at once if work of its own arrives, or if the victim runs or
     /// hands out what it had) before it takes any, and only if the victim's thread ran on a
     /// core meanwhile (its CPU clock moved by a quarter of the grace, or cannot be read, or
-    /// the watchdog marked it hogged). See the module docs: work that its own proc is about
+    /// the watchdog marked it hogged and its thread does not merely wait for a core). See the module docs: work that its own proc is about
     /// to run is not moved away from the threads it talks to, and a victim whose thread had
     /// no core (a busy machine, or more procs than cores) runs its work itself once it gets
     /// one back. Surplus that a dispatch of readiness events queued (`io_batch`, see
@@ -591,8 +593,7 @@ impl Context {
                 }
                 let ran = match (cpu_then, victim.cpu_time()) {
                     (Some(then), Some(now)) => {
-                        now.saturating_sub(then) >= STEAL_GRACE / 4
-                            || victim.watch.preempt_requested()
+                        now.saturating_sub(then) >= STEAL_GRACE / 4 || victim.movable_hog()
                     }
                     _ => true,
                 };
@@ -745,6 +746,35 @@ mod tests {
         assert!(on(110..190, 1), "{procs:?}");
         assert!(on(210..290, 0), "{procs:?}");
         assert!(on(310..350, 1), "{procs:?}");
+    }
+
+    /// The thread state that `ProcShared::movable_hog` reads: a running thread is runnable
+    /// (`R`), one blocked in the OS (a channel receive) is not.
+    #[test]
+    fn a_thread_blocked_in_the_os_is_not_runnable() {
+        use crate::sched::worker::shared::thread_state;
+        // SAFETY: gettid has no preconditions.
+        assert_eq!(thread_state(unsafe { libc::gettid() }), Some('R'));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            // SAFETY: as above.
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            rx.recv().unwrap();
+        });
+        let tid = tid_rx.recv().unwrap();
+        // It blocks in the OS soon after it sent its id; a busy machine may delay that.
+        let mut state = None;
+        for _ in 0..10_000 {
+            state = thread_state(tid);
+            if state == Some('S') {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(state, Some('S'), "a thread blocked in recv");
+        tx.send(()).unwrap();
+        t.join().unwrap();
     }
 
     #[test]
