@@ -25,7 +25,7 @@ static ALLOC: mi_alloc::Natural = mi_alloc::Natural;
 #[path = "support/hyper_server.rs"]
 mod server;
 
-use server::{serve_pcml, serve_tokio};
+use server::{serve_pcml, serve_tokio, tokio_runtime};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -48,17 +48,7 @@ fn main() {
         }
         "tokio" => {
             // 0 workers: tokio's `current_thread` runtime, the bench's peer of one proc.
-            let rt = if threads == 0 {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-            } else {
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(threads)
-                    .enable_all()
-                    .build()
-            }
-            .unwrap();
+            let rt = tokio_runtime(threads).unwrap();
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
                 println!(

@@ -100,17 +100,7 @@ fn measure_pcml(procs: usize, secs: u64) -> Result<Sample> {
 
 /// The tokio server on `workers` workers (0: `current_thread`) for one `wrk` run.
 fn measure_tokio(workers: usize, secs: u64) -> Result<Sample> {
-    let rt = if workers == 0 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build()
-    }
-    .map_err(|e| Error::Failed(e.to_string()))?;
+    let rt = hyper_server::tokio_runtime(workers).map_err(|e| Error::Failed(e.to_string()))?;
     if workers == 0 {
         // A current_thread runtime runs only inside block_on: serve from a thread of its own.
         let (tx, rx) = std::sync::mpsc::channel();

@@ -169,6 +169,21 @@ pub async fn serve_pcml(listener: pcml::net::TcpListener) {
     }
 }
 
+/// The tokio runtime the server runs on for the comparison: `current_thread` for 0 workers
+/// (the peer of one proc), else `multi_thread` with `workers` worker threads.
+pub fn tokio_runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if workers == 0 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+    }
+}
+
 /// The same server on tokio (its sockets, its tasks, its timer).
 pub async fn serve_tokio(listener: tokio::net::TcpListener) {
     loop {
