@@ -79,12 +79,7 @@ impl Context {
             timed_out &= ctx.timed_out_at.take() == Some(tick.wrapping_sub(2));
         }
         if timed_out {
-            let mut found = false;
-            for ctx in ctxs {
-                ctx.enter();
-                found |= ctx.fire_due_timers() || ctx.check_owed();
-            }
-            if found {
+            if Self::carrier_timers_and_owed(ctxs) {
                 return;
             }
             head.enter();
@@ -106,11 +101,8 @@ impl Context {
                     crate::loom::spin_loop();
                 }
             }
-            for ctx in ctxs {
-                ctx.enter();
-                found |= ctx.fire_due_timers() || ctx.check_owed();
-            }
-            if found {
+            if Self::carrier_timers_and_owed(ctxs) {
+                found = true;
                 break;
             }
             head.enter();
@@ -123,6 +115,17 @@ impl Context {
         if !found {
             Self::sleep_all(ctxs);
         }
+    }
+
+    /// Fires the due timers and takes the owed turns of every proc of a carrier, each entered
+    /// in turn (none skipped once one found work); true if any of them made work.
+    fn carrier_timers_and_owed(ctxs: &[Context]) -> bool {
+        let mut found = false;
+        for ctx in ctxs {
+            ctx.enter();
+            found |= ctx.fire_due_timers() || ctx.check_owed();
+        }
+        found
     }
 
     /// `sleep` for the procs of a carrier: each counts itself asleep, then, if none has work,
