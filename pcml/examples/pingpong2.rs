@@ -3,9 +3,9 @@
 //! `cargo run --release -p pcml --example pingpong2 -- N [MODE] [PROCS] [RUNS]`: N round trips
 //! (200,000) a run. MODE `ponger-first` joins the ponger first; MODE `spawn` places both fibers
 //! with `pcml::spawn` (the scheduler keeps them on one proc unless an idle proc steals one) on
-//! a runtime of PROCS procs (2), and prints each run's steals and cross-proc wake-ups; MODE
-//! `placed` puts the pinger on proc 0 and the ponger on the last of PROCS procs, as the bench's
-//! paper-placed row does (with more procs than cores, on two OS threads). RUNS runs (3).
+//! a runtime of PROCS procs (2); MODE `placed` puts the pinger on proc 0 and the ponger on the
+//! last of PROCS procs, as the bench's paper-placed row does (with more procs than cores, on
+//! two OS threads). RUNS runs (3), each printed with its steals, cross-proc wake-ups and parks.
 use pcml::chan::Chan;
 
 fn main() {
@@ -61,8 +61,10 @@ fn main() {
             let m = pcml::sched::metrics().unwrap().since(&before);
             let steals: u64 = m.procs().iter().map(|p| p.steals).sum();
             let wakes: u64 = m.procs().iter().map(|p| p.sent_wakes).sum();
+            let parks: u64 = m.procs().iter().map(|p| p.parks).sum();
             println!(
-                "{}-proc ping-pong: {:.0} ns per message (steals {steals}, cross-proc wake-ups {wakes})",
+                "{}-proc ping-pong: {:.0} ns per message (steals {steals}, cross-proc wake-ups \
+                 {wakes}, parks {parks})",
                 pcml::procs(),
                 e.as_nanos() as f64 / (2 * n) as f64
             );

@@ -169,11 +169,12 @@ impl Ctx<'_> {
     /// operation counts); `peer_program`, `n` and `ops_key` are as for [`Ctx::peer_rows`].
     ///
     /// The scheduler-placed rows take their runs in turns, one run at each proc count before
-    /// the next run at any (`interleaved`): on a shared machine the load changes from second to
-    /// second, and measuring 1 proc's runs and then 2 procs' made their ratio swing with it
-    /// (spawn+join 2P/1P read 0.44x in one suite run and 1.72x in another two hours earlier,
-    /// while the spawner's CPU time per spawn+join on 2 procs stayed 1.1-1.3x its 1-proc
-    /// figure: `examples/spawn1.rs`).
+    /// the next run at any (`interleaved`; the programs measure their paper-placed rows so
+    /// too): on a shared machine the load changes from second to second, and measuring 1
+    /// proc's runs and then 2 procs' made their ratio swing with it (spawn+join 2P/1P read
+    /// 0.44x in one suite run and 1.72x in another two hours earlier, while the spawner's CPU
+    /// time per spawn+join on 2 procs stayed 1.1-1.3x its 1-proc figure:
+    /// `examples/spawn1.rs`).
     #[allow(clippy::too_many_arguments)]
     pub fn multicore_rows(
         &self,

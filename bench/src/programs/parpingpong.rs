@@ -134,10 +134,17 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
     let n = ctx.size(480_000, 1_600_000);
     let prog = "parallel ping-pong";
-    for &p in &ctx.cfg.procs {
-        ctx.step(&format!("parallel ping-pong: pcml fibers on {p} procs"));
-        let n = ctx.fit(n, |k| fibers(p, k, 1))?;
-        let s = fibers(p, n, runs)?;
+    // One run at each proc count before the next at any (see `Ctx::interleaved`).
+    let placed = ctx.interleaved(
+        "parallel ping-pong: pcml fibers",
+        &ctx.cfg.procs,
+        runs,
+        &|p, runs| {
+            let n = ctx.fit(n, |k| fibers(p, k, 1))?;
+            fibers(p, n, runs)
+        },
+    )?;
+    for (&p, s) in ctx.cfg.procs.iter().zip(placed) {
         sec.rows.push(
             Row::measured(prog, "pcml fibers", Some(p), RATE, &s)
                 .with_note("pair i: procs i mod P and i+1 mod P"),

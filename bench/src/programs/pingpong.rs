@@ -225,10 +225,17 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
     let n = ctx.size(500_000, 2_000_000);
     let prog = "ping-pong";
-    for &p in &ctx.cfg.procs {
-        ctx.step(&format!("ping-pong: pcml fibers on {p} procs"));
-        let n = ctx.fit(n, |k| fibers(p, k, 1))?;
-        let s = fibers(p, n, runs)?;
+    // One run at each proc count before the next at any (see `Ctx::interleaved`).
+    let placed = ctx.interleaved(
+        "ping-pong: pcml fibers",
+        &ctx.cfg.procs,
+        runs,
+        &|p, runs| {
+            let n = ctx.fit(n, |k| fibers(p, k, 1))?;
+            fibers(p, n, runs)
+        },
+    )?;
+    for (&p, s) in ctx.cfg.procs.iter().zip(placed) {
         let note = if p == 1 {
             "both fibers on proc 0"
         } else {

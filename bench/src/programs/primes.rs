@@ -286,9 +286,11 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
     let n = ctx.size(1000, 2000);
     let prog = format!("primes-{n}");
-    for &p in &ctx.cfg.procs {
-        ctx.step(&format!("primes: pcml fibers on {p} procs"));
-        let s = measure(p, n as usize, Kind::Fibers, runs)?;
+    // One run at each proc count before the next at any (see `Ctx::interleaved`).
+    let placed = ctx.interleaved("primes: pcml fibers", &ctx.cfg.procs, runs, &|p, runs| {
+        measure(p, n as usize, Kind::Fibers, runs)
+    })?;
+    for (&p, s) in ctx.cfg.procs.iter().zip(placed) {
         sec.rows.push(
             Row::measured(&prog, "pcml fibers", Some(p), Metric::Seconds, &s)
                 .with_note("filter k on proc k mod P"),

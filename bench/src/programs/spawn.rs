@@ -74,9 +74,8 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let runs = ctx.cfg.runs;
     let n1 = ctx.size(500_000, 2_000_000);
     let n2 = ctx.size(100_000, 1_000_000);
-    for &p in &ctx.cfg.procs {
-        ctx.step(&format!("spawn: pcml fibers on {p} procs"));
-        let (placement, n, note) = if p == 1 {
+    let placement = |p| {
+        if p == 1 {
             (Placement::Any, n1, "`spawn` + `join`")
         } else {
             (
@@ -84,9 +83,16 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
                 n2,
                 "parent on proc 0, children `spawn_on` proc 1",
             )
-        };
+        }
+    };
+    // One run at each proc count before the next at any (see `Ctx::interleaved`).
+    let placed = ctx.interleaved("spawn: pcml fibers", &ctx.cfg.procs, runs, &|p, runs| {
+        let (placement, n, _) = placement(p);
         let n = ctx.fit(n, |k| fiber_spawn_join(p, placement, k, 1))?;
-        let s = fiber_spawn_join(p, placement, n, runs)?;
+        fiber_spawn_join(p, placement, n, runs)
+    })?;
+    for (&p, s) in ctx.cfg.procs.iter().zip(placed) {
+        let (_, _, note) = placement(p);
         sec.rows
             .push(Row::measured("spawn", "pcml fibers", Some(p), RATE, &s).with_note(note));
     }
