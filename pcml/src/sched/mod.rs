@@ -178,7 +178,12 @@
 //!   others look for 10 us (taking over if a spinner finds work meanwhile) and park. One
 //!   spinner finds new work as soon as several would, and with more procs than cores (a
 //!   `procs` setting taken from a bigger machine) spinners would take cores from the procs
-//!   that have work. A proc back from a park that timed out (the held-slot watcher, or a
+//!   that have work. The spin does not ask whether the machine has a core to spare: two
+//!   such tests (the thread's own wait for a core in `/proc/thread-self/schedstat`, the
+//!   running count of `/proc/loadavg`) were measured and not kept: parking where they said
+//!   "no core" cost the 2-proc echo server and, beside a busy loop, the 1-proc servers (the
+//!   performance notes give the figures).
+//!   A proc back from a park that timed out (the held-slot watcher, or a
 //!   timer that fired nothing for it) parks again at once if it found nothing: nobody
 //!   handed it work, so none is on its way (a carrier whose procs all found nothing, the
 //!   same). An idle proc whose steal was refused because the victim's thread had no core
