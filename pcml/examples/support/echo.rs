@@ -154,7 +154,10 @@ pub fn measure(server: Server, secs: f64, per_client: Option<u64>) -> Result<Mea
                     let mut back = [0u8; MSG];
                     let mut n: u64 = 0;
                     let limit = per_client.unwrap_or(u64::MAX);
-                    while n < limit && !stop.load(Ordering::Relaxed) {
+                    // At least one round trip each, even if the stop came first (a loaded
+                    // machine may take the whole run to connect): a run with none would
+                    // check nothing.
+                    while n < limit && (n == 0 || !stop.load(Ordering::Relaxed)) {
                         let msg = [(n % 251) as u8; MSG];
                         s.write_all(&msg)
                             .await
