@@ -129,6 +129,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 
 mod read;
+mod sys;
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::io::readiness::{self, Registered};
@@ -951,8 +952,8 @@ impl TcpStream {
             return Ok(n);
         }
         let (sio, len) = (self.inner.io.sio(), buf.len());
-        blocking_io(&self.inner.io, Dir::Read, |mut s| {
-            read_stream(sio, len, || s.read(buf))
+        blocking_io(&self.inner.io, Dir::Read, |s| {
+            read_stream(sio, len, || sys::recv(s, buf))
         })
     }
 
@@ -998,7 +999,7 @@ impl TcpStream {
     /// assert_eq!(a.write(b"abc").unwrap(), 3);
     /// ```
     pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        blocking_io(&self.inner.io, Dir::Write, |mut s| s.write(buf))
+        blocking_io(&self.inner.io, Dir::Write, |s| sys::send(s, buf))
     }
 
     /// Writes all of `buf`, blocking as [`write`](Self::write).
@@ -1047,8 +1048,8 @@ impl TcpStream {
             return Ok(n);
         }
         let (sio, len) = (self.inner.io.sio(), buf.len());
-        try_io(&self.inner.io, Dir::Read, |mut s| {
-            read_stream(sio, len, || s.read(buf))
+        try_io(&self.inner.io, Dir::Read, |s| {
+            read_stream(sio, len, || sys::recv(s, buf))
         })
     }
 
@@ -1064,7 +1065,7 @@ impl TcpStream {
     /// assert_eq!(a.try_write(b"x").unwrap(), 1);
     /// ```
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        try_io(&self.inner.io, Dir::Write, |mut s| s.write(buf))
+        try_io(&self.inner.io, Dir::Write, |s| sys::send(s, buf))
     }
 
     /// [`read`](Self::read) for async code, in pcml tasks or any executor.
@@ -1090,7 +1091,7 @@ impl TcpStream {
             return Ok(n);
         }
         let len = buf.len();
-        async_read_stream(&self.inner.io, len, |mut s| s.read(buf)).await
+        async_read_stream(&self.inner.io, len, |s| sys::recv(s, buf)).await
     }
 
     /// [`write`](Self::write) for async code.
@@ -1106,7 +1107,7 @@ impl TcpStream {
     /// assert_eq!(rt.block_on(a.write_async(b"ab")).unwrap(), 2);
     /// ```
     pub async fn write_async(&self, buf: &[u8]) -> io::Result<usize> {
-        async_io(&self.inner.io, Dir::Write, |mut s| s.write(buf)).await
+        async_io(&self.inner.io, Dir::Write, |s| sys::send(s, buf)).await
     }
 
     /// [`write_all`](Self::write_all) for async code.
@@ -1229,11 +1230,11 @@ impl TcpStream {
             return Poll::Ready(Ok(n));
         }
         let len = buf.len();
-        poll_read_stream(&self.inner.io, len, cx, |mut s| s.read(buf))
+        poll_read_stream(&self.inner.io, len, cx, |s| sys::recv(s, buf))
     }
 
     fn poll_write_buf(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        poll_io(&self.inner.io, Dir::Write, cx, |mut s| s.write(buf))
+        poll_io(&self.inner.io, Dir::Write, cx, |s| sys::send(s, buf))
     }
 
     fn poll_write_bufs(
@@ -1241,9 +1242,7 @@ impl TcpStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        poll_io(&self.inner.io, Dir::Write, cx, |mut s| {
-            s.write_vectored(bufs)
-        })
+        poll_io(&self.inner.io, Dir::Write, cx, |s| sys::writev(s, bufs))
     }
 
     /// Shuts the write half (`poll_close`/`poll_shutdown`): the peer reads end of file.

@@ -19,7 +19,7 @@
 //! - The buffer grows only while a queued or running event needs more: to at most `limit` plus
 //!   one read chunk for a line, `n` for an exact read, one chunk otherwise.
 
-use std::io::{self, Read};
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
@@ -199,7 +199,9 @@ impl StreamInner {
         let old = q.buf.len();
         q.buf.resize(old + n, 0);
         let r = loop {
-            match try_io(&self.io, Dir::Read, |mut s| s.read(&mut q.buf[old..])) {
+            match try_io(&self.io, Dir::Read, |s| {
+                super::sys::recv(s, &mut q.buf[old..])
+            }) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => break r,
             }
