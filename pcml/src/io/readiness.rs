@@ -316,7 +316,17 @@ fn wake_all((waiters, task, awaiting): Woken) {
     if let Some(t) = awaiting {
         t.wake();
     }
-    for w in waiters.into_iter().flatten() {
+    if let Some(q) = waiters {
+        commit_waiters(q);
+    }
+}
+
+/// Commits each queued waiter, skipping dead ones. Out of line: a readiness event usually
+/// finds no blocked sync, and the common path then has no queue to drop.
+#[cold]
+#[inline(never)]
+fn commit_waiters(q: VecDeque<Waiter>) {
+    for w in q {
         if let Some(commit) = w.synch_spinning() {
             commit.publish();
         }
