@@ -13,7 +13,7 @@
 //! # Invariants
 //! - `TimerCell::state` goes `PENDING -> FIRED` (the owning proc, at the deadline) or
 //!   `PENDING -> CANCELLED` (anyone), once; whoever makes that transition decrements the
-//!   runtime's `wake_sources`, which the arming incremented.
+//!   owning proc's count of wake sources (`ProcShared::wake`), which the arming incremented.
 //! - The heap is touched only by its proc's worker thread.
 
 use std::cmp::Reverse;
@@ -46,7 +46,7 @@ pub(crate) struct TimerCell {
     state: AtomicU8,
     /// What to do when it fires; replaced by an async poller whose waker changed.
     waiter: SpinLock<Option<OnFire>>,
-    /// The runtime whose `wake_sources` counts this timer, and the proc whose heap holds it
+    /// The runtime, and the proc whose heap holds this timer and whose `wake` counts it
     /// (none for the fallback thread).
     owner: Option<(Arc<Shared>, usize)>,
 }
@@ -73,11 +73,11 @@ impl TimerCell {
         if won {
             self.waiter.lock().take();
             if let Some((shared, proc)) = &self.owner {
-                shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+                let wake = &shared.procs[*proc].wake;
+                // SeqCst: as in `fire`.
+                wake.pending.fetch_sub(1, Ordering::SeqCst);
                 // Relaxed: a hint for the owning proc's compaction.
-                shared.procs[*proc]
-                    .timers_cancelled
-                    .fetch_add(1, Ordering::Relaxed);
+                wake.timers_cancelled.fetch_add(1, Ordering::Relaxed);
             }
         }
         won
@@ -96,9 +96,12 @@ impl TimerCell {
                 Some(OnFire::Call(f)) => f(),
                 None => {}
             }
-            if let Some((shared, _)) = &self.owner {
+            if let Some((shared, proc)) = &self.owner {
                 // SeqCst: deadlock detection reads this after the wake-up is visible.
-                shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+                shared.procs[*proc]
+                    .wake
+                    .pending
+                    .fetch_sub(1, Ordering::SeqCst);
             }
         }
         // Else cancelled meanwhile: nothing to do.
@@ -157,7 +160,10 @@ impl TimerHeap {
         on_fire: Option<OnFire>,
     ) -> Arc<TimerCell> {
         // SeqCst: a pending timer is a wake source from now on (deadlock detection).
-        shared.wake_sources.fetch_add(1, Ordering::SeqCst);
+        shared.procs[self.proc]
+            .wake
+            .pending
+            .fetch_add(1, Ordering::SeqCst);
         let cell = Arc::new(TimerCell {
             state: AtomicU8::new(PENDING),
             waiter: SpinLock::new(on_fire),
@@ -201,7 +207,7 @@ impl TimerHeap {
 
     /// Drops cancelled entries when they make up most of the heap.
     fn compact(&mut self, shared: &Shared) {
-        let counter = &shared.procs[self.proc].timers_cancelled;
+        let counter = &shared.procs[self.proc].wake.timers_cancelled;
         // Relaxed: a hint; the filter below looks at each timer's own state.
         let cancelled = counter.load(Ordering::Relaxed);
         if cancelled > 64 && cancelled * 2 > self.heap.len() {

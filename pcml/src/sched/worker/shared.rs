@@ -6,6 +6,29 @@ use super::*;
 /// `ProcShared::cpu_clock` before the proc's thread has set it.
 pub(crate) const NO_CLOCK: i32 = i32::MIN;
 
+/// Sources other than pcml threads that may wake a thread of one proc, counted for deadlock
+/// detection (`Shared::is_quiescent`), and the proc's cancelled timers.
+///
+/// Per proc, not one count per runtime: a server arms and cancels a timer on every request
+/// (hyper's header-read timeout), and a runtime-wide count was one cache line that every
+/// proc wrote with two read-modify-writes a request. The count of proc `p` goes up only on
+/// `p`'s own thread (a timer armed on its heap, fibers it holds back), and down wherever the
+/// source ends (a timer cancelled by any thread). Deadlock detection reads the counts one
+/// at a time only after it saw every proc asleep: then no count can go up, and each count
+/// is at least the number of `p`'s sources still pending (a source is counted before it
+/// exists and uncounted after it ended), so the reading is exact where it matters: it says
+/// zero only if no source is pending. (As for `live`, the check is repeated before a
+/// deadlock is reported.)
+#[derive(Default)]
+pub(crate) struct WakeSources {
+    /// Pending timers of this proc's heap, and 1 while it holds fibers back
+    /// (`hold_back_woken`).
+    pub(crate) pending: AtomicUsize,
+    /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
+    /// incremented by any thread, reset by the proc.
+    pub(crate) timers_cancelled: AtomicUsize,
+}
+
 /// What a proc shares with the others.
 pub(crate) struct ProcShared {
     /// The steal end of the proc's `local` deque.
@@ -35,9 +58,10 @@ pub(crate) struct ProcShared {
     /// line of its own: the owner writes it at most spawns and ends, while idle procs poll the
     /// other fields.
     pub(crate) live: CachePadded<AtomicIsize>,
-    /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
-    /// incremented by any thread, reset by the proc.
-    pub(crate) timers_cancelled: AtomicUsize,
+    /// Sources other than pcml threads that may wake a thread of this proc, and its
+    /// cancelled timers (see [`WakeSources`]); on a line of its own, written by the proc (and
+    /// by threads that cancel its timers), away from the fields idle procs poll.
+    pub(crate) wake: CachePadded<WakeSources>,
     /// The oldest unstarted fiber spawned on this proc (see `Context::hold_new`); idle procs
     /// may steal it.
     pub(crate) held: HeldSlot<NewFiber>,
@@ -108,8 +132,6 @@ pub(crate) struct Shared {
     pub(crate) tasks: TaskRegistry,
     /// The side pool of `spawn_blocking`.
     pub(crate) blocking: BlockingPool,
-    /// Sources other than pcml threads that may wake a thread (pending timers, I/O, ...).
-    pub(crate) wake_sources: AtomicUsize,
     /// The runtime's I/O driver (`sched::io`), started by the first registration from a proc
     /// and stopped by `Runtime::drop`.
     pub(crate) io: std::sync::OnceLock<Arc<crate::sched::io::Driver>>,
@@ -379,12 +401,14 @@ impl Shared {
         // sleep is seen here.
         self.num_sleeping.load(Ordering::SeqCst) == self.procs.len()
             && self.blocking.in_flight() == 0
-            && self.wake_sources.load(Ordering::SeqCst) == 0
             // A registered socket or fd may become ready and wake a thread.
             && !self.io_pending()
             && self.injector.is_empty()
             && self.procs.iter().all(|p| {
-                p.inbox.is_empty()
+                // SeqCst: as above; see `WakeSources` for why a sum of per-proc counts
+                // read one at a time is exact here.
+                p.wake.pending.load(Ordering::SeqCst) == 0
+                    && p.inbox.is_empty()
                     && p.stealer.is_empty()
                     && p.woken_stealer.is_empty()
                     && !p.held.is_full()

@@ -365,7 +365,10 @@ impl Context {
             // Counted as a source of wake-ups, so deadlock detection does not take a proc
             // parked with fibers behind for one with nothing to do. SeqCst: read by
             // `is_quiescent` after the sleepers' SeqCst fences.
-            self.shared.wake_sources.fetch_add(1, Ordering::SeqCst);
+            self.shared.procs[self.index]
+                .wake
+                .pending
+                .fetch_add(1, Ordering::SeqCst);
         }
     }
 
@@ -388,7 +391,10 @@ impl Context {
         }
         self.ready.borrow_mut().extend(owed.take_behind());
         // SeqCst: as the increment in `hold_back_woken`.
-        self.shared.wake_sources.fetch_sub(1, Ordering::SeqCst);
+        self.shared.procs[self.index]
+            .wake
+            .pending
+            .fetch_sub(1, Ordering::SeqCst);
     }
 
     /// With fibers behind, looks at the procs that owe this one a turn when it is time to
