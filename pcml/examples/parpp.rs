@@ -4,9 +4,13 @@
 //!
 //! `PCML_PROCS=P cargo run --release -p pcml --example parpp -- N [THREADS] [spawn]`: N round
 //! trips a pair (100,000), on THREADS OS threads (`Builder::carrier_threads`; the default if
-//! not given); prints the rate and the run's resumes, parks and cross-proc wake-ups. With
+//! not given); prints the rate, the run's resumes, parks, cross-proc wake-ups and steals, and
+//! the proc on which each pair's ponger and pinger started (`01`: a pair split across procs,
+//! every message of it a cross-proc wake-up). With
 //! `spawn`, every fiber is placed by the scheduler (`pcml::spawn`), as the bench's "(spawn)"
 //! row.
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
 use pcml::chan::Chan;
 
 fn main() {
@@ -29,6 +33,9 @@ fn main() {
         builder = builder.carrier_threads(c);
     }
     let rt = builder.build().unwrap();
+    // The proc each fiber started on (ponger 2i, pinger 2i + 1).
+    static ON: [AtomicUsize; 16] = [const { AtomicUsize::new(0) }; 16];
+    let started = |k: usize| ON[k].store(pcml::current_proc().unwrap_or(0), Relaxed);
     rt.block_on(move || {
         let before = pcml::sched::metrics().unwrap();
         let t = std::time::Instant::now();
@@ -40,6 +47,7 @@ fn main() {
                     place(
                         (i + 1) % procs,
                         Box::new(move || {
+                            started(2 * i);
                             for _ in 0..n {
                                 let v = p2.recv();
                                 q2.send(v + 1);
@@ -49,6 +57,7 @@ fn main() {
                     place(
                         i % procs,
                         Box::new(move || {
+                            started(2 * i + 1);
                             for v in 0..n {
                                 ping.send(v);
                                 assert_eq!(pong.recv(), v + 1);
@@ -61,13 +70,21 @@ fn main() {
         hs.into_iter().for_each(|h| h.join().unwrap());
         let e = t.elapsed();
         let m = pcml::sched::metrics().unwrap().since(&before).total();
+        let layout: String = (0..16)
+            .map(|k| {
+                let on = ON[k].load(Relaxed).to_string();
+                if k % 2 == 1 { on + " " } else { on }
+            })
+            .collect();
         println!(
             "parallel ping-pong on {procs} procs: {:.2} M msgs/s (resumes {}, parks {}, \
-             wakes across procs {})",
+             wakes across procs {}, steals {}; procs of each pair's ponger and pinger: {})",
             16.0 * n as f64 / e.as_secs_f64() / 1e6,
             m.resumes,
             m.parks,
-            m.sent_wakes
+            m.sent_wakes,
+            m.steals,
+            layout.trim_end()
         );
     })
     .unwrap();

@@ -298,3 +298,53 @@ fn an_idle_proc_refused_a_steal_parks() {
         "proc 1 parked only once proc 0's queue was down to {queued} (or never)"
     );
 }
+
+/// On several procs, a joiner that runs the held child inline (the oldest spawn not yet run)
+/// leaves its proc to run next the spawn made right after that child, not the newest: the two
+/// were spawned back to back, likely to talk, and the oldest queued spawn is the first a thief
+/// would take ("Partners spawned back to back stay together" in the `sched` docs). An attempt
+/// in which an idle proc took any of the queued children says nothing and is tried again.
+#[test]
+fn on_two_procs_the_spawn_after_an_inline_joined_child_runs_next() {
+    let (clean, first_ran) = run_on_procs(2, || {
+        pcml::spawn_on(0, || {
+            let (mut clean, mut first_ran) = (0, 0);
+            for _ in 0..50 {
+                let log = Arc::new(Mutex::new(Vec::new()));
+                let ch = pcml::chan::Chan::new();
+                let rx = ch.clone();
+                // Held, then joined and run inline: it blocks until the three others sent.
+                let a = pcml::spawn(move || (0..3).map(|_| rx.recv()).sum::<usize>());
+                let queued: Vec<_> = (1..=3usize)
+                    .map(|k| {
+                        let (log, tx) = (log.clone(), ch.clone());
+                        pcml::spawn(move || {
+                            log.lock().unwrap().push((k, pcml::current_proc()));
+                            tx.send(k);
+                        })
+                    })
+                    .collect();
+                assert_eq!(a.join().unwrap(), 6);
+                queued.into_iter().for_each(|h| h.join().unwrap());
+                let log = log.lock().unwrap().clone();
+                if log.iter().all(|&(_, on)| on == Some(0)) {
+                    clean += 1;
+                    first_ran += usize::from(log[0].0 == 1);
+                }
+            }
+            (clean, first_ran)
+        })
+        .join()
+        .unwrap()
+    })
+    .unwrap();
+    assert!(
+        clean > 0,
+        "an idle proc took a queued child in every attempt"
+    );
+    assert_eq!(
+        first_ran, clean,
+        "the spawn right after the inline-joined child ran first in every attempt that kept \
+         them all on proc 0"
+    );
+}

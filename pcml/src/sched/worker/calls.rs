@@ -271,7 +271,7 @@ pub(crate) fn run_held<R>(
 ) -> Option<R> {
     // Held work is this proc's, so of this runtime: no need to check.
     let (ctx, slot, inlined) = fiber_room(context()?)?;
-    let held = ctx.take_held_if(|f| ptr::eq(f.body.addr(), body))?;
+    let held = ctx.take_held_for_joiner(|f| ptr::eq(f.body.addr(), body))?;
     // Not dropped as a `NewFiber`, which would cancel the unrun body.
     let held = held.into_body();
     Some(run_as(ctx, slot, inlined, id, || run(held)))

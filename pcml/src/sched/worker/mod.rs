@@ -314,6 +314,12 @@ pub(crate) struct Context {
     /// seeing the work, would look, be refused, and look again without ever parking, on a
     /// core the victim's thread may be waiting for.
     refused: Cell<bool>,
+    /// Set when a joiner took this proc's held fiber to run it inline (`run_held`), on a
+    /// runtime of several procs; cleared by the next look for new work (`new_work`), which
+    /// then runs the oldest queued spawn first: the one spawned right after the held one,
+    /// likely its partner (see "Partners spawned back to back stay together" in the `sched`
+    /// docs).
+    held_joined: Cell<bool>,
     fibers: FiberTable,
     /// Fibers spawned here while `SPILL_FROM` started fibers or more lived here, the proc
     /// their current block goes to, and this thread's CPU and run-queue wait times at the
@@ -482,6 +488,7 @@ impl Context {
             held_tickets: RefCell::new(vec![0; shared_procs]),
             timed_out_at: Cell::new(None),
             refused: Cell::new(false),
+            held_joined: Cell::new(false),
             ready_mark: Cell::new(usize::MAX),
             owed: RefCell::new(Owed::new(shared_procs)),
             fibers: FiberTable::new(),

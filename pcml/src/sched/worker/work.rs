@@ -177,6 +177,27 @@ impl Context {
         }
     }
 
+    /// [`take_held_if`](Self::take_held_if) for a joiner that runs the fiber inline: on a
+    /// runtime of several procs, the next look for new work then runs the oldest queued
+    /// spawn first (`held_joined`).
+    #[inline]
+    pub(super) fn take_held_for_joiner(
+        &self,
+        want: impl FnOnce(&NewFiber) -> bool,
+    ) -> Option<NewFiber> {
+        if self.alone {
+            let mut h = self.own_held.borrow_mut();
+            match &*h {
+                Some(f) if want(f) => h.take(),
+                _ => None,
+            }
+        } else {
+            let f = self.me().held.take_if(want)?;
+            self.held_joined.set(true);
+            Some(f)
+        }
+    }
+
     /// Whether this proc holds a fiber (a hint off the one-proc case).
     #[inline]
     pub(super) fn has_held(&self) -> bool {
@@ -421,6 +442,17 @@ impl Context {
             self.count_live_here(1);
             return Some(Runnable::Fiber(f));
         }
+        // A joiner took the held fiber, the oldest spawn queued here, and ran it inline: the
+        // spawn after it, now the oldest in the deque and the first a thief would take,
+        // runs next, here, beside it.
+        let oldest = if self.held_joined.replace(false) {
+            self.take_oldest_queued()
+        } else {
+            None
+        };
+        if oldest.is_some() {
+            return oldest;
+        }
         loop {
             let next = match self.placed.borrow_mut().pop_front() {
                 Some(r) => Some(r),
@@ -451,6 +483,38 @@ impl Context {
             match self.me().stealer.steal() {
                 Steal::Success(r) => return Some(r),
                 Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    /// The oldest item of this proc's deque (the end thieves take from), skipping fibers
+    /// that their joiners already ran inline; a runtime of several procs only.
+    #[cold]
+    fn take_oldest_queued(&self) -> Option<Runnable> {
+        while !self.local.is_empty() {
+            match self.me().stealer.steal() {
+                Steal::Success(Runnable::Fiber(f)) if f.body.is_claimed() => drop(f),
+                Steal::Success(r) => return Some(r),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+        None
+    }
+
+    /// After a steal of an odd number of new items (the batch pushed here, and the one
+    /// returned), takes one more from the same victim if it has one: partners spawned back
+    /// to back (a ponger and its pinger) lie next to each other in its deque, and a batch
+    /// that ends between two such would leave one on each proc for good, since a started
+    /// fiber never moves (see "Partners spawned back to back stay together" in the `sched`
+    /// docs).
+    #[cold]
+    fn steal_partner(&self, from: &Stealer<Runnable>) {
+        loop {
+            match from.steal() {
+                Steal::Success(r) => return self.local.push(r),
+                Steal::Empty => return,
                 Steal::Retry => {}
             }
         }
@@ -492,10 +556,18 @@ impl Context {
             ];
             let waited = victim.has_queued() && self.left_there(victim);
             for (from, to) in queued.into_iter().filter(|_| waited) {
+                let before = to.len();
                 loop {
                     match from.steal_batch_and_pop(to) {
                         Steal::Success(r) => {
                             metrics::bump(&self.me().metrics.steals);
+                            // Items pushed here, plus `r`: odd when the pushed are even.
+                            // (A thief of this proc's may have taken some meanwhile: the
+                            // count is then a guess, and a wrong one costs one item.)
+                            let pushed = to.len().saturating_sub(before);
+                            if ptr::eq(to, &self.local) && pushed % 2 == 0 {
+                                self.steal_partner(from);
+                            }
                             return Some(r);
                         }
                         Steal::Empty => break,
