@@ -80,20 +80,21 @@
 //! - **Partners spawned back to back stay together.** A program often spawns the two ends
 //!   of a conversation one after the other (a ponger, then its pinger), and a thief that
 //!   takes one of them leaves the pair talking across procs for good, since neither moves
-//!   once started. Two rules keep such neighbours on one proc. A thief takes an even number
-//!   of new items: half of the victim's queue, as before, then one more when that count is
-//!   odd, so its batch does not end between two neighbours. And when a joiner takes the
-//!   held fiber (the oldest spawn not yet run) to run it inline, its proc runs next the
-//!   oldest queued spawn, the one spawned right after it, which a thief would otherwise take
-//!   first, instead of the newest. The bench's scheduler-placed parallel ping-pong (8
-//!   pairs, each ponger spawned before its pinger, then joined in that order) hit both: the
-//!   spawner ran the first ponger inline, a thief's batch started with its pinger and ended
-//!   between two partners, and one or two pairs talked across procs for the whole run,
-//!   which set its pace (every message of the pair a cross-proc wake-up).
-//!   `examples/parpp.rs 50000 spawn` on 2 procs, run at `SCHED_FIFO` priority (`chrt -f
-//!   1`: a core each on the shared machine), 6 alternations: 10.4-14.4 M msgs/s (median
-//!   11.1 M) with a split pair in every run before, 22.6-32.2 M (median 29.5 M) after with
-//!   none (one proc: 14.2-19.0 M). The example prints the proc of each fiber.
+//!   once started. When a joiner takes the held fiber (the oldest spawn not yet run) to run
+//!   it inline, its proc runs next the oldest queued spawn, the one spawned right after it,
+//!   which a thief would otherwise take first, instead of the newest. In
+//!   `examples/parpp.rs 50000 spawn` on 2 procs (8 pairs, each ponger spawned before its
+//!   pinger, joined in that order) the spawner ran the first ponger inline and a thief's
+//!   batch began with its pinger: a split pair in every run, which set the run's pace (every
+//!   message of it a cross-proc wake-up). Measured together with a second rule, a thief
+//!   taking an even number of new items so that its batch does not end between two
+//!   neighbours, at `SCHED_FIFO` priority (`chrt -f 1`: a core each on the shared machine),
+//!   6 alternations: 10.4-14.4 M msgs/s (median 11.1 M) before, 22.6-32.2 M (median 29.5 M)
+//!   and no split pair after (one proc: 14.2-19.0 M). The second rule was taken out again:
+//!   the bench's row joins the pingers, which run inline from the deque and leave their
+//!   claimed entries at its front, so an even batch counted from there split a pair, and
+//!   the row fell from 14.0-17.2 M to 8.9-12.3 M msgs/s (medians of 6, 2 procs, load 2-5).
+//!   The example prints the proc of each fiber.
 //! - **A held fiber wakes nobody.** Since no proc may take it for `HELD_GRACE`, a spawn
 //!   does not wake an idle proc for it (work pushed on a deque does). Instead, while some
 //!   proc spawns (its held slot's ticket moves) or holds a fiber, one idle proc, the

@@ -503,23 +503,6 @@ impl Context {
         None
     }
 
-    /// After a steal of an odd number of new items (the batch pushed here, and the one
-    /// returned), takes one more from the same victim if it has one: partners spawned back
-    /// to back (a ponger and its pinger) lie next to each other in its deque, and a batch
-    /// that ends between two such would leave one on each proc for good, since a started
-    /// fiber never moves (see "Partners spawned back to back stay together" in the `sched`
-    /// docs).
-    #[cold]
-    fn steal_partner(&self, from: &Stealer<Runnable>) {
-        loop {
-            match from.steal() {
-                Steal::Success(r) => return self.local.push(r),
-                Steal::Empty => return,
-                Steal::Retry => {}
-            }
-        }
-    }
-
     pub(super) fn steal_injector(&self) -> Option<Runnable> {
         // Two loads first: a steal from an empty injector costs a SeqCst fence, and idle
         // procs (a carrier's idle mates on every rotation) look at it on every turn. Work
@@ -556,18 +539,10 @@ impl Context {
             ];
             let waited = victim.has_queued() && self.left_there(victim);
             for (from, to) in queued.into_iter().filter(|_| waited) {
-                let before = to.len();
                 loop {
                     match from.steal_batch_and_pop(to) {
                         Steal::Success(r) => {
                             metrics::bump(&self.me().metrics.steals);
-                            // Items pushed here, plus `r`: odd when the pushed are even.
-                            // (A thief of this proc's may have taken some meanwhile: the
-                            // count is then a guess, and a wrong one costs one item.)
-                            let pushed = to.len().saturating_sub(before);
-                            if ptr::eq(to, &self.local) && pushed % 2 == 0 {
-                                self.steal_partner(from);
-                            }
                             return Some(r);
                         }
                         Steal::Empty => break,
