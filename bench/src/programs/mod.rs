@@ -333,6 +333,21 @@ impl Ctx<'_> {
         Ok(samples)
     }
 
+    /// [`interleaved`](Self::interleaved) over the configured proc counts and runs, of
+    /// `measure(procs, n, runs)` with `n` fitted to the time budget ([`fit`](Self::fit))
+    /// before each run.
+    pub fn interleaved_fitted(
+        &self,
+        what: &str,
+        n: u64,
+        measure: &dyn Fn(usize, u64, usize) -> Result<Vec<Sample>>,
+    ) -> Result<Vec<Vec<Sample>>> {
+        self.interleaved(what, &self.cfg.procs, self.cfg.runs, &|p, runs| {
+            let n = self.fit(n, |k| measure(p, k, 1))?;
+            measure(p, n, runs)
+        })
+    }
+
     /// Adds one row per peer run of `program`: CML on its one proc (when `cml`), Go and
     /// Erlang on each of the configured proc counts. `ops_key` is the RESULT key counting the
     /// operations (`None`: `n`).

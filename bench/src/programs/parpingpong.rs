@@ -135,15 +135,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let n = ctx.size(480_000, 1_600_000);
     let prog = "parallel ping-pong";
     // One run at each proc count before the next at any (see `Ctx::interleaved`).
-    let placed = ctx.interleaved(
-        "parallel ping-pong: pcml fibers",
-        &ctx.cfg.procs,
-        runs,
-        &|p, runs| {
-            let n = ctx.fit(n, |k| fibers(p, k, 1))?;
-            fibers(p, n, runs)
-        },
-    )?;
+    let placed = ctx.interleaved_fitted("parallel ping-pong: pcml fibers", n, &fibers)?;
     for (&p, s) in ctx.cfg.procs.iter().zip(placed) {
         sec.rows.push(
             Row::measured(prog, "pcml fibers", Some(p), RATE, &s)

@@ -226,15 +226,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
     let n = ctx.size(500_000, 2_000_000);
     let prog = "ping-pong";
     // One run at each proc count before the next at any (see `Ctx::interleaved`).
-    let placed = ctx.interleaved(
-        "ping-pong: pcml fibers",
-        &ctx.cfg.procs,
-        runs,
-        &|p, runs| {
-            let n = ctx.fit(n, |k| fibers(p, k, 1))?;
-            fibers(p, n, runs)
-        },
-    )?;
+    let placed = ctx.interleaved_fitted("ping-pong: pcml fibers", n, &fibers)?;
     for (&p, s) in ctx.cfg.procs.iter().zip(placed) {
         let note = if p == 1 {
             "both fibers on proc 0"

@@ -167,13 +167,19 @@ impl Context {
     #[inline]
     pub(super) fn take_held_if(&self, want: impl FnOnce(&NewFiber) -> bool) -> Option<NewFiber> {
         if self.alone {
-            let mut h = self.own_held.borrow_mut();
-            match &*h {
-                Some(f) if want(f) => h.take(),
-                _ => None,
-            }
+            self.take_own_held_if(want)
         } else {
             self.me().held.take_if(want)
+        }
+    }
+
+    /// The one-proc case of [`take_held_if`](Self::take_held_if): the slot is a plain cell.
+    #[inline(always)]
+    fn take_own_held_if(&self, want: impl FnOnce(&NewFiber) -> bool) -> Option<NewFiber> {
+        let mut h = self.own_held.borrow_mut();
+        match &*h {
+            Some(f) if want(f) => h.take(),
+            _ => None,
         }
     }
 
@@ -186,16 +192,11 @@ impl Context {
         want: impl FnOnce(&NewFiber) -> bool,
     ) -> Option<NewFiber> {
         if self.alone {
-            let mut h = self.own_held.borrow_mut();
-            match &*h {
-                Some(f) if want(f) => h.take(),
-                _ => None,
-            }
-        } else {
-            let f = self.me().held.take_if(want)?;
-            self.held_joined.set(true);
-            Some(f)
+            return self.take_own_held_if(want);
         }
+        let f = self.me().held.take_if(want)?;
+        self.held_joined.set(true);
+        Some(f)
     }
 
     /// Whether this proc holds a fiber (a hint off the one-proc case).
