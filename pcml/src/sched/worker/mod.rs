@@ -540,16 +540,9 @@ pub(crate) fn run_carrier(shared: Arc<Shared>, mut procs: Vec<ProcDeques>) {
         .into_iter()
         .map(|(index, local, woken)| Context::new(shared.clone(), index, local, woken, true))
         .collect();
-    let clock = owed::this_thread_clock();
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
+    let thread = ThisThread::get();
     for ctx in &ctxs {
-        if let Some(clock) = clock {
-            // Relaxed: as in `run_worker`.
-            ctx.me().cpu_clock.store(clock, Ordering::Relaxed);
-        }
-        // Relaxed: as in `run_worker`.
-        ctx.me().os_tid.store(tid, Ordering::Relaxed);
+        thread.record(ctx.me());
         ctx.carrier.set(ptr::from_ref(&ctxs[..]));
     }
     let _own = crate::sched::outside::OwnThread::enter();
@@ -604,6 +597,34 @@ impl Drop for ClearContext {
     }
 }
 
+/// What the procs run by the calling OS thread record of it for the others.
+struct ThisThread {
+    /// Its CPU clock, if it can be had: procs owed a turn read it (`owed`).
+    clock: Option<libc::clockid_t>,
+    /// The kernel's id of the thread: idle procs read its state by it (`movable_hog`).
+    tid: libc::pid_t,
+}
+
+impl ThisThread {
+    fn get() -> Self {
+        Self {
+            clock: owed::this_thread_clock(),
+            // SAFETY: gettid has no preconditions.
+            tid: unsafe { libc::gettid() },
+        }
+    }
+
+    /// Records the thread in `proc`, one of the procs it runs.
+    fn record(&self, proc: &ProcShared) {
+        // Relaxed, both: read only as hints (an unset clock makes a debt count as busy; an
+        // unset id, the thread as not runnable).
+        if let Some(clock) = self.clock {
+            proc.cpu_clock.store(clock, Ordering::Relaxed);
+        }
+        proc.os_tid.store(self.tid, Ordering::Relaxed);
+    }
+}
+
 /// The body of proc `index`'s OS thread.
 #[inline(never)]
 pub(crate) fn run_worker(
@@ -614,14 +635,7 @@ pub(crate) fn run_worker(
 ) {
     let ctx = Context::new(shared, index, local, woken, false);
     CONTEXT.with(|c| c.set(&ctx));
-    if let Some(clock) = owed::this_thread_clock() {
-        // Relaxed: read only as a hint (an unset clock makes a debt count as busy).
-        ctx.me().cpu_clock.store(clock, Ordering::Relaxed);
-    }
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
-    // Relaxed: read only as a hint by idle procs (unset, the thread counts as not runnable).
-    ctx.me().os_tid.store(tid, Ordering::Relaxed);
+    ThisThread::get().record(ctx.me());
     let _own = crate::sched::outside::OwnThread::enter();
     overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
     let _clear = ClearContext;

@@ -606,10 +606,10 @@ impl Context {
     /// that long (giving up at once if work of its own arrives, or if the victim runs or
     /// hands out what it had) before it takes any, and only if the victim's thread ran on a
     /// core meanwhile (its CPU clock moved by a quarter of the grace, or cannot be read, or
-    /// the watchdog marked it hogged and its thread does not merely wait for a core). See the module docs: work that its own proc is about
-    /// to run is not moved away from the threads it talks to, and a victim whose thread had
-    /// no core (a busy machine, or more procs than cores) runs its work itself once it gets
-    /// one back. Surplus that a dispatch of readiness events queued (`io_batch`, see
+    /// the watchdog marked it hogged and its thread does not merely wait for a core). See
+    /// the module docs: work that its own proc is about to run is not moved away from the
+    /// threads it talks to, and a victim whose thread had no core (a busy machine, or more
+    /// procs than cores) runs its work itself once it gets one back. Surplus that a dispatch of readiness events queued (`io_batch`, see
     /// `io_dispatch`) is taken at once.
     #[inline(never)]
     pub(super) fn left_there(&self, victim: &ProcShared) -> bool {
