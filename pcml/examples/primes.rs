@@ -9,7 +9,7 @@
 //! received) or `blocks` (fibers, the generator on proc 0 and filter k on proc (k / B) mod P:
 //! the chain cut into blocks of B filters dealt to the procs in turn; B is a fifth argument,
 //! by default 50). Prints the milliseconds of each run, and on stderr each proc's resumes, parks,
-//! steals and wake-ups sent to other procs in that run.
+//! steals, wake-ups sent to other procs and blocks of spawns dealt or kept (and why) in that run.
 //! Allocates with mimalloc through `mi_malloc`, as the bench binary does.
 use pcml::chan::Chan;
 
@@ -116,8 +116,15 @@ fn main() {
                 let m = pcml::sched::metrics().unwrap().since(&before);
                 for (i, p) in m.procs().iter().enumerate() {
                     eprintln!(
-                        "  proc {i}: resumes {} parks {} steals {} wakes sent {}",
-                        p.resumes, p.parks, p.steals, p.sent_wakes
+                        "  proc {i}: resumes {} parks {} steals {} wakes sent {} blocks dealt {} \
+                         kept (waited) {} kept (no core) {}",
+                        p.resumes,
+                        p.parks,
+                        p.steals,
+                        p.sent_wakes,
+                        p.blocks_dealt,
+                        p.blocks_kept_waited,
+                        p.blocks_kept_no_core
                     );
                 }
                 (ms, *p.last().unwrap())

@@ -31,6 +31,9 @@ pub(crate) struct ProcCounters {
     pub(crate) parks: AtomicU64,
     pub(crate) sent_wakes: AtomicU64,
     pub(crate) inbox_wakes: AtomicU64,
+    pub(crate) blocks_dealt: AtomicU64,
+    pub(crate) blocks_kept_waited: AtomicU64,
+    pub(crate) blocks_kept_no_core: AtomicU64,
     /// Started fibers living here (they never move).
     pub(crate) fibers: AtomicI64,
     /// Tasks started minus tasks ended on this proc.
@@ -116,6 +119,13 @@ pub struct ProcMetrics {
     /// Wake-ups of this proc's fibers that came through its inbox: from other procs and from
     /// threads outside the runtime.
     pub inbox_wakes: u64,
+    /// Blocks of spawns this proc dealt to another proc (see "Many long-lived fibers are
+    /// dealt out in long blocks" in the [`sched`](crate::sched) docs).
+    pub blocks_dealt: u64,
+    /// Blocks it kept because its thread had waited for a core since the last decision.
+    pub blocks_kept_waited: u64,
+    /// Blocks it kept because the receiving proc's thread would have found no core free.
+    pub blocks_kept_no_core: u64,
     /// Work in the proc's stealable queues now (a one-proc runtime's queue reads 0).
     pub queue_len: usize,
     /// Started, unfinished fibers living on this proc now.
@@ -132,6 +142,13 @@ impl ProcMetrics {
             parks: self.parks.wrapping_sub(earlier.parks),
             sent_wakes: self.sent_wakes.wrapping_sub(earlier.sent_wakes),
             inbox_wakes: self.inbox_wakes.wrapping_sub(earlier.inbox_wakes),
+            blocks_dealt: self.blocks_dealt.wrapping_sub(earlier.blocks_dealt),
+            blocks_kept_waited: self
+                .blocks_kept_waited
+                .wrapping_sub(earlier.blocks_kept_waited),
+            blocks_kept_no_core: self
+                .blocks_kept_no_core
+                .wrapping_sub(earlier.blocks_kept_no_core),
             queue_len: self.queue_len,
             live_fibers: self.live_fibers,
         }
@@ -143,7 +160,7 @@ impl fmt::Display for ProcMetrics {
         write!(
             f,
             "resumes {} polls {} steals {} injector {} parks {} sent wakes {} inbox wakes {} \
-             queued {} fibers {}",
+             blocks dealt {} kept (waited) {} kept (no core) {} queued {} fibers {}",
             self.resumes,
             self.polls,
             self.steals,
@@ -151,6 +168,9 @@ impl fmt::Display for ProcMetrics {
             self.parks,
             self.sent_wakes,
             self.inbox_wakes,
+            self.blocks_dealt,
+            self.blocks_kept_waited,
+            self.blocks_kept_no_core,
             self.queue_len,
             self.live_fibers
         )
@@ -228,6 +248,9 @@ impl RuntimeMetrics {
                 parks: a.parks + p.parks,
                 sent_wakes: a.sent_wakes + p.sent_wakes,
                 inbox_wakes: a.inbox_wakes + p.inbox_wakes,
+                blocks_dealt: a.blocks_dealt + p.blocks_dealt,
+                blocks_kept_waited: a.blocks_kept_waited + p.blocks_kept_waited,
+                blocks_kept_no_core: a.blocks_kept_no_core + p.blocks_kept_no_core,
                 queue_len: a.queue_len + p.queue_len,
                 live_fibers: a.live_fibers + p.live_fibers,
             })
@@ -316,6 +339,9 @@ pub(crate) fn snapshot(shared: &Shared) -> RuntimeMetrics {
                 parks: r(&c.parks),
                 sent_wakes: r(&c.sent_wakes),
                 inbox_wakes: r(&c.inbox_wakes),
+                blocks_dealt: r(&c.blocks_dealt),
+                blocks_kept_waited: r(&c.blocks_kept_waited),
+                blocks_kept_no_core: r(&c.blocks_kept_no_core),
                 queue_len: p.stealer.len() + p.woken_stealer.len() + usize::from(p.held.is_full()),
                 live_fibers: c.fibers.load(Ordering::Relaxed).max(0) as usize,
             }

@@ -117,12 +117,19 @@
 //! - **Many long-lived fibers are dealt out in long blocks, while the procs have cores.**
 //!   Once 100 started fibers live on a proc, the fibers it spawns next go to the procs in
 //!   turn, 100 at a time (the next proc first, this one included; like `spawn_on`'s, each
-//!   starts and stays on its proc), as long as the spawner's OS thread spent less than a
+//!   starts and stays on its proc), as long as the spawner's OS thread spent at most a
 //!   tenth of its time since the last block waiting for a core (the kernel's count, in
-//!   `/proc/thread-self/schedstat`) and the machine has a core free for the receiving
-//!   proc's thread right now (the threads runnable by `/proc/loadavg`, less this runtime's
-//!   awake ones, plus this runtime's with the receiver awake, are at most the cores; where
-//!   either count cannot be read, every block stays). The second test is for a co-runner:
+//!   `/proc/thread-self/schedstat`; for the first block, since 50 started fibers lived on
+//!   the proc) and the receiving proc's thread has a core free right now: the threads run
+//!   at a real-time priority (`SCHED_FIFO` or `SCHED_RR`, which a runtime's threads share,
+//!   and which no normally scheduled process can take a core from), or the threads
+//!   runnable by `/proc/loadavg`, less this runtime's awake ones, plus this runtime's with
+//!   the receiver awake, are at most the cores (where either count cannot be read, every
+//!   block stays). A block the tests keep leaves the turn with the proc it was for: the next
+//!   block is offered to that proc again, so that a kept first block does not also send the
+//!   second home. Each proc counts the blocks it dealt and those it kept, by reason
+//!   (`ProcMetrics::blocks_dealt`, `blocks_kept_waited`, `blocks_kept_no_core`, which
+//!   `examples/primes.rs` prints). The second test is for a co-runner:
 //!   a spawner whose partner proc is parked has its core to itself beside one busy
 //!   process, and the first test alone dealt blocks there (primes-1000 2 procs over 1 proc,
 //!   both beside one busy loop, fell from 0.93x to 0.68x in the bench's procs run); with
@@ -155,7 +162,27 @@
 //!     proc, at one proc's speed. With it, at load 12-14, no run of 12 dealt a block (median
 //!     810 ms, against 895 ms on one proc and 1,075 ms on 2 procs before the rule; single
 //!     runs from 0.34 s to 3.2 s), and with a core each the rule ran at 56 ms against 94 ms
-//!     on one proc (1.68x, 5 alternations).
+//!     on one proc (1.68x, 5 alternations);
+//!   - the rule before its first block's window, its real-time test and its kept turn dealt
+//!     no block in most runs on this machine shared with the other helpers' builds (load
+//!     1.7-7), even at `SCHED_FIFO` priority. Its decisions, traced: the loadavg test
+//!     refused whenever any other thread was runnable (2 to 11 of them, counted as if each
+//!     held a core, though at `SCHED_FIFO` none could take one from the sieve), and the
+//!     first block's wait test looked at the thread's whole life, its start-up: 0.2-3 ms, of
+//!     which 10-66% waiting (at `SCHED_FIFO`, 33 us of 206 us), refusing it in 4 runs of 6
+//!     at load 2; a refused first block then sent the second home by turn, filters 0 to 299
+//!     on the spawner (53% of the messages). With the three changes, 6 alternations of 3
+//!     runs of `examples/primes.rs spawn 1000 2 3`, at load 7: under `chrt -f 1` 30.4 ms
+//!     (25.3-37.2, 500 filters on proc 1 in each run) against 50.2 ms (44.1-70.7, none)
+//!     before and 45.7 ms on one proc (1.50x); without it neither dealt a block (73.9 and
+//!     78.4 ms, one proc 90.9 ms), nor beside `yes` (5 alternations; 207 and 209 ms, one
+//!     proc 167 ms). Alone (load 3, `chrt -f 1`, 4 alternations of 3 runs): the real-time
+//!     test 32.9 ms with 400-500 filters dealt, with the first block's window 27.0 ms (500
+//!     in every run), with the kept turn 29.4 ms, the window and the kept turn without it
+//!     44.6 ms (0-400), before 46.6 ms. Every block dealt at load 3 without `chrt` (the
+//!     tests off) took 138 ms against 84 ms with none dealt (6 alternations): there the
+//!     loadavg test is right. Blocks of 200, 150 and 50 (27.9, 29.1, 30.4 ms) and a first
+//!     block kept here (30.0 ms) did not beat blocks of 100 (27.9 ms), and stay as they were.
 //!
 //!   The counts show where the hops go, not the time. One proc resumes threads 573,791
 //!   times for 516,383 messages; the busier proc resumed 466,000-510,000 times with the cut

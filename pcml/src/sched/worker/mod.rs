@@ -322,10 +322,14 @@ pub(crate) struct Context {
     held_joined: Cell<bool>,
     fibers: FiberTable,
     /// Fibers spawned here while `SPILL_FROM` started fibers or more lived here, the proc
-    /// their current block goes to, and this thread's CPU and run-queue wait times at the
-    /// last block's decision (see `spill_to`).
+    /// their current block goes to, the blocks dealt so far (the turn: a block kept here by
+    /// the tests does not take one), whether `sched_seen` has been read, and this thread's
+    /// CPU and run-queue wait times at the last block's decision, or when `SPILL_WATCH`
+    /// started fibers first lived here (see `spill_to`).
     spilled: Cell<usize>,
     spill_target: Cell<usize>,
+    spill_turn: Cell<usize>,
+    sched_watched: Cell<bool>,
     sched_seen: Cell<(u64, u64)>,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
@@ -494,6 +498,8 @@ impl Context {
             fibers: FiberTable::new(),
             spilled: Cell::new(0),
             spill_target: Cell::new(index),
+            spill_turn: Cell::new(0),
+            sched_watched: Cell::new(false),
             sched_seen: Cell::new((0, 0)),
             inbox_buf: RefCell::new(Vec::new()),
             injector_turn: Cell::new(INJECTOR_EVERY),

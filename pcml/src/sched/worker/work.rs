@@ -42,7 +42,7 @@ impl Context {
     /// so it saves no registers; the rest is out of line.
     #[inline(never)]
     pub(super) fn hold_new_shared(&self, f: NewFiber) {
-        if self.fibers.len() >= SPILL_FROM {
+        if self.fibers.len() >= SPILL_WATCH {
             return self.hold_new_spill(f);
         }
         match self.me().held.try_put(f) {
@@ -51,7 +51,7 @@ impl Context {
         }
     }
 
-    /// [`hold_new_shared`](Self::hold_new_shared) once `SPILL_FROM` started fibers live here.
+    /// [`hold_new_shared`](Self::hold_new_shared) once `SPILL_WATCH` started fibers live here.
     #[inline(never)]
     fn hold_new_spill(&self, f: NewFiber) {
         if let Some(to) = self.spill_to() {
@@ -76,21 +76,30 @@ impl Context {
     /// The proc a fiber spawned here goes to, if not this one: once `SPILL_FROM` started
     /// fibers live here, spawns are dealt in blocks of `SPILL_BLOCK` to each proc in turn,
     /// the next one first and this one included, each block only while this proc's thread
-    /// has a core to itself (see "Many long-lived fibers are dealt out in long blocks" in
-    /// the `sched` docs). A fiber sent elsewhere starts there as `spawn_on`'s do.
+    /// has a core to itself and the receiver's thread would have one (see "Many long-lived
+    /// fibers are dealt out in long blocks" in the `sched` docs); a block the tests keep here
+    /// leaves the turn with the proc it was for. A fiber sent elsewhere starts there as
+    /// `spawn_on`'s do. From `SPILL_WATCH` started fibers, the first call reads this thread's
+    /// wait for a core, so that the first block's test looks at the time since then rather
+    /// than at the thread's start-up.
     #[inline]
     fn spill_to(&self) -> Option<usize> {
         if self.fibers.len() < SPILL_FROM {
+            if !self.sched_watched.replace(true) {
+                self.sched_seen.set(schedstat().unwrap_or_default());
+            }
             return None;
         }
         let n = self.spilled.get();
         self.spilled.set(n.wrapping_add(1));
         if n % SPILL_BLOCK == 0 {
-            let to = (self.index + 1 + n / SPILL_BLOCK) % self.shared.procs.len();
+            let turn = self.spill_turn.get();
+            let to = (self.index + 1 + turn) % self.shared.procs.len();
             // A block stays here when this thread waited for a core: the procs' threads
             // would not all run at once, and a chain pinned across them would go at the
             // pace of the one the OS left waiting.
-            let to = if to != self.index && self.cores_to_spare(to) {
+            let to = if to == self.index || self.cores_to_spare(to) {
+                self.spill_turn.set(turn.wrapping_add(1));
                 to
             } else {
                 self.index
@@ -101,37 +110,53 @@ impl Context {
         (to != self.index).then_some(to)
     }
 
-    /// Whether this proc's thread spent less than a tenth of its time since the last call
-    /// (since it started, the first time) waiting in the OS's run queue, by the kernel's
-    /// count (`/proc/thread-self/schedstat`: CPU time, then run-queue wait, in ns). `false`
-    /// where that count cannot be read.
+    /// Whether this proc's thread spent at most a tenth of its time since the last call
+    /// (since `spill_to` first looked, the first time) waiting in the OS's run queue, by the
+    /// kernel's count (`/proc/thread-self/schedstat`: CPU time, then run-queue wait, in ns),
+    /// and proc `to`'s thread would have a core too ([`core_free_for`](Self::core_free_for)).
+    /// The kernel adds to both times only when the thread is switched out or at a timer
+    /// tick, so a short window may read 0 of 0: no wait seen. `false` where the counts
+    /// cannot be read. Counts its answer and its reason in this proc's metrics.
     #[cold]
     fn cores_to_spare(&self, to: usize) -> bool {
         #[cfg(test)]
         if let Some(spare) = tests::SPARE.with(Cell::get) {
-            return spare;
+            return spare && tests::REFUSE.with(|r| r.replace(r.get().saturating_sub(1))) == 0;
         }
-        let Some((cpu, wait)) = std::fs::read_to_string("/proc/thread-self/schedstat")
-            .ok()
-            .and_then(|s| {
-                let mut it = s.split_whitespace().map(|x| x.parse::<u64>().ok());
-                Some((it.next()??, it.next()??))
-            })
-        else {
+        let counters = &self.me().metrics;
+        let Some((cpu, wait)) = schedstat() else {
+            metrics::bump(&counters.blocks_kept_waited);
             return false;
         };
         let (cpu0, wait0) = self.sched_seen.replace((cpu, wait));
         let (dcpu, dwait) = (cpu.saturating_sub(cpu0), wait.saturating_sub(wait0));
-        dwait.saturating_mul(10) < dcpu.saturating_add(dwait) && self.core_free_for(to)
+        if dwait.saturating_mul(10) > dcpu.saturating_add(dwait) {
+            metrics::bump(&counters.blocks_kept_waited);
+            return false;
+        }
+        if !self.core_free_for(to) {
+            metrics::bump(&counters.blocks_kept_no_core);
+            return false;
+        }
+        metrics::bump(&counters.blocks_dealt);
+        true
     }
 
-    /// Whether proc `to`'s thread would have a core to itself: the threads runnable on the
-    /// machine right now (`/proc/loadavg`'s fourth field) other than this runtime's awake
-    /// ones, plus this runtime's with `to` awake, are no more than the process can run at
-    /// once. The wait test looks back, and a spawner whose partner procs are parked has its
-    /// core to itself even beside a busy process: dealing a block would then wake a proc
-    /// thread for which no core is free. `false` where the count cannot be read.
+    /// Whether proc `to`'s thread would have a core to itself: this thread runs at a
+    /// real-time priority (`SCHED_FIFO` or `SCHED_RR`, which the procs' threads share: the
+    /// OS runs them ahead of every normally scheduled thread, so only another real-time
+    /// thread could take their cores, and the wait test sees that), or the threads runnable
+    /// on the machine right now (`/proc/loadavg`'s fourth field) other than this runtime's
+    /// awake ones, plus this runtime's with `to` awake, are no more than the process can run
+    /// at once. The wait test looks back, and a spawner whose partner procs are parked has
+    /// its core to itself even beside a busy process: dealing a block would then wake a
+    /// proc thread for which no core is free. `false` where the count cannot be read.
     fn core_free_for(&self, to: usize) -> bool {
+        // SAFETY: sched_getscheduler has no preconditions; 0 is the calling thread.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        if policy == libc::SCHED_FIFO || policy == libc::SCHED_RR {
+            return true;
+        }
         static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         let cores =
             *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -733,6 +758,16 @@ impl Context {
 
 /// Started fibers living on a proc from which its spawns are dealt to the procs in blocks.
 const SPILL_FROM: usize = 100;
+/// Started fibers living on a proc from which `spill_to` reads the thread's wait for a core,
+/// the start of the first block's window.
+const SPILL_WATCH: usize = SPILL_FROM / 2;
+
+/// This thread's CPU time and run-queue wait in ns, by the kernel's count.
+fn schedstat() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut it = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((it.next()??, it.next()??))
+}
 /// Fibers in each such block.
 const SPILL_BLOCK: usize = 100;
 
@@ -745,19 +780,25 @@ mod tests {
     thread_local! {
         /// What `cores_to_spare` answers on this thread, if set (a fiber pinned there sets it).
         pub(super) static SPARE: Cell<Option<bool>> = const { Cell::new(None) };
+        /// How many of its next calls `cores_to_spare` answers `false` first, where `SPARE`
+        /// is `Some(true)`.
+        pub(super) static REFUSE: Cell<usize> = const { Cell::new(0) };
     }
 
-    /// A chain of `n` fibers on 2 procs whose threads answer `spare` to `cores_to_spare`,
-    /// each spawned by main once the one before has started, as the primes sieve spawns its
-    /// filters; returns the proc each fiber started on, after checking that a message down
-    /// the chain found every fiber still there.
-    fn chain(n: usize, spare: bool) -> Vec<usize> {
+    /// A chain of `n` fibers on 2 procs whose threads answer `spare` to `cores_to_spare`
+    /// (after `refuse` answers `false`), each spawned by main once the one before has
+    /// started, as the primes sieve spawns its filters; returns the proc each fiber started
+    /// on, after checking that a message down the chain found every fiber still there.
+    fn chain(n: usize, spare: bool, refuse: usize) -> Vec<usize> {
         let rt = crate::Runtime::builder().procs(2).build().unwrap();
         rt.block_on(move || {
             for p in 0..2 {
-                crate::spawn_on(p, move || SPARE.with(|s| s.set(Some(spare))))
-                    .join()
-                    .unwrap();
+                crate::spawn_on(p, move || {
+                    SPARE.with(|s| s.set(Some(spare)));
+                    REFUSE.with(|r| r.set(refuse));
+                })
+                .join()
+                .unwrap();
             }
             let report: Chan<usize> = Chan::new();
             let first: Chan<bool> = Chan::new();
@@ -785,7 +826,7 @@ mod tests {
 
     #[test]
     fn spawns_are_dealt_in_blocks_once_many_fibers_live_here() {
-        let procs = chain(350, true);
+        let procs = chain(350, true, 0);
         // Main and the first 99 fibers live on proc 0 (give or take a stolen one); then
         // blocks of 100 go to proc 1, proc 0 and proc 1.
         let on = |range: std::ops::Range<usize>, proc: usize| {
@@ -794,6 +835,20 @@ mod tests {
         assert!(on(110..190, 1), "{procs:?}");
         assert!(on(210..290, 0), "{procs:?}");
         assert!(on(310..350, 1), "{procs:?}");
+    }
+
+    #[test]
+    fn a_block_kept_here_leaves_the_turn_to_the_proc_it_was_for() {
+        let procs = chain(450, true, 1);
+        // The first block, for proc 1, is refused and stays on proc 0; the next goes to
+        // proc 1 (not back to proc 0 by turn), then proc 0, then proc 1.
+        let on = |range: std::ops::Range<usize>, proc: usize| {
+            range.clone().filter(|&i| procs[i] != proc).count() == 0
+        };
+        assert!(on(110..190, 0), "{procs:?}");
+        assert!(on(210..290, 1), "{procs:?}");
+        assert!(on(310..390, 0), "{procs:?}");
+        assert!(on(410..450, 1), "{procs:?}");
     }
 
     /// The thread state that `ProcShared::movable_hog` reads: a running thread is runnable
@@ -827,7 +882,7 @@ mod tests {
 
     #[test]
     fn spawns_stay_here_while_the_thread_waits_for_a_core() {
-        let procs = chain(250, false);
+        let procs = chain(250, false, 0);
         // Only an idle proc's steal of a fiber left waiting moves one.
         assert!(procs.iter().filter(|&&p| p == 1).count() <= 10, "{procs:?}");
     }
