@@ -183,6 +183,12 @@
 //!     tests off) took 138 ms against 84 ms with none dealt (6 alternations): there the
 //!     loadavg test is right. Blocks of 200, 150 and 50 (27.9, 29.1, 30.4 ms) and a first
 //!     block kept here (30.0 ms) did not beat blocks of 100 (27.9 ms), and stay as they were.
+//!     In the bench (`pcml-bench --only primes --procs 1,2 --runs 6 --rounds 2 --peers go`,
+//!     3 alternations), under `chrt -f 1` at load 10-36: the spawn row on 2 procs 41.9-44.7
+//!     ms against 58.6-66.7 ms before, tokio's 2 workers over it 1.22-1.46x against
+//!     0.71-0.87x; without `chrt`, with `--co-runner 1`, at load 7-12: 1.58-1.71x against
+//!     1.01-1.50x (tokio's times as noisy as the load), and 2 procs over 1 beside the busy
+//!     loop 1.09-1.22x against 0.98-1.14x.
 //!
 //!   The counts show where the hops go, not the time. One proc resumes threads 573,791
 //!   times for 516,383 messages; the busier proc resumed 466,000-510,000 times with the cut
