@@ -28,10 +28,14 @@ impl Context {
         // (becoming spinners if some stop meanwhile: a proc that just handed work to the
         // spinner is likely to get work back from it) and park. With more procs than cores,
         // idle procs that all spin keep the threads that have work off the cores, and one
-        // spinner finds new work as soon as several would.
-        let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit;
+        // spinner finds new work as soon as several would. A proc whose recent idle gaps were
+        // longer than a spin (`SpinHistory`) looks as the others do, and parks.
+        let history = self.spin_history.get();
+        let skip = !history.spin_pays();
+        let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit && !skip;
         let start = Instant::now();
         let mut found = false;
+        let mut spun = Duration::ZERO;
         'spin: loop {
             for _ in 0..64 {
                 if self.has_work() {
@@ -50,15 +54,32 @@ impl Context {
             // poller, `sched::io`): it wakes our tasks and fibers onto our own queues, where
             // `has_work` sees them next look.
             self.io_dispatch(|| sh.poll_io_now());
-            if !keep_spinning(sh, &mut may_spin, start) {
+            spun = start.elapsed();
+            if !keep_spinning(sh, &mut may_spin, !skip, spun) {
                 break;
             }
         }
         sh.num_searching.fetch_sub(1, Ordering::SeqCst);
         if found {
+            // A spinner's look, or a skipper's, found work within a spin: spinning paid (or
+            // would have). A look over the limit says nothing about this proc's own gaps.
+            if may_spin || skip {
+                self.spin_history.set(history.record(true));
+            }
             return;
         }
         self.sleep();
+        if may_spin {
+            // The spin ran out. One that took much longer than `SPIN` lost its core meanwhile
+            // (the wait was the OS's, not the work's): not counted.
+            if spun < 2 * SPIN {
+                self.spin_history.set(history.record(false));
+            }
+        } else if skip {
+            // Would a spin have found the work that ended this park?
+            self.spin_history
+                .set(history.record(start.elapsed() < SPIN));
+        }
     }
 
     /// `idle` for the procs of a carrier (`run_carrier`), none of which found work: spin while
@@ -107,7 +128,7 @@ impl Context {
             }
             head.enter();
             head.io_dispatch(|| sh.poll_io_now());
-            if !keep_spinning(sh, &mut may_spin, start) {
+            if !keep_spinning(sh, &mut may_spin, true, start.elapsed()) {
                 break;
             }
         }
@@ -389,22 +410,21 @@ impl Context {
     }
 }
 
-/// After a look that found no work, whether an idle proc (or carrier) searching since `start`
+/// After a look that found no work, whether an idle proc (or carrier) searching for `spun`
 /// looks again. One that may not spin (`spin_limit` others do) becomes a spinner if some stop
-/// meanwhile, else gives up after `SPIN_OVER_LIMIT`; a spinner gives up after `SPIN`, and
-/// gives the core away between looks after `SPIN_HOT`: if the machine has more runnable
-/// threads than cores (another proc of ours among them), spinning would keep the thread that
-/// has our work off the core.
-fn keep_spinning(sh: &Shared, may_spin: &mut bool, start: Instant) -> bool {
+/// meanwhile and it may be `promoted` (its spin history says spins pay), else gives up after
+/// `SPIN_OVER_LIMIT`; a spinner gives up after `SPIN`, and gives the core away between looks
+/// after `SPIN_HOT`: if the machine has more runnable threads than cores (another proc of ours
+/// among them), spinning would keep the thread that has our work off the core.
+fn keep_spinning(sh: &Shared, may_spin: &mut bool, promoted: bool, spun: Duration) -> bool {
     if !*may_spin {
         // Relaxed: a hint; the count includes the caller.
-        if sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
+        if promoted && sh.num_searching.load(Ordering::Relaxed) <= sh.spin_limit {
             *may_spin = true;
             return true;
         }
-        return start.elapsed() < SPIN_OVER_LIMIT;
+        return spun < SPIN_OVER_LIMIT;
     }
-    let spun = start.elapsed();
     if spun >= SPIN {
         return false;
     }

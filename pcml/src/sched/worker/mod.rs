@@ -116,6 +116,71 @@ const SPIN: Duration = Duration::from_micros(100);
 const SPIN_HOT: Duration = Duration::from_micros(50);
 /// How long an idle proc looks for work when `spin_limit` others already spin (see `idle`).
 const SPIN_OVER_LIMIT: Duration = Duration::from_micros(10);
+/// How an idle proc's recent spins fared, as adaptive mutexes learn how long to spin from
+/// their own history: a running share of the recent idle gaps that a spin covered (work came
+/// within `SPIN` of the look's start), in 1/1024ths, each new gap weighing 1/8. A proc spins
+/// while that share is at least a half, and otherwise only looks as a proc over the spin limit
+/// does (`SPIN_OVER_LIMIT`), then parks, and learns from the park how long the gap was (see
+/// `Context::idle`). Where work comes within microseconds (an echo server's next request, a
+/// partner's message) spins pay and go on; where gaps outlast the spin (a server whose load
+/// generator shares the cores, a quiet program) the proc parks at once and leaves the core.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpinHistory(u16);
+
+impl SpinHistory {
+    /// The whole share: every recent gap was covered.
+    const FULL: u16 = 1024;
+
+    /// A fresh proc spins.
+    pub(crate) const fn new() -> SpinHistory {
+        SpinHistory(Self::FULL)
+    }
+
+    /// Whether this proc's next idle look spins.
+    #[inline]
+    pub(crate) fn spin_pays(self) -> bool {
+        self.0 >= Self::FULL / 2
+    }
+
+    /// The history with one more gap, `covered` if a spin found (or would have found) its work.
+    #[inline]
+    pub(crate) fn record(self, covered: bool) -> SpinHistory {
+        let kept = self.0 - self.0 / 8;
+        SpinHistory(if covered { kept + Self::FULL / 8 } else { kept })
+    }
+}
+
+#[cfg(test)]
+mod spin_history_tests {
+    use super::SpinHistory;
+
+    /// `n` gaps, each covered or not by `pattern`, in turn.
+    fn after(mut h: SpinHistory, pattern: &[bool], n: usize) -> SpinHistory {
+        for i in 0..n {
+            h = h.record(pattern[i % pattern.len()]);
+        }
+        h
+    }
+
+    #[test]
+    fn a_proc_spins_until_its_gaps_outlast_the_spin() {
+        let fresh = SpinHistory::new();
+        assert!(fresh.spin_pays());
+        // One long gap in a run of short ones changes nothing.
+        assert!(after(fresh, &[false], 1).spin_pays());
+        assert!(after(fresh, &[true, true, true, false], 100).spin_pays());
+        // A run of long gaps stops the spin within a few idle looks ...
+        let long = after(fresh, &[false], 8);
+        assert!(!long.spin_pays());
+        assert!(!after(fresh, &[false, false, true], 100).spin_pays());
+        // ... and a few short ones bring it back.
+        assert!(after(long, &[true], 3).spin_pays());
+        // The share stays within its bounds however long the history.
+        assert!(after(fresh, &[true], 1000).spin_pays());
+        assert!(after(after(fresh, &[false], 1000), &[true], 6).spin_pays());
+    }
+}
+
 /// How long work must wait in another proc's queues before an idle proc takes it (see
 /// `Context::left_there`). A proc that spawns a thread and then blocks runs it within a
 /// microsecond or two; an idle proc that took it at once would pin it far from the threads it
@@ -308,6 +373,8 @@ pub(crate) struct Context {
     /// ended by timeout: if no turn ran anything since, the next `idle` parks at once
     /// instead of spinning (nobody handed this proc work, so none is on its way).
     timed_out_at: Cell<Option<u32>>,
+    /// How this proc's recent idle gaps compared with a spin: whether its next `idle` spins.
+    spin_history: Cell<SpinHistory>,
     /// Set when a steal was refused because the victim's thread had no core (`left_there`):
     /// until this proc's next park ends, other procs' queued work does not count as work for
     /// it (`has_work`), and that park lasts `HELD_GRACE` at most. Otherwise the idle proc,
@@ -491,6 +558,7 @@ impl Context {
             held_seen: Cell::new(None),
             held_tickets: RefCell::new(vec![0; shared_procs]),
             timed_out_at: Cell::new(None),
+            spin_history: Cell::new(SpinHistory::new()),
             refused: Cell::new(false),
             held_joined: Cell::new(false),
             ready_mark: Cell::new(usize::MAX),
