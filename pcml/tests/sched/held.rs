@@ -236,12 +236,15 @@ fn a_held_fiber_stays_while_its_spawner_has_no_core() {
 }
 
 /// An idle proc whose steal is refused because the victim's thread has no core (here:
-/// blocked in an OS sleep, queued work and all) parks instead of looking again and again
-/// on a core the victim may be waiting for. It used to look, be refused, and look again
-/// without ever parking for as long as the victim's queue stayed full. (The watchdog is off:
-/// it would let the work move once the victim had taken no turn for a whole time slice.)
+/// blocked in an OS sleep, two fibers spawned back to back left there, one held and one
+/// queued) parks instead of looking again and again on a core the victim may be waiting
+/// for, and leaves the pair where it was spawned, however long the victim stays off its
+/// core: the second of the pair is not a backlog. It used to look, be refused, and look
+/// again without ever parking for as long as the victim's queue stayed full. (The watchdog
+/// is off: it would let the work move once the victim had taken no turn for a whole time
+/// slice.)
 #[test]
-fn an_idle_proc_refused_a_steal_parks() {
+fn an_idle_proc_refused_a_steal_parks_and_leaves_a_pair() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
@@ -250,12 +253,12 @@ fn an_idle_proc_refused_a_steal_parks() {
         .watchdog(false)
         .build()
         .unwrap();
-    let queued = rt
+    let (queued, on) = rt
         .block_on(|| {
             let started = Arc::new(AtomicBool::new(false));
             let done = Arc::new(AtomicBool::new(false));
             let (s2, d2) = (started.clone(), done.clone());
-            // Off the procs: proc 0's queue when proc 1 has parked 3 times more.
+            // Off the procs: proc 0's queue when proc 1 has parked 5 times more.
             let watcher = pcml::spawn_blocking(move || {
                 while !s2.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(1));
@@ -265,7 +268,7 @@ fn an_idle_proc_refused_a_steal_parks() {
                 let deadline = Instant::now() + Duration::from_secs(20);
                 let queued = loop {
                     let m = pcml::sched::metrics().unwrap();
-                    if parks(&m) >= before + 3 || Instant::now() > deadline {
+                    if parks(&m) >= before + 5 || Instant::now() > deadline {
                         break m.procs()[0].queue_len;
                     }
                     std::thread::sleep(Duration::from_millis(1));
@@ -274,29 +277,100 @@ fn an_idle_proc_refused_a_steal_parks() {
                 queued
             });
             let hs = pcml::spawn_on(0, move || {
-                // One held, 999 queued: more than this proc's next turn takes, so the idle
-                // proc counts it as work to take. It may take some while this thread still
-                // runs (a steal takes at most 32), not all.
-                let hs: Vec<_> = (0..1000).map(|i| pcml::spawn(move || i)).collect();
+                // One held, one queued: more than this proc's next turn takes, so the idle
+                // proc counts it as work to take.
+                let hs: Vec<_> = (0..2).map(|_| pcml::spawn(pcml::current_proc)).collect();
                 started.store(true, Ordering::SeqCst);
                 // This thread does not return to its proc meanwhile: its queue waits, and
-                // its CPU clock stands nearly still (a look every 50 ms).
+                // its CPU clock stands nearly still (a look every 10 ms).
                 while !done.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(50));
+                    std::thread::sleep(Duration::from_millis(10));
                 }
                 hs
             })
             .join()
             .unwrap();
-            let sum: i32 = hs.into_iter().map(|h| h.join().unwrap()).sum();
-            assert_eq!(sum, (0..1000).sum());
-            watcher.join().unwrap()
+            let on: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+            (watcher.join().unwrap(), on)
         })
         .unwrap();
-    assert!(
-        queued >= 2,
-        "proc 1 parked only once proc 0's queue was down to {queued} (or never)"
+    // The held fiber and the one queued.
+    assert_eq!(
+        queued, 2,
+        "proc 1 parked 5 times only once proc 0's queue was down to {queued} (or never)"
     );
+    assert_eq!(on, [Some(0), Some(0)], "the pair ran where it was spawned");
+}
+
+/// A thread's body that returns the proc it ran on.
+type Body = Box<dyn FnOnce() -> Option<usize> + Send>;
+
+/// Work queued on a proc whose thread stays off its core (here: blocked in the OS with `n`
+/// threads spawned by `spawn` queued behind it, until all but `left` of them have run) runs
+/// on the other proc: an idle proc refused the work because the victim's clock stood still
+/// takes it once its refusals have gone on for a while, the queue never empty meanwhile,
+/// down to the last item of new work (which may be the second of a pair spawned back to
+/// back). The idle proc's own wake-up from a
+/// park often takes the core of the victim's thread on a busy machine, so that its clock
+/// stands still at every look although the thread is runnable. (The watchdog is off: it
+/// would let the work move once the victim had taken no turn for a whole time slice.)
+/// Returns the proc each thread ran on.
+fn backlog_of_a_proc_off_its_core(
+    spawn: fn(Body) -> pcml::JoinHandle<Option<usize>>,
+    n: usize,
+    left: usize,
+) -> Vec<Option<usize>> {
+    use std::sync::Arc;
+    use std::time::Duration;
+    let rt = pcml::Runtime::builder()
+        .procs(2)
+        .watchdog(false)
+        .build()
+        .unwrap();
+    rt.block_on(move || {
+        pcml::spawn_on(0, move || {
+            let ran = Arc::new(AtomicUsize::new(0));
+            let (all_ran, wait) = std::sync::mpsc::channel();
+            let hs: Vec<_> = (0..n)
+                .map(|_| {
+                    let (ran, all_ran) = (ran.clone(), all_ran.clone());
+                    spawn(Box::new(move || {
+                        if ran.fetch_add(1, Ordering::SeqCst) + 1 == n - left {
+                            let _ = all_ran.send(());
+                        }
+                        pcml::current_proc()
+                    }))
+                })
+                .collect();
+            // This thread blocks in the OS until all but `left` have run (or 20 s have
+            // passed), its CPU clock still.
+            let woke = wait.recv_timeout(Duration::from_secs(20));
+            assert!(
+                woke.is_ok(),
+                "{} of {n} ran while proc 0 slept, {left} may stay",
+                ran.load(Ordering::SeqCst)
+            );
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+        .join()
+        .unwrap()
+    })
+    .unwrap()
+}
+
+#[test]
+fn queued_tasks_of_a_proc_off_its_core_run_on_another() {
+    let on = backlog_of_a_proc_off_its_core(|f| pcml::spawn_task(async move { f() }), 64, 1);
+    let moved = on.iter().filter(|&&p| p == Some(1)).count();
+    assert!(moved >= 63, "{moved} of 64 ran on proc 1");
+}
+
+#[test]
+fn a_burst_of_spawns_of_a_proc_off_its_core_runs_on_another() {
+    // The held fiber stays (the held slot's own rule), and the last one queued.
+    let on = backlog_of_a_proc_off_its_core(|f| pcml::spawn(f), 1000, 2);
+    let moved = on.iter().filter(|&&p| p == Some(1)).count();
+    assert!(moved >= 998, "{moved} of 1000 ran on proc 1");
 }
 
 /// On several procs, a joiner that runs the held child inline (the oldest spawn not yet run)

@@ -241,6 +241,16 @@ impl ProcShared {
             }
     }
 
+    /// Whether this proc's queues hold more than the second of two fibers spawned back to
+    /// back (the first held): tasks woken during their own poll, or two items of new work
+    /// or more in its deque, its held fiber not counted (cheap loads only). What an idle proc
+    /// takes from a proc whose thread stayed off its core for `STARVED_AFTER`
+    /// (`Context::left_there`).
+    #[inline]
+    pub(crate) fn has_backlog(&self) -> bool {
+        !self.woken_stealer.is_empty() || self.stealer.len() >= 2
+    }
+
     /// Whether this proc has a timer due at `now` (possibly a cancelled one).
     pub(crate) fn timers_due(&self, now: Instant) -> bool {
         self.timers.lock().next_deadline().is_some_and(|d| d <= now)

@@ -563,8 +563,18 @@ impl Context {
                 (&victim.stealer, &self.local),
                 (&victim.woken_stealer, &self.woken),
             ];
-            let waited = victim.has_queued() && self.left_there(victim);
-            for (from, to) in queued.into_iter().filter(|_| waited) {
+            let left = if victim.has_queued() {
+                self.left_there(victim)
+            } else {
+                Left::No
+            };
+            for (from, to) in queued.into_iter().filter(|_| left != Left::No) {
+                // Taken from a proc whose thread has no core: a lone item of new work may
+                // be the second of a pair spawned back to back (a pinger whose ponger is
+                // held), which its spawner runs as soon as it has a core again.
+                if left == Left::Starved && from.len() < 2 && ptr::eq(from, &victim.stealer) {
+                    continue;
+                }
                 loop {
                     match from.steal_batch_and_pop(to) {
                         Steal::Success(r) => {
@@ -634,23 +644,36 @@ impl Context {
     /// the watchdog marked it hogged and its thread does not merely wait for a core). See
     /// the module docs: work that its own proc is about to run is not moved away from the
     /// threads it talks to, and a victim whose thread had no core (a busy machine, or more
-    /// procs than cores) runs its work itself once it gets one back. Surplus that a dispatch of readiness events queued (`io_batch`, see
-    /// `io_dispatch`) is taken at once.
+    /// procs than cores) runs its work itself once it gets one back, unless this proc has
+    /// been refused its work for [`STARVED_AFTER`] with its queue never seen empty: then
+    /// its backlog is taken ([`Left::Starved`]). Surplus that a dispatch of readiness events
+    /// queued (`io_batch`, see `io_dispatch`) is taken at once.
     #[inline(never)]
-    pub(super) fn left_there(&self, victim: &ProcShared) -> bool {
+    pub(super) fn left_there(&self, victim: &ProcShared) -> Left {
         // Relaxed: a hint (see the field); a batch of tasks woken by readiness events has no
         // partner to stay beside.
         if victim.io_batch.load(Ordering::Relaxed) && victim.has_surplus() {
-            return true;
+            return Left::Waited;
         }
         let start = Instant::now();
         let cpu_then = victim.cpu_time();
         // Relaxed: a hint (see below).
         let turns_then = victim.watch.turns.load(Ordering::Relaxed);
+        let v = victim as *const ProcShared as usize;
+        // The victim ran out of queued work: a later refusal starts a new count.
+        let emptied = || {
+            if self.refused_since.get().is_some_and(|(seen, _)| seen == v) {
+                self.refused_since.set(None);
+            }
+            Left::No
+        };
         loop {
             for _ in 0..16 {
-                if !victim.has_queued() || self.has_own_work() || self.mates_have_work() {
-                    return false;
+                if !victim.has_queued() {
+                    return emptied();
+                }
+                if self.has_own_work() || self.mates_have_work() {
+                    return Left::No;
                 }
                 crate::loom::spin_loop();
             }
@@ -658,11 +681,11 @@ impl Context {
             // not running of a pair that talks, say, which a steal would move away from the
             // other (and the pair then either moves with it or talks across procs).
             if !victim.has_surplus() && victim.watch.turns.load(Ordering::Relaxed) != turns_then {
-                return false;
+                return emptied();
             }
             if start.elapsed() >= STEAL_GRACE {
                 if !victim.has_queued() {
-                    return false;
+                    return emptied();
                 }
                 let ran = match (cpu_then, victim.cpu_time()) {
                     (Some(then), Some(now)) => {
@@ -670,8 +693,22 @@ impl Context {
                     }
                     _ => true,
                 };
-                self.refused.set(!ran);
-                return ran;
+                if ran {
+                    self.refused.set(false);
+                    return Left::Waited;
+                }
+                match self.refused_since.get() {
+                    Some((seen, since)) if seen == v => {
+                        if since.elapsed() >= STARVED_AFTER && victim.has_backlog() {
+                            // Kept: the victim's next refusal takes its backlog at once too.
+                            self.refused.set(false);
+                            return Left::Starved;
+                        }
+                    }
+                    _ => self.refused_since.set(Some((v, start))),
+                }
+                self.refused.set(true);
+                return Left::No;
             }
         }
     }
@@ -754,6 +791,19 @@ impl Context {
             .enumerate()
             .any(|(i, p)| i != self.index && p.has_surplus())
     }
+}
+
+/// What [`Context::left_there`] found of another proc's queued work.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Left {
+    /// Not to be taken: it went, this proc got work of its own, or the victim's thread had
+    /// no core.
+    No,
+    /// It waited while the victim's thread ran (or it is a batch of readiness wake-ups).
+    Waited,
+    /// Its backlog waited through refusals for `STARVED_AFTER`, the victim's thread off its
+    /// core: woken tasks, and new work only from a deque of two items or more.
+    Starved,
 }
 
 /// Started fibers living on a proc from which its spawns are dealt to the procs in blocks.
