@@ -198,15 +198,15 @@ const HELD_GRACE: Duration = Duration::from_millis(2);
 /// beside the threads it was spawned to talk to, so it is not moved then.
 const HELD_BUSY: Duration = Duration::from_millis(1);
 /// How long an idle proc's refusals of another proc's queued work (its thread had no core,
-/// `Context::left_there`) must go on, that proc's queue never seen empty meanwhile, before
-/// it takes the work all the same, if that is more than a pair's second half: woken tasks,
-/// or two items of new work or more (`ProcShared::has_backlog`). A hundred times
-/// `STEAL_GRACE`: a spawner that the OS took off its core right after spawning a pair runs
-/// it once it has a core again, but a queue that waits through a whole OS time slice waits
-/// on a thread that the OS is not running, and the idle proc that keeps looking at it is
-/// the one that can run it (its own wake-up from a park is often what took the victim's
-/// core: the two threads then share one core's run queue, and the victim's clock stands
-/// still at every look).
+/// `Context::left_there`) must go on, that proc's queue never seen empty by looks at most
+/// four times this apart, before it takes the work all the same, if that is more than a
+/// pair's second half: woken tasks, or two items of new work or more
+/// (`ProcShared::has_backlog`). A hundred times `STEAL_GRACE`: a spawner that the OS took
+/// off its core right after spawning a pair runs it once it has a core again, but a queue
+/// still full a hundred graces later waits on a thread that the OS keeps from running it,
+/// and the idle proc that keeps looking at it is the one that can (its own wake-up from a
+/// park is often what took the victim's core: the two threads then share one core's run
+/// queue, and the victim's clock stands still at every look).
 const STARVED_AFTER: Duration = HELD_GRACE;
 /// Every this many turns a proc with armed timers fires the due ones (a power of two: `turn`
 /// tests the turn counter's low bits).
@@ -328,6 +328,16 @@ struct HeldSeen {
     cpu: Option<Duration>,
 }
 
+/// A run of refused steals from one victim (`Context::left_there`).
+#[derive(Clone, Copy)]
+struct Refusals {
+    /// The victim's entry, as an address.
+    victim: usize,
+    /// When the first refused look began, and when the last ended.
+    first: Instant,
+    last: Instant,
+}
+
 /// A proc's private state; lives on its worker thread's stack for the thread's life.
 pub(crate) struct Context {
     pub(crate) shared: Arc<Shared>,
@@ -392,10 +402,10 @@ pub(crate) struct Context {
     /// seeing the work, would look, be refused, and look again without ever parking, on a
     /// core the victim's thread may be waiting for.
     refused: Cell<bool>,
-    /// The victim (its entry, as an address) and the time of the first of this proc's
-    /// refused steals from it since its queue was last seen empty (`left_there`): once that
-    /// is `STARVED_AFTER` ago, its backlog is taken even with its clock standing still.
-    refused_since: Cell<Option<(usize, Instant)>>,
+    /// This proc's refused steals from one victim since its queue was last seen empty
+    /// (`left_there`): once the first is `STARVED_AFTER` ago, its backlog is taken even with
+    /// its clock standing still.
+    refused_since: Cell<Option<Refusals>>,
     /// Set when a joiner took this proc's held fiber to run it inline (`run_held`), on a
     /// runtime of several procs; cleared by the next look for new work (`new_work`), which
     /// then runs the oldest queued spawn first: the one spawned right after the held one,

@@ -662,7 +662,7 @@ impl Context {
         let v = victim as *const ProcShared as usize;
         // The victim ran out of queued work: a later refusal starts a new count.
         let emptied = || {
-            if self.refused_since.get().is_some_and(|(seen, _)| seen == v) {
+            if self.refused_since.get().is_some_and(|r| r.victim == v) {
                 self.refused_since.set(None);
             }
             Left::No
@@ -697,15 +697,25 @@ impl Context {
                     self.refused.set(false);
                     return Left::Waited;
                 }
+                let now = Instant::now();
                 match self.refused_since.get() {
-                    Some((seen, since)) if seen == v => {
-                        if since.elapsed() >= STARVED_AFTER && victim.has_backlog() {
-                            // Kept: the victim's next refusal takes its backlog at once too.
+                    // A count goes on only while the looks at the queue are close enough
+                    // together to say that it stayed full: one looked at again only after
+                    // a while may have emptied and filled again meanwhile.
+                    Some(r) if r.victim == v && now - r.last <= STARVED_AFTER * 4 => {
+                        self.refused_since.set(Some(Refusals { last: now, ..r }));
+                        if now - r.first >= STARVED_AFTER && victim.has_backlog() {
+                            // The count goes on: the victim's next refusal takes its backlog
+                            // at once too.
                             self.refused.set(false);
                             return Left::Starved;
                         }
                     }
-                    _ => self.refused_since.set(Some((v, start))),
+                    _ => self.refused_since.set(Some(Refusals {
+                        victim: v,
+                        first: start,
+                        last: now,
+                    })),
                 }
                 self.refused.set(true);
                 return Left::No;
