@@ -93,7 +93,8 @@
 //!   busy loops, and a debug print in `examples/spread.rs`, of the same shape, showed 20
 //!   refusals in a row, each with 0 ns of the victim's CPU time, its thread runnable and 16
 //!   tasks queued there. With the rule, alternated with the build before it, 15 runs each
-//!   (the test binary's `steal::tasks_run_on_both_procs` alone, wall time): beside two
+//!   (the test binary's `steal::tasks_run_on_both_procs` alone, wall time; the first
+//!   figures at each co-runner count taken before the 8 ms bound above): beside two
 //!   `yes` loops at load 8-11, a median of 0.09 s (0.01-0.35 s) against 0.77 s (0.10-5.1 s,
 //!   3 runs over 1 s), and at load 8, 0.04 s (0.01-0.09 s) against 0.07 s (0.02-4.5 s, 3
 //!   over 1 s); beside one, 0.07 s (0.01-1.5 s) against 1.2 s (0.05-4.8 s, 8 over 1 s) at
