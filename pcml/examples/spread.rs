@@ -51,8 +51,8 @@ fn main() {
             let steals: u64 = m.procs().iter().map(|p| p.steals).sum();
             let on: Vec<usize> = ran_on.iter().map(|c| c.load(Relaxed)).collect();
             println!(
-                "{k} tasks of {slices} slices on {procs} procs: {:.1} ms (steals {steals}, slices run \
-                 on each proc {on:?})",
+                "{k} tasks of {slices} slices on {procs} procs: {:.1} ms (steals {steals}, \
+                 slices run on each proc {on:?})",
                 e.as_secs_f64() * 1e3
             );
         }

@@ -71,9 +71,10 @@
 //!   791 ns). A victim that is busy runs on its core and its clock moves, so a tree of spawns
 //!   still spreads as before; one whose thread is blocked in a system call keeps its queue
 //!   until the watchdog marks it hogged, and one whose thread waits for a core keeps it
-//!   until it runs again, unless it is a backlog that clearly waited (below). One exception: tasks woken by a dispatch of I/O
-//!   readiness events that left two or more items queued may be taken at once (each waited
-//!   on its own socket, so none is the partner of what its proc runs next). An idle proc
+//!   until it runs again, unless it is a backlog that clearly waited (below). One
+//!   exception: tasks woken by a dispatch of I/O readiness events that left two or more
+//!   items queued may be taken at once (each waited on its own socket, so none is the
+//!   partner of what its proc runs next). An idle proc
 //!   that watched such a batch for 20 us before it took half cost a 2-proc echo server of
 //!   100 connections 30% of its CPU time (`examples/echo_load pcml 2`, 5 runs alternated at
 //!   load 9-11: 28.9 us of CPU a round trip with the grace, 20.4 us without, tokio's
@@ -82,19 +83,20 @@
 //!   A backlog does not wait for ever, though. An idle proc that has been refused a
 //!   proc's queued work for `STARVED_AFTER` (2 ms, a hundred graces: in practice its next
 //!   look after the park that follows a refusal), looking at that queue at least every 8 ms
-//!   and never finding it empty, takes its backlog whatever the victim's clock says: its tasks woken during their own
-//!   poll, and new work only from a deque of two items or more, so that the pinger queued
-//!   behind its held ponger stays (a held fiber keeps its own rule, above). On a busy
-//!   machine the victim's clock can stand still at every look although its thread is
-//!   runnable: the idle proc's own wake-up from its park is often what took the victim's
-//!   core, the two threads sharing one core's run queue. `tasks_run_on_both_procs`
-//!   (tests/sched/steal.rs: 64 tasks spawned on proc 0 of 2, each computing 50 us between
-//!   yields, until both procs have run one) took 73 and 91 s in 2 of 23 runs beside two
-//!   busy loops, and a debug print in `examples/spread.rs`, of the same shape, showed 20
-//!   refusals in a row, each with 0 ns of the victim's CPU time, its thread runnable and 16
-//!   tasks queued there. With the rule, alternated with the build before it, 15 runs each
-//!   (the test binary's `steal::tasks_run_on_both_procs` alone, wall time; the first
-//!   figures at each co-runner count taken before the 8 ms bound above): beside two
+//!   and never finding it empty, takes its backlog whatever the victim's clock says: its
+//!   tasks woken during their own poll, and new work only from a deque of two items or
+//!   more, so that the pinger queued behind its held ponger stays (a held fiber keeps its
+//!   own rule, above). On a busy machine the victim's clock can stand still at every look
+//!   although its thread is runnable: the idle proc's own wake-up from its park is often
+//!   what took the victim's core, the two threads sharing one core's run queue.
+//!   `tasks_run_on_both_procs` (tests/sched/steal.rs: 64 tasks spawned on proc 0 of 2,
+//!   each computing 50 us between yields, until both procs have run one) took 73 and 91 s
+//!   in 2 of 23 runs beside two busy loops, and a debug print in `examples/spread.rs`, of
+//!   the same shape, showed 20 refusals in a row, each with 0 ns of the victim's CPU time,
+//!   its thread runnable and 16 tasks queued there. With the rule, alternated with the
+//!   build before it, 15 runs each (the test binary's `steal::tasks_run_on_both_procs`
+//!   alone, wall time; the first figures at each co-runner count taken before the 8 ms
+//!   bound above): beside two
 //!   `yes` loops at load 8-11, a median of 0.09 s (0.01-0.35 s) against 0.77 s (0.10-5.1 s,
 //!   3 runs over 1 s), and at load 8, 0.04 s (0.01-0.09 s) against 0.07 s (0.02-4.5 s, 3
 //!   over 1 s); beside one, 0.07 s (0.01-1.5 s) against 1.2 s (0.05-4.8 s, 8 over 1 s) at
