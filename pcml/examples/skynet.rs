@@ -2,7 +2,12 @@
 //! with fibers, on 1 and 2 procs. For callgrind, a second argument runs one tree once on one
 //! proc: `tasks-once` (tasks that return their sums through join handles), `chan-once` (tasks
 //! that send them over channels with `send_evt(..).await`, as the benchmark's rows do) or
-//! `tokio-once` (tokio tasks and join handles on a `current_thread` runtime).
+//! `tokio-once` (tokio tasks and join handles on a `current_thread` runtime). A third argument
+//! repeats the tree that many times in one runtime, a fourth sets the branching factor (default
+//! 10; a node splits its leaves into near-equal slices, as the benchmark's skynet does, so
+//! `729 tasks-once 1 3` is its 3-ary tree of depth 6) and a fifth the procs (default 1; tokio
+//! then runs a `multi_thread` runtime of that many workers). With more than one tree, pcml's
+//! modes print what the scheduler did (polls, steals, parks, wake-ups across procs).
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
@@ -34,14 +39,23 @@ fn chan_node(num: u64, size: u64, out: Chan<u64>) -> Pin<Box<dyn Future<Output =
     })
 }
 
-fn tokio_node(num: u64, size: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> {
+/// The slices of `leaves` leaves starting at `first`, for `branch` children (empty ones left
+/// out), as the benchmark's skynet splits them.
+fn slices(first: u64, leaves: u64, branch: u64) -> impl Iterator<Item = (u64, u64)> {
+    (0..branch).filter_map(move |i| {
+        let lo = first + leaves * i / branch;
+        let hi = first + leaves * (i + 1) / branch;
+        (hi > lo).then_some((lo, hi - lo))
+    })
+}
+
+fn tokio_node(num: u64, size: u64, branch: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> {
     Box::pin(async move {
         if size == 1 {
             return num;
         }
-        let step = size / 10;
-        let hs: Vec<_> = (0..10)
-            .map(|i| tokio::spawn(tokio_node(num + i * step, step)))
+        let hs: Vec<_> = slices(num, size, branch)
+            .map(|(lo, n)| tokio::spawn(tokio_node(lo, n, branch)))
             .collect();
         let mut sum = 0;
         for h in hs {
@@ -51,14 +65,13 @@ fn tokio_node(num: u64, size: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> 
     })
 }
 
-fn node(num: u64, size: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> {
+fn node(num: u64, size: u64, branch: u64) -> Pin<Box<dyn Future<Output = u64> + Send>> {
     Box::pin(async move {
         if size == 1 {
             return num;
         }
-        let step = size / 10;
-        let hs: Vec<_> = (0..10)
-            .map(|i| pcml::spawn_task(node(num + i * step, step)))
+        let hs: Vec<_> = slices(num, size, branch)
+            .map(|(lo, n)| pcml::spawn_task(node(lo, n, branch)))
             .collect();
         let mut sum = 0;
         for h in hs {
@@ -93,20 +106,42 @@ fn main() {
             .nth(3)
             .and_then(|s| s.parse().ok())
             .unwrap_or(1);
-        let mut times = Vec::new();
+        let arg = |n: usize, default: u64| {
+            std::env::args()
+                .nth(n)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(default)
+        };
+        let branch = arg(4, 10);
+        let procs = arg(5, 1) as usize;
+        let mut times: Vec<std::time::Duration>;
         if once == "tokio-once" {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .build()
-                .unwrap();
-            for _ in 0..reps {
-                let t = std::time::Instant::now();
-                let sum =
-                    rt.block_on(async move { tokio::spawn(tokio_node(0, leaves)).await.unwrap() });
-                times.push(t.elapsed());
-                assert_eq!(sum, expected);
+            let rt = if procs == 1 {
+                tokio::runtime::Builder::new_current_thread().build()
+            } else {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(procs)
+                    .build()
             }
+            .unwrap();
+            // As the benchmark runs it: every tree from one task.
+            times = rt
+                .block_on(async move {
+                    tokio::spawn(async move {
+                        let mut times = Vec::new();
+                        for _ in 0..reps {
+                            let t = std::time::Instant::now();
+                            let sum = tokio::spawn(tokio_node(0, leaves, branch)).await.unwrap();
+                            times.push(t.elapsed());
+                            assert_eq!(sum, expected);
+                        }
+                        times
+                    })
+                    .await
+                })
+                .unwrap();
         } else {
-            let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+            let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
             let chan = match once {
                 "tasks-once" => false,
                 "chan-once" => true,
@@ -115,6 +150,7 @@ fn main() {
             times = rt
                 .block_on(move || {
                     let mut times = Vec::new();
+                    let before = pcml::sched::metrics().unwrap();
                     for _ in 0..reps {
                         let t = std::time::Instant::now();
                         let sum = if chan {
@@ -122,10 +158,15 @@ fn main() {
                             pcml::spawn_task(chan_node(0, leaves, root.clone()));
                             root.recv()
                         } else {
-                            pcml::spawn_task(node(0, leaves)).join().unwrap()
+                            pcml::spawn_task(node(0, leaves, branch)).join().unwrap()
                         };
                         times.push(t.elapsed());
                         assert_eq!(sum, expected);
+                    }
+                    if reps > 1 {
+                        // What the scheduler did over all the trees (steals, parks,
+                        // wake-ups across procs).
+                        println!("{}", pcml::sched::metrics().unwrap().since(&before));
                     }
                     times
                 })
@@ -147,7 +188,7 @@ fn main() {
             let rt = pcml::Runtime::builder().procs(procs).build().unwrap();
             let t = std::time::Instant::now();
             let sum = rt
-                .block_on(move || pcml::spawn_task(node(0, leaves)).join().unwrap())
+                .block_on(move || pcml::spawn_task(node(0, leaves, 10)).join().unwrap())
                 .unwrap();
             let tasks = t.elapsed();
             assert_eq!(sum, expected);

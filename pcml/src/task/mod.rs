@@ -59,6 +59,15 @@
 //! about one `.await` in 128 in a row leaves the child to the queue, so a task that spawns
 //! and awaits in a loop still gives its proc turns for its timers, I/O and other work.
 //!
+//! A parent that spawns its children and then awaits them in order awaits first the oldest,
+//! which is below its siblings in the queue. So while the newest work queued on the proc is a
+//! task queued during the awaiting task's poll, that task runs there first, and so on down
+//! to the awaited one: the proc's next turns would run them in that order anyway once the
+//! parent went idle, and the parent would then be woken by its first child and polled again
+//! only to find them all done. A tree of such tasks (tokio's skynet) then runs depth first
+//! with every node polled once. It stops at work older than the poll, a fiber, or a task
+//! taken by another proc (then the parent waits for it as usual), under the same bounds.
+//!
 //! # What it costs
 //! Instructions per operation on one proc, counted by callgrind as the difference of two run
 //! lengths (`valgrind --tool=callgrind` on the examples named, built `--release`, on mimalloc
@@ -68,16 +77,20 @@
 //!
 //! | operation | pcml | tokio | example |
 //! | --- | ---: | ---: | --- |
-//! | spawn a task and await its `JoinHandle` | 596 | 1,735 | `taskspawn [tokio] N` |
-//! | skynet, per leaf, sums returned through join handles | 969 | 1,574 | `skynet N tasks-once` / `tokio-once` |
+//! | spawn a task and await its `JoinHandle` | 605 | 1,735 | `taskspawn [tokio] N` |
+//! | skynet, per leaf, sums returned through join handles | 965 | 1,646 | `skynet N tasks-once` / `tokio-once` |
 //! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,323 | - | `skynet N chan-once` |
 //! | ping-pong round trip, `recv_async`/`send_async` | 1,529 | 2,113 | `taskpp async N` / `taskpp tokio N` |
 //! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,683 | 2,113 | `taskpp N` |
 //!
-//! (Measured 2026-11-25, runs of 20,000 and 60,000 operations, or 10,000 and 100,000 leaves.
-//! A spawn and await cost 1,186 before the work-first join above; the other rows fell by 4%
-//! to 9% when the drop of a completed `.await`'s sync future became a test with no call and
-//! the worker's turn was kept inline.)
+//! (Measured 2026-11-25, runs of 20,000 and 60,000 operations, or 10,000 and 100,000 leaves;
+//! the skynet row of join handles 2026-12-01, when it had grown to 1,063 (tokio 1,646): the
+//! siblings run in the awaiting task's poll took it to 965, and the 3-ary tree of 729 leaves
+//! from 1,112 to 864 instructions a task (runs of 20 and 60 trees), while a spawn and await
+//! went from 596 to 605 (the test for siblings above the awaited task). A spawn and await
+//! cost 1,186 before the work-first join above; the other rows fell by 4% to 9% when the
+//! drop of a completed `.await`'s sync future became a test with no call and the worker's
+//! turn was kept inline.)
 //!
 //! (tokio's ping-pong is over two `mpsc::channel(1)`s: it has no rendezvous channel.) So a
 //! value handed to a parent is cheapest through the child's join handle, and a hot loop on
@@ -629,6 +642,30 @@ where
     }
 }
 
+impl<F> TaskCell<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    /// [`JoinTarget::poll_inline`] once a task queued above this one ran in its place (see
+    /// `worker::run_joined_task`): asks again until this one ran or finished, or nothing
+    /// more can run here. Out of line: the common await (of the task spawned last) runs it
+    /// at the first ask.
+    #[inline(never)]
+    fn poll_inline_after_others(&self) -> bool {
+        let cell = NonNull::from(self).cast();
+        while !self.join.is_done() {
+            match worker::run_joined_task(cell) {
+                worker::Joined::Target => return true,
+                worker::Joined::Other => {}
+                worker::Joined::Nothing => break,
+            }
+        }
+        // Something ran: the caller looks at the join state.
+        true
+    }
+}
+
 impl<F> JoinTarget<F::Output> for TaskCell<F>
 where
     F: Future + Send + 'static,
@@ -642,8 +679,13 @@ where
         self.abort_task();
     }
 
+    #[inline]
     fn poll_inline(&self) -> bool {
-        worker::run_joined_task(NonNull::from(self).cast())
+        match worker::run_joined_task(NonNull::from(self).cast()) {
+            worker::Joined::Target => true,
+            worker::Joined::Nothing => false,
+            worker::Joined::Other => self.poll_inline_after_others(),
+        }
     }
 
     unsafe fn release(&self) {

@@ -160,3 +160,73 @@ fn a_task_queued_below_a_talking_pair_runs() {
         assert!(rounds < 100_000, "{procs} procs: {rounds} round trips");
     }
 }
+
+/// A node of a tree of tasks, `branch` children a level, each awaiting its children's join
+/// handles in order; every node counts its polls in `polls`. Returns the node's leaves.
+fn tree_node(
+    depth: u32,
+    branch: u64,
+    polls: Arc<AtomicUsize>,
+) -> Pin<Box<dyn Future<Output = u64> + Send>> {
+    let counted = polls.clone();
+    Box::pin(Counted {
+        inner: Box::pin(async move {
+            if depth == 0 {
+                return 1;
+            }
+            let kids: Vec<_> = (0..branch)
+                .map(|_| pcml::spawn_task(tree_node(depth - 1, branch, polls.clone())))
+                .collect();
+            let mut leaves = 0;
+            for kid in kids {
+                leaves += kid.await.unwrap();
+            }
+            leaves
+        }),
+        polls: counted,
+    })
+}
+
+#[test]
+fn a_parent_that_awaits_its_children_in_order_runs_them_all_in_its_poll() {
+    // The first child awaited is the oldest of them, below its siblings in the queue: the
+    // parent runs the siblings spawned after it first, then it, so no node waits for a
+    // wake-up and every one is polled once (40 tasks: below the budget of inline runs).
+    let polls = Arc::new(AtomicUsize::new(0));
+    let counted = polls.clone();
+    let leaves = one_proc()
+        .block_on(move || pcml::spawn_task(tree_node(3, 3, counted)).join().unwrap())
+        .unwrap();
+    assert_eq!(leaves, 27);
+    assert_eq!(polls.load(Ordering::Relaxed), 1 + 3 + 9 + 27);
+}
+
+#[test]
+fn a_sibling_run_in_its_parents_poll_may_wait_for_another() {
+    // The parent awaits the first child, which the last one waits for: the last one runs in
+    // the parent's poll first and waits, the first one then wakes it, and the parent gets
+    // every result, on one proc and on two.
+    for procs in [1, 2] {
+        let sum = Runtime::builder()
+            .procs(procs)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                pcml::spawn_task(async {
+                    let ch = pcml::chan::Chan::<u64>::new();
+                    let (tx, rx) = (ch.clone(), ch);
+                    let first = pcml::spawn_task(async move {
+                        tx.send_evt(5).await;
+                        1
+                    });
+                    let middle = pcml::spawn_task(async { 10 });
+                    let last = pcml::spawn_task(async move { rx.recv_evt().await * 100 });
+                    first.await.unwrap() + middle.await.unwrap() + last.await.unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+            .unwrap();
+        assert_eq!(sum, 511, "{procs} procs");
+    }
+}

@@ -416,11 +416,11 @@ pub(crate) fn take_donated_count(cell: *const ()) -> bool {
 }
 
 /// An `.await` of a task's join handle from a task: runs the joined task (its cell at
-/// `cell`) here if its proc would run it next (see [`Context::run_joined_task`]); `true` if
-/// it ran.
+/// `cell`) here if its proc would run it next, or a task the awaiting task queued above it
+/// (see [`Context::run_joined_task`]); says which.
 #[inline]
-pub(crate) fn run_joined_task(cell: ptr::NonNull<u8>) -> bool {
-    context().is_some_and(|ctx| ctx.run_joined_task(cell))
+pub(crate) fn run_joined_task(cell: ptr::NonNull<u8>) -> Joined {
+    context().map_or(Joined::Nothing, |ctx| ctx.run_joined_task(cell))
 }
 
 /// Registers a task that a poll left pending, so shutdown finds it. Called by the thread that

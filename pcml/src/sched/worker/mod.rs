@@ -227,6 +227,18 @@ pub(crate) const BUDGET: u32 = 128;
 /// ([`Context::run_joined_task`]): each adds the joined task's poll to the worker's stack.
 const JOIN_DEPTH_MAX: u32 = 8;
 
+/// What an `.await` of a task's join handle ran in its place ([`Context::run_joined_task`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Joined {
+    /// Nothing: the caller waits for the task.
+    Nothing,
+    /// The awaited task itself (finished or not).
+    Target,
+    /// Another task queued since the awaiting task's poll began: the caller asks again
+    /// unless the awaited task finished meanwhile.
+    Other,
+}
+
 /// Work that any proc may run.
 pub(crate) enum Runnable {
     Fiber(NewFiber),

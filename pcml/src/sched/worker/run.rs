@@ -291,30 +291,47 @@ impl Context {
     /// running task's poll (which awaits its join handle), if it is the newest new work of
     /// this proc, the one this proc's next turn would run anyway. The awaiting task then
     /// takes its result in the same poll, where it would otherwise register its waker, go
-    /// idle, be woken by the child's end and be polled again. `true` if it ran (finished or
-    /// not).
+    /// idle, be woken by the child's end and be polled again.
+    ///
+    /// If the newest new work is another task queued since the awaiting task's poll began
+    /// (what it spawned after the one it awaits, as a parent that spawns its children and
+    /// awaits them in order does), that task runs here instead ([`Joined::Other`]): this
+    /// proc's next turns would run them in that order anyway once the awaiting task went
+    /// idle, and it would then be woken and polled again only to find them done. The caller
+    /// asks again until the awaited task ran or finished, or nothing is left to run here
+    /// (the newest work is older than the poll, or a fiber, or gone to a thief).
     ///
     /// Bounded: at most `JOIN_DEPTH_MAX` such runs nest (a chain of tasks that each await
     /// the next), and one in `BUDGET` (or any, once the watchdog finds the proc hogged) is
     /// left to the queue, so that a task that spawns and awaits in a loop still gives its
     /// proc a turn now and then.
     #[inline(never)]
-    pub(super) fn run_joined_task(&self, cell: ptr::NonNull<u8>) -> bool {
+    pub(super) fn run_joined_task(&self, cell: ptr::NonNull<u8>) -> Joined {
         let parent = self.current.get();
-        let Current::Task { id, .. } = parent else {
-            return false;
+        let Current::Task { id, header } = parent else {
+            return Joined::Nothing;
         };
         let depth = self.join_depth.get();
         if depth >= JOIN_DEPTH_MAX {
-            return false;
+            return Joined::Nothing;
         }
         let left = self.budget.get();
         if left <= 1 || self.me().watch.preempt_requested() {
             self.budget.set(BUDGET);
-            return false;
+            return Joined::Nothing;
         }
-        let Some(task) = self.pop_new_task_if(|t| t.as_non_null().cast::<u8>() == cell) else {
-            return false;
+        // The length of this proc's new work when the awaiting task's poll began (what is
+        // queued above it was queued during that poll), read only if the newest work is not
+        // the awaited task.
+        let since = || {
+            // SAFETY: `current` names the task this proc polls, whose cell outlives its poll.
+            match unsafe { header.as_ref() }.polled_at() {
+                Some(at) if at.proc == self.index => at.depth,
+                _ => usize::MAX,
+            }
+        };
+        let Some((task, joined)) = self.pop_new_task_for_join(cell, since) else {
+            return Joined::Nothing;
         };
         self.budget.set(left - 1);
         self.join_depth.set(depth + 1);
@@ -325,7 +342,7 @@ impl Context {
         self.join_depth.set(depth);
         self.current.set(parent);
         self.show_running(id.as_u64() | TASK_BIT);
-        true
+        joined
     }
 
     pub(super) fn start_fiber(&self, f: NewFiber) {

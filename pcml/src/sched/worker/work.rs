@@ -407,18 +407,30 @@ impl Context {
         }
     }
 
-    /// The newest new work of this proc (as [`pop_new`](Self::pop_new) takes it) if it is a
-    /// task that `is` accepts; otherwise it stays where it is.
+    /// For a join of the task at `cell` ([`Context::run_joined_task`]): the newest new work
+    /// of this proc (as [`pop_new`](Self::pop_new) takes it) if it is that task (then with
+    /// [`Joined::Target`]), or if it is another task and more new work is queued than
+    /// `since()` ([`Joined::Other`]); otherwise it stays where it is.
     #[inline]
-    pub(super) fn pop_new_task_if(&self, is: impl Fn(&TaskRef) -> bool) -> Option<TaskRef> {
+    pub(super) fn pop_new_task_for_join(
+        &self,
+        cell: ptr::NonNull<u8>,
+        since: impl FnOnce() -> usize,
+    ) -> Option<(TaskRef, Joined)> {
+        let is_target = |t: &TaskRef| t.as_non_null().cast::<u8>() == cell;
         if self.alone {
             let mut own = self.own.borrow_mut();
             if !own.is_empty() {
-                if !matches!(own.last(), Some(Runnable::Task(t)) if is(t)) {
+                let joined = match own.last() {
+                    Some(Runnable::Task(t)) if is_target(t) => Joined::Target,
+                    Some(Runnable::Task(_)) => Joined::Other,
+                    _ => return None,
+                };
+                if joined == Joined::Other && own.len() + self.local.len() <= since() {
                     return None;
                 }
                 return match own.pop() {
-                    Some(Runnable::Task(t)) => Some(t),
+                    Some(Runnable::Task(t)) => Some((t, joined)),
                     _ => None,
                 };
             }
@@ -427,7 +439,9 @@ impl Context {
             return None;
         }
         match self.local.pop()? {
-            Runnable::Task(t) if is(&t) => Some(t),
+            Runnable::Task(t) if is_target(&t) => Some((t, Joined::Target)),
+            // Counted with itself, as before the pop.
+            Runnable::Task(t) if self.local.len() + 1 > since() => Some((t, Joined::Other)),
             // Back on top, where it was.
             other => {
                 self.local.push(other);
