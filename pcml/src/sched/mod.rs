@@ -279,7 +279,16 @@
 //!   others look for 10 us (taking over if a spinner finds work meanwhile) and park. One
 //!   spinner finds new work as soon as several would, and with more procs than cores (a
 //!   `procs` setting taken from a bigger machine) spinners would take cores from the procs
-//!   that have work. The spin does not ask whether the machine has a core to spare: two
+//!   that have work. A spinner looks at its own queues and inbox every 200 ns or so (8
+//!   pauses), at other procs' queues only every 8th look, and a proc watching a victim's
+//!   queue through `STEAL_GRACE` reads it about every 3 us: each read takes the line of the
+//!   victim's deque indices from the victim's core, so its next push or pop misses. With
+//!   the other procs' queues read at every look (and a watched queue every pause), a 2-proc
+//!   skynet of tasks that await their children's join handles, whose second proc spun and
+//!   watched beside the first, ran at half the speed of one proc (`examples/skynet 729
+//!   tasks-once 2000 3 2` under `chrt -f 1`, medians of 5 alternations: 239 us a tree
+//!   against 121 us with the sparser reads; one proc 80 us). The spin does not ask whether
+//!   the machine has a core to spare: two
 //!   such tests (the thread's own wait for a core in `/proc/thread-self/schedstat`, the
 //!   running count of `/proc/loadavg`) were measured and not kept: parking where they said
 //!   "no core" cost the 2-proc echo server and, beside a busy loop, the 1-proc servers (the

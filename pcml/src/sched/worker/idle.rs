@@ -37,8 +37,9 @@ impl Context {
         let mut found = false;
         let mut spun = Duration::ZERO;
         'spin: loop {
-            for _ in 0..64 {
-                if self.has_work() {
+            for look in 0..64u32 {
+                // Other procs' queues only every `OTHERS_EVERY`th look (see `has_work_sparing`).
+                if self.has_work_sparing(look % OTHERS_EVERY == 0) {
                     found = true;
                     break 'spin;
                 }

@@ -220,6 +220,9 @@ const INJECTOR_EVERY: u32 = 61;
 /// (1.7%, callgrind, `examples/skynet 10000|100000 tasks-once`: the pick starts a subtree
 /// near the root early), every fourth 3 (0.3%).
 const OLDEST_EVERY: u32 = 4;
+/// An idle proc's spin looks at other procs' queues every this many looks at its own
+/// (`Context::has_work_sparing`): about every 1.6 us.
+const OTHERS_EVERY: u32 = 8;
 /// Syncs that complete without blocking before a fiber yields anyway.
 pub(crate) const BUDGET: u32 = 128;
 
