@@ -914,14 +914,17 @@ mod tests {
         .unwrap()
     }
 
+    /// Whether every fiber of `range` in a [`chain`]'s report ran on `proc`.
+    fn all_on(procs: &[usize], range: std::ops::Range<usize>, proc: usize) -> bool {
+        range.into_iter().all(|i| procs[i] == proc)
+    }
+
     #[test]
     fn spawns_are_dealt_in_blocks_once_many_fibers_live_here() {
         let procs = chain(350, true, 0);
         // Main and the first 99 fibers live on proc 0 (give or take a stolen one); then
         // blocks of 100 go to proc 1, proc 0 and proc 1.
-        let on = |range: std::ops::Range<usize>, proc: usize| {
-            range.clone().filter(|&i| procs[i] != proc).count() == 0
-        };
+        let on = |range, proc| all_on(&procs, range, proc);
         assert!(on(110..190, 1), "{procs:?}");
         assert!(on(210..290, 0), "{procs:?}");
         assert!(on(310..350, 1), "{procs:?}");
@@ -932,9 +935,7 @@ mod tests {
         let procs = chain(450, true, 1);
         // The first block, for proc 1, is refused and stays on proc 0; the next goes to
         // proc 1 (not back to proc 0 by turn), then proc 0, then proc 1.
-        let on = |range: std::ops::Range<usize>, proc: usize| {
-            range.clone().filter(|&i| procs[i] != proc).count() == 0
-        };
+        let on = |range, proc| all_on(&procs, range, proc);
         assert!(on(110..190, 0), "{procs:?}");
         assert!(on(210..290, 1), "{procs:?}");
         assert!(on(310..390, 0), "{procs:?}");
