@@ -851,6 +851,8 @@ const SPILL_FROM: usize = 100;
 /// Started fibers living on a proc from which `spill_to` reads the thread's wait for a core,
 /// the start of the first block's window.
 const SPILL_WATCH: usize = SPILL_FROM / 2;
+/// Fibers in each such block.
+const SPILL_BLOCK: usize = 100;
 
 /// This thread's CPU time and run-queue wait in ns, by the kernel's count.
 fn schedstat() -> Option<(u64, u64)> {
@@ -858,8 +860,6 @@ fn schedstat() -> Option<(u64, u64)> {
     let mut it = s.split_whitespace().map(|x| x.parse::<u64>().ok());
     Some((it.next()??, it.next()??))
 }
-/// Fibers in each such block.
-const SPILL_BLOCK: usize = 100;
 
 #[cfg(test)]
 mod tests {
