@@ -542,6 +542,11 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
     /// Queues a fresh offer holding `msg` (the thread's cached one, else a new one) in
     /// `ch`'s queue `q`, under the lock held in `qs`, which it releases, with `b` installed:
     /// the prepare step of blocking.
+    ///
+    /// Inline, so that `q` is a constant where it is called (`poll_direct`) and the push
+    /// goes to the queue directly; the offer comes from [`fresh_offer`](Self::fresh_offer),
+    /// out of line. (Out of line with `q` a pointer, it cost a call through that pointer.)
+    #[inline(always)]
     fn queue(
         ch: C,
         msg: Option<T>,
@@ -549,6 +554,16 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
         qs: Guard<'_, T>,
         q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
     ) -> Self {
+        let offer = Self::fresh_offer(msg);
+        // SAFETY: leaked by `fresh_offer`: alive until the wait made below frees it.
+        queue_offer(&ch, unsafe { offer.as_ref() }, b, qs, q);
+        DirectWait { ch, offer }
+    }
+
+    /// A fresh offer holding `msg`, leaked for a wait to own: the thread's cached one, else
+    /// a new one.
+    #[inline(never)]
+    fn fresh_offer(msg: Option<T>) -> NonNull<DirectOffer<T>> {
         let offer = match cache::take::<DirectOffer<T>>() {
             Some(o) => {
                 o.rec.reset();
@@ -563,10 +578,7 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
                 slot: Slot::new(msg),
             }),
         };
-        let offer = NonNull::from(Box::leak(offer));
-        // SAFETY: just leaked: alive until the wait made below frees it.
-        queue_offer(&ch, unsafe { offer.as_ref() }, b, qs, q);
-        DirectWait { ch, offer }
+        NonNull::from(Box::leak(offer))
     }
 
     /// Woken: the partner delivered. Returns the slot's content and recycles the offer.

@@ -566,6 +566,7 @@ impl fmt::Debug for DirectRecord {
 
 impl DirectRecord {
     /// A fresh record: not done, no blocker.
+    #[inline]
     pub(crate) fn new() -> Self {
         Self {
             done: AtomicBool::new(false),
@@ -579,6 +580,7 @@ impl DirectRecord {
     ///
     /// Relaxed suffices: the record reaches partners again only through an object's lock,
     /// whose release orders this store before their accesses.
+    #[inline]
     pub(crate) fn reset(&self) {
         debug_assert!(
             // SAFETY: the caller holds the only reference, so nobody else touches the cell.
@@ -590,6 +592,7 @@ impl DirectRecord {
 
     /// Installs how to wake the owner, before the offer is queued. Owner only, once per wait,
     /// while no partner can reach the record.
+    #[inline]
     pub(crate) fn install(&self, b: Blocker) {
         // SAFETY: the offer is not queued yet, so no partner can reach the cell: it is ours.
         // The object lock's release, when the offer is queued, publishes the write. The cell
@@ -643,6 +646,7 @@ impl DirectRecord {
     }
 
     /// Whether the partner that took the offer has finished with it.
+    #[inline]
     pub(crate) fn is_done(&self) -> bool {
         // Acquire: pairs with the Release store in `finish`.
         self.done.load(Ordering::Acquire)
@@ -650,6 +654,7 @@ impl DirectRecord {
 
     /// Spins until the partner that took the offer has finished with it: between its taking
     /// the offer and `finish` it only delivers a value, a few instructions that never block.
+    #[inline]
     pub(crate) fn wait_done(&self) {
         while !self.is_done() {
             crate::loom::spin_loop();

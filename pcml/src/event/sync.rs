@@ -559,6 +559,7 @@ pub(crate) fn async_budget_exhausted() -> bool {
 /// Called when a pcml future goes pending: resets the budget, and notes a thread outside
 /// pcml's own (another executor's, or the process's first thread) as one that waits on pcml,
 /// so deadlock detection counts it as able to act, as it does a thread blocked in a sync.
+#[inline]
 pub(crate) fn async_budget_reset() {
     READY_IN_A_ROW.with(|c| c.set(0));
     if worker::context().is_none() {
@@ -640,6 +641,10 @@ impl<T> SyncFuture<T> {
 impl<T: Send + 'static> Future for SyncFuture<T> {
     type Output = T;
 
+    /// Always inline: the inline path is a few tests and a call through the event's table
+    /// (everything else is `poll_general`, out of line), and out of line in the awaiting
+    /// future it costs a call and a frame per poll.
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
         if let FutState::Inline(ev, queued) = &mut *this.state {

@@ -338,6 +338,7 @@ impl Shared {
         }
     }
 
+    #[inline]
     pub(crate) fn is_shutdown(&self) -> bool {
         // Acquire: pairs with the Release store in `begin_shutdown`.
         self.shutdown.load(Ordering::Acquire)
