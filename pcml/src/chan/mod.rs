@@ -146,6 +146,7 @@
 //! - The handle counts (`handles`, see `handles`'s invariants) only decide who closes on
 //!   drop; they take no part in matching offers.
 
+use std::alloc::Layout;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
@@ -432,67 +433,6 @@ impl<T> WaitQueue<T> {
     }
 }
 
-/// A per-thread cache of one finished direct offer, so an async direct sync that waits over and
-/// over reuses one allocation (the blocking `send`/`recv` keep theirs in their own frame). Off under loom, whose models must not keep state across runs.
-mod cache {
-    use std::any::TypeId;
-    use std::cell::Cell;
-
-    /// A `Box<X>` with its type erased.
-    struct Cached {
-        ty: TypeId,
-        ptr: *mut (),
-        drop_fn: unsafe fn(*mut ()),
-    }
-
-    impl Drop for Cached {
-        fn drop(&mut self) {
-            // SAFETY: `ptr` came from `Box::into_raw` of the type `drop_fn` was made for.
-            unsafe { (self.drop_fn)(self.ptr) }
-        }
-    }
-
-    /// # Safety
-    /// `p` comes from `Box::<X>::into_raw` and is not used again.
-    unsafe fn drop_box<X>(p: *mut ()) {
-        // SAFETY: per the contract.
-        drop(unsafe { Box::from_raw(p.cast::<X>()) });
-    }
-
-    thread_local! {
-        static SLOT: Cell<Option<Cached>> = const { Cell::new(None) };
-    }
-
-    /// The cached `Box<X>`, if the cache holds one of that type.
-    pub(super) fn take<X: 'static>() -> Option<Box<X>> {
-        if cfg!(pcml_loom) {
-            return None;
-        }
-        let c = SLOT.try_with(|s| s.take()).ok()??;
-        if c.ty != TypeId::of::<X>() {
-            // Another type: keep it.
-            let _ = SLOT.try_with(|s| s.set(Some(c)));
-            return None;
-        }
-        let c = std::mem::ManuallyDrop::new(c);
-        // SAFETY: `ty` says `ptr` came from `Box::<X>::into_raw`; `c` is not dropped.
-        Some(unsafe { Box::from_raw(c.ptr.cast::<X>()) })
-    }
-
-    /// Caches `b` (dropping whatever the cache held).
-    pub(super) fn put<X: Send + 'static>(b: Box<X>) {
-        if cfg!(pcml_loom) {
-            return;
-        }
-        let c = Cached {
-            ty: TypeId::of::<X>(),
-            ptr: Box::into_raw(b).cast::<()>(),
-            drop_fn: drop_box::<X>,
-        };
-        let _ = SLOT.try_with(|s| s.set(Some(c)));
-    }
-}
-
 /// What a blocking phase on the channel did.
 enum BlockOn<R> {
     /// Our offer is enqueued.
@@ -517,8 +457,8 @@ enum BlockOn<R> {
 /// inline event holds one: see `event::inline`).
 struct DirectWait<T, C: Deref<Target = ChanInner<T>>> {
     ch: C,
-    /// Allocated and queued by `DirectWait::queue`, freed (or cached) only by `finish` or
-    /// `drop`.
+    /// Allocated and queued by `DirectWait::queue`, freed (or kept by the proc) only by
+    /// `finish` or `drop`.
     offer: NonNull<DirectOffer<T>>,
 }
 
@@ -539,9 +479,9 @@ impl<T, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
 }
 
 impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
-    /// Queues a fresh offer holding `msg` (the thread's cached one, else a new one) in
-    /// `ch`'s queue `q`, under the lock held in `qs`, which it releases, with `b` installed:
-    /// the prepare step of blocking.
+    /// Queues a fresh offer holding `msg` (in the memory the proc kept of its last one, else
+    /// new) in `ch`'s queue `q`, under the lock held in `qs`, which it releases, with `b`
+    /// installed: the prepare step of blocking.
     ///
     /// Inline, so that `q` is a constant where it is called (`poll_direct`) and the push
     /// goes to the queue directly; the offer comes from [`fresh_offer`](Self::fresh_offer),
@@ -555,30 +495,28 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
         q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
     ) -> Self {
         let offer = Self::fresh_offer(msg);
-        // SAFETY: leaked by `fresh_offer`: alive until the wait made below frees it.
+        // SAFETY: from `fresh_offer`: alive until the wait made below frees it.
         queue_offer(&ch, unsafe { offer.as_ref() }, b, qs, q);
         DirectWait { ch, offer }
     }
 
-    /// A fresh offer holding `msg`, leaked for a wait to own: the thread's cached one, else
-    /// a new one.
+    /// A fresh offer holding `msg`, on the heap for a wait to own (freed by `free_offer`):
+    /// in the memory of the proc's last finished offer if it keeps one, else a new one.
     #[inline(never)]
     fn fresh_offer(msg: Option<T>) -> NonNull<DirectOffer<T>> {
-        let offer = match cache::take::<DirectOffer<T>>() {
-            Some(o) => {
-                o.rec.reset();
-                if let Some(m) = msg {
-                    // SAFETY: we own the box: nobody else can reach the slot.
-                    unsafe { o.slot.put(m) };
-                }
-                o
-            }
-            None => Box::new(DirectOffer {
-                rec: DirectRecord::new(),
-                slot: Slot::new(msg),
-            }),
+        let offer = DirectOffer {
+            rec: DirectRecord::new(),
+            slot: Slot::new(msg),
         };
-        NonNull::from(Box::leak(offer))
+        match worker::take_spare_offer(Layout::new::<DirectOffer<T>>()) {
+            Some(block) => {
+                let p = block.cast::<DirectOffer<T>>();
+                // SAFETY: the block was allocated with this type's layout and holds no value.
+                unsafe { p.write(offer) };
+                p
+            }
+            None => NonNull::from(Box::leak(Box::new(offer))),
+        }
     }
 
     /// Woken: the partner delivered. Returns the slot's content and recycles the offer.
@@ -588,9 +526,9 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
         let me = std::mem::ManuallyDrop::new(self);
         // SAFETY: the partner is done with the offer (`is_done`): the slot is ours.
         let v = unsafe { me.offer().slot.take() };
-        // SAFETY: the offer came from `Box::leak` in `queue` and nobody else references it
-        // any more; `me` is not dropped, so it is not freed again.
-        cache::put(unsafe { Box::from_raw(me.offer.as_ptr()) });
+        // SAFETY: the offer came from `fresh_offer` and nobody else references it any more;
+        // `me` is not dropped, so it is not freed again.
+        unsafe { free_offer(me.offer) };
         // SAFETY: `ch` is read once, out of a value that is never dropped.
         drop(unsafe { std::ptr::read(&me.ch) });
         v
@@ -602,9 +540,23 @@ impl<T, C: Deref<Target = ChanInner<T>>> Drop for DirectWait<T, C> {
         abandon_direct(&self.ch, self.offer);
         // SAFETY: the offer is not queued and no partner holds it (above): the slot is ours.
         drop(unsafe { self.offer().slot.take() });
-        // SAFETY: the offer came from `Box::leak` in `queue` and nobody references it any
-        // more.
-        drop(unsafe { Box::from_raw(self.offer.as_ptr()) });
+        // SAFETY: the offer came from `fresh_offer` and nobody references it any more.
+        unsafe { free_offer(self.offer) };
+    }
+}
+
+/// Drops the offer `p` of a finished or abandoned wait and frees its memory (or keeps it on
+/// the proc for the next wait: `worker::recycle_offer`).
+///
+/// # Safety
+/// `p` came from `DirectWait::fresh_offer`, and nobody else references it any more.
+#[inline]
+unsafe fn free_offer<T>(p: NonNull<DirectOffer<T>>) {
+    // SAFETY: as the caller promises: the offer is valid and ours alone; afterwards its
+    // memory holds no value.
+    unsafe {
+        p.as_ptr().drop_in_place();
+        worker::recycle_offer(p.cast(), Layout::new::<DirectOffer<T>>());
     }
 }
 

@@ -574,22 +574,6 @@ impl DirectRecord {
         }
     }
 
-    /// Makes a finished record fresh for reuse. The caller holds the only reference (no
-    /// offer of it is queued and no partner still holds it: `is_done` was seen, or the offer
-    /// was withdrawn or never queued).
-    ///
-    /// Relaxed suffices: the record reaches partners again only through an object's lock,
-    /// whose release orders this store before their accesses.
-    #[inline]
-    pub(crate) fn reset(&self) {
-        debug_assert!(
-            // SAFETY: the caller holds the only reference, so nobody else touches the cell.
-            self.blocker.with(|b| unsafe { (*b).is_none() }),
-            "pcml: a finished direct record still holds a blocker"
-        );
-        self.done.store(false, Ordering::Relaxed);
-    }
-
     /// Installs how to wake the owner, before the offer is queued. Owner only, once per wait,
     /// while no partner can reach the record.
     #[inline]

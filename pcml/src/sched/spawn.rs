@@ -241,7 +241,7 @@ impl SpareCell {
 
     /// Takes the kept block if it has `layout`.
     #[inline]
-    fn take(&self, layout: Layout) -> Option<NonNull<u8>> {
+    pub(crate) fn take(&self, layout: Layout) -> Option<NonNull<u8>> {
         match self.0.get() {
             Some((block, l)) if l == layout => {
                 self.0.set(None);

@@ -469,6 +469,9 @@ pub(crate) struct Context {
     shutting_down: Cell<bool>,
     /// A freed fiber cell's memory, for the next spawn here (`sched::spawn`).
     spare_cell: OneLine<SpareCell>,
+    /// A finished async wait's offer memory, for the next async wait here (`chan`'s
+    /// `DirectWait`; see [`calls::take_spare_offer`]).
+    spare_offer: SpareCell,
     /// How far above its guard page's start a fiber's stack pointer must be for the fiber to
     /// run another thread's body inline (`inline_room`): the guard page, plus a quarter of the
     /// stack size (16 KiB at least).
@@ -624,6 +627,7 @@ impl Context {
             shutting_down: Cell::new(false),
             guard: Cell::new(0),
             spare_cell: OneLine::new(SpareCell::new()),
+            spare_offer: SpareCell::new(),
             inline_margin: stack::page_size() + (shared_stack_size / 4).max(16 * 1024),
             recheck: Cell::new(crate::sched::outside::RECHECK_MIN),
         }
