@@ -544,3 +544,48 @@ fn channel_events_poll_wrap_choose_and_carry_large_messages() {
     .unwrap();
     assert_eq!(got, (56, 2));
 }
+
+/// Two tasks take turns waiting in `.await`s of channel events of three message types (a
+/// byte, a pair of words, a `String`), so each proc's next wait finds the memory of a wait of
+/// another type: every message arrives whole, on 1 and 2 procs, and a pending `.await` of
+/// another type dropped in between changes nothing.
+#[test]
+fn awaits_of_several_message_types_in_turn_deliver_each_whole() {
+    for procs in [1, 2] {
+        let sum = run_on_procs(procs, || {
+            let (bytes, pairs, texts) = (Chan::<u8>::new(), Chan::<(u64, u64)>::new(), Chan::new());
+            let (b2, p2, t2) = (bytes.clone(), pairs.clone(), texts.clone());
+            let echo = pcml::spawn_task(async move {
+                for i in 0..200u64 {
+                    let b = b2.recv_evt().await;
+                    p2.send_evt((u64::from(b), !i)).await;
+                    let t: String = t2.recv_evt().await;
+                    assert_eq!(t, format!("text {i}"));
+                    b2.send_evt(b.wrapping_add(1)).await;
+                }
+            });
+            pcml::spawn_task(async move {
+                let mut sum = 0u64;
+                for i in 0..200u64 {
+                    bytes.send_evt(i as u8).await;
+                    let (b, not_i) = pairs.recv_evt().await;
+                    assert_eq!((b, not_i), (i % 256, !i));
+                    // A pending wait of another type, dropped: its offer is withdrawn.
+                    {
+                        let mut abandoned = Box::pin(texts.recv_evt().into_future());
+                        let mut cx = Context::from_waker(Waker::noop());
+                        assert!(abandoned.as_mut().poll(&mut cx).is_pending());
+                    }
+                    texts.send_evt(format!("text {i}")).await;
+                    sum += u64::from(bytes.recv_evt().await);
+                }
+                echo.await.unwrap();
+                sum
+            })
+            .join()
+            .unwrap()
+        })
+        .unwrap();
+        assert_eq!(sum, (0..200u64).map(|i| (i + 1) % 256).sum::<u64>());
+    }
+}
