@@ -79,9 +79,9 @@
 //! | --- | ---: | ---: | --- |
 //! | spawn a task and await its `JoinHandle` | 605 | 1,735 | `taskspawn [tokio] N` |
 //! | skynet, per leaf, sums returned through join handles | 965 | 1,646 | `skynet N tasks-once` / `tokio-once` |
-//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,323 | - | `skynet N chan-once` |
-//! | ping-pong round trip, `recv_async`/`send_async` | 1,529 | 2,113 | `taskpp async N` / `taskpp tokio N` |
-//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,683 | 2,113 | `taskpp N` |
+//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,229 | - | `skynet N chan-once` |
+//! | ping-pong round trip, `recv_async`/`send_async` | 1,360 | 2,113 | `taskpp async N` / `taskpp tokio N` |
+//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,480 | 2,113 | `taskpp N` |
 //!
 //! (Measured 2026-11-25, runs of 20,000 and 60,000 operations, or 10,000 and 100,000 leaves;
 //! the skynet row of join handles 2026-12-01, when it had grown to 1,063 (tokio 1,646): the
@@ -90,14 +90,18 @@
 //! went from 596 to 605 (the test for siblings above the awaited task). A spawn and await
 //! cost 1,186 before the work-first join above; the other rows fell by 4% to 9% when the
 //! drop of a completed `.await`'s sync future became a test with no call and the worker's
-//! turn was kept inline.)
+//! turn was kept inline. The channel rows 2026-12-01, runs of 100,000 and 200,000 round
+//! trips, and 10,000 and 100,000 leaves: from 1,699, 1,544 and 2,353 when the small functions
+//! of a wait (the offer record's, the budget's, the sync future's `poll`) were made inline
+//! across the crate boundary, a queued offer's memory came to be kept by the proc instead of
+//! a thread-local cache, and a waker's wake-up was made inline in the partner's `unblock`.)
 //!
 //! (tokio's ping-pong is over two `mpsc::channel(1)`s: it has no rendezvous channel.) So a
 //! value handed to a parent is cheapest through the child's join handle, and a hot loop on
 //! one channel is cheapest with `recv_async`/`send_async`: an `.await` of a channel event pays
 //! for the event itself (an `Arc` clone of the channel, the sync future's state and a call
 //! through the inline event's table; the event is held without a box, see the `chan` docs),
-//! about 50 instructions an await, in exchange for taking part in choices, timeouts and
+//! about 30 instructions an await, in exchange for taking part in choices, timeouts and
 //! wrappers (it was about 250 with a boxed event: 2,657 a round trip, and skynet over
 //! channels 2,919 a leaf).
 //!

@@ -460,8 +460,8 @@ pub(crate) fn reserve_stack(shared: &Shared) -> Result<(), NoStack> {
 /// [`recycle_offer`]), if it has `layout`; `None` off the procs. A task that waits over and
 /// over (a `.await` of a channel event, `recv_async`) then reuses one block: reached through
 /// the proc's context, this costs fewer instructions than the allocator, and than the
-/// thread-local cache it replaces, whose type check and destructor registration took about
-/// 20 instructions a wait (callgrind, `examples/taskpp`).
+/// thread-local cache it replaced, whose type check and destructor registration took about
+/// 24 instructions a wait more (callgrind, `examples/taskpp`; see the `chan` docs).
 #[inline]
 pub(crate) fn take_spare_offer(layout: std::alloc::Layout) -> Option<ptr::NonNull<u8>> {
     if cfg!(pcml_loom) {
