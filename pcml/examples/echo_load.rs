@@ -5,7 +5,8 @@
 //! each writing 64 bytes and reading them back, over and over, for `SECONDS`. Prints round
 //! trips per second, and the CPU time the whole process used per round trip (server and load
 //! together; the load is the same program for both servers), split into the load thread's
-//! own and the rest (the server's threads).
+//! own and the rest (the server's threads); and the shares of the run the load's thread spent
+//! on a core and waiting for one (what is left, it waited for the server's answers).
 //!
 //! `cargo run --release -p pcml --example echo_load -- [pcml|tokio] [THREADS] [SECONDS]
 //! [TRIPS]` (with `TRIPS`, each client makes that many round trips and the time is ignored)
@@ -54,15 +55,20 @@ fn main() {
         trips: n,
         elapsed,
         load_cpu,
+        load_wait,
     } = echo::measure(server, secs, trips).unwrap();
     let cpu = cpu_time() - cpu;
     let per_trip = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+    let share = |d: Duration| d.as_secs_f64() * 100.0 / elapsed.as_secs_f64();
     println!(
         "{which} {threads} threads: {:.0} round trips/s ({n} in {elapsed:.2?}), {:.2} us of CPU \
-         per round trip (server {:.2}, load {:.2})",
+         per round trip (server {:.2}, load {:.2}); the load's thread on a core {:.0}% of the \
+         time, waiting for one {:.0}%",
         n as f64 / elapsed.as_secs_f64(),
         per_trip(cpu),
         per_trip(cpu.saturating_sub(load_cpu)),
         per_trip(load_cpu),
+        share(load_cpu),
+        share(load_wait),
     );
 }

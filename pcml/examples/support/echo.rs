@@ -106,19 +106,24 @@ pub struct Measured {
     /// The time they took.
     pub elapsed: Duration,
     /// The CPU time the load's own thread used meanwhile (zero where it cannot be read): the
-    /// rest of the process's CPU time is the server's.
-    #[allow(dead_code)] // read by `examples/echo_load`; the benchmark counts round trips only
+    /// rest of the process's CPU time is the server's. Over `elapsed`, the share of the run
+    /// the load spent on a core.
     pub load_cpu: Duration,
+    /// The time the load's thread meanwhile waited, runnable, for a core (zero where it
+    /// cannot be read). With `load_cpu`, near all of `elapsed`: the load never waited for
+    /// the server, it is the bottleneck (its own CPU time, or the machine's sharing).
+    pub load_wait: Duration,
 }
 
-/// CPU time the calling thread has spent on a core so far (Linux's
-/// `/proc/thread-self/schedstat`; zero where it cannot be read).
-fn thread_cpu() -> Duration {
-    let ns = std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
-    Duration::from_nanos(ns)
+/// The time the calling thread has spent on a core so far and the time it has waited,
+/// runnable, for one (Linux's `/proc/thread-self/schedstat`; zero where it cannot be read).
+fn thread_cpu() -> (Duration, Duration) {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut fields = text
+        .split_whitespace()
+        .map(|f| Duration::from_nanos(f.parse().unwrap_or(0)));
+    let run = fields.next().unwrap_or_default();
+    (run, fields.next().unwrap_or_default())
 }
 
 /// Runs `server` under the load for `secs` seconds, or, with `per_client`, until each client has
@@ -185,7 +190,10 @@ pub fn measure(server: Server, secs: f64, per_client: Option<u64>) -> Result<Mea
         }
         Ok::<Duration, String>(start.elapsed())
     });
-    let load_cpu = thread_cpu() - load_cpu;
+    let (load_cpu, load_wait) = {
+        let (run, wait) = thread_cpu();
+        (run - load_cpu.0, wait - load_cpu.1)
+    };
     // Dropping the runtime closes any connection a failed client left open, so the server
     // ends either way.
     drop(load);
@@ -198,5 +206,6 @@ pub fn measure(server: Server, secs: f64, per_client: Option<u64>) -> Result<Mea
         trips: trips.load(Ordering::Relaxed),
         elapsed,
         load_cpu,
+        load_wait,
     })
 }
