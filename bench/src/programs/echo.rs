@@ -84,9 +84,10 @@ fn busy_note(busy: &[(f64, f64)]) -> Option<String> {
     let waiting = spread(busy.iter().map(|b| b.1).collect());
     let idle = spread(busy.iter().map(|b| (1.0 - b.0 - b.1).max(0.0)).collect());
     Some(format!(
-        "echo: the load's thread, over the {} runs of either server (median, range): on a core \
-         {}, waiting for one {}, waiting for the server {}; where the last is near nothing the \
-         load sets the figure, and a faster server can raise it by at most that share.",
+        "echo: the load's thread, over this round's {} runs of either server (median, range): \
+         on a core {}, waiting for one {}, waiting for the server {}; where the last is near \
+         nothing the load sets the figure, and a faster server can raise it by at most that \
+         share.",
         busy.len(),
         pct(on),
         pct(waiting),
@@ -127,7 +128,7 @@ mod tests {
     #[test]
     fn the_note_gives_each_share_and_what_is_left() {
         let note = super::busy_note(&[(0.5, 0.4), (0.3, 0.6), (0.4, 0.5)]).unwrap();
-        assert!(note.contains("over the 3 runs"), "{note}");
+        assert!(note.contains("over this round's 3 runs"), "{note}");
         assert!(note.contains("on a core 40% (30% - 50%)"), "{note}");
         assert!(note.contains("waiting for one 50% (40% - 60%)"), "{note}");
         assert!(
