@@ -4,7 +4,8 @@
 //!
 //! `PCML_PROCS=P cargo run --release -p pcml --example parpp -- N [THREADS] [spawn]`: N round
 //! trips a pair (100,000), on THREADS OS threads (`Builder::carrier_threads`; the default if
-//! not given); prints the rate, the run's resumes, parks, cross-proc wake-ups and steals, and
+//! not given); prints the rate, the run's resumes, parks, cross-proc wake-ups, steals and
+//! bursts dealt (see the `sched` docs), and
 //! the proc on which each pair's ponger and pinger started (`01`: a pair split across procs,
 //! every message of it a cross-proc wake-up). With
 //! `spawn`, every fiber is placed by the scheduler (`pcml::spawn`), as the bench's "(spawn)"
@@ -78,12 +79,14 @@ fn main() {
             .collect();
         println!(
             "parallel ping-pong on {procs} procs: {:.2} M msgs/s (resumes {}, parks {}, \
-             wakes across procs {}, steals {}; procs of each pair's ponger and pinger: {})",
+             wakes across procs {}, steals {}, bursts dealt {}; procs of each pair's ponger \
+             and pinger: {})",
             16.0 * n as f64 / e.as_secs_f64() / 1e6,
             m.resumes,
             m.parks,
             m.sent_wakes,
             m.steals,
+            m.bursts_dealt,
             layout.trim_end()
         );
     })

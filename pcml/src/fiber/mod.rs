@@ -116,6 +116,10 @@ pub(crate) unsafe trait FiberBody: Send + Sync {
     fn site(&self) -> Site;
     /// Whether the body has been claimed (a hint: `claim` decides).
     fn is_claimed(&self) -> bool;
+    /// Marks the unstarted body as dealt to another proc with a part of a burst of spawns
+    /// (the `sched` docs, "A burst of spawns is split with idle procs"): from now on a
+    /// joiner waits for it to run there instead of running it inline.
+    fn deal(&self) {}
     /// Runs the claimed body to its end on the current stack, catching panics.
     fn run(&self);
     /// Reports the claimed body as never run (dropped at shutdown).

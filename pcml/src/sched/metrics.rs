@@ -34,6 +34,7 @@ pub(crate) struct ProcCounters {
     pub(crate) blocks_dealt: AtomicU64,
     pub(crate) blocks_kept_waited: AtomicU64,
     pub(crate) blocks_kept_no_core: AtomicU64,
+    pub(crate) bursts_dealt: AtomicU64,
     /// Started fibers living here (they never move).
     pub(crate) fibers: AtomicI64,
     /// Tasks started minus tasks ended on this proc.
@@ -126,6 +127,9 @@ pub struct ProcMetrics {
     pub blocks_kept_waited: u64,
     /// Blocks it kept because the receiving proc's thread would have found no core free.
     pub blocks_kept_no_core: u64,
+    /// Bursts of spawns this proc split with idle procs before starting them (see "A burst
+    /// of spawns is split with idle procs" in the [`sched`](crate::sched) docs).
+    pub bursts_dealt: u64,
     /// Work in the proc's stealable queues now (a one-proc runtime's queue reads 0).
     pub queue_len: usize,
     /// Started, unfinished fibers living on this proc now.
@@ -149,6 +153,7 @@ impl ProcMetrics {
             blocks_kept_no_core: self
                 .blocks_kept_no_core
                 .wrapping_sub(earlier.blocks_kept_no_core),
+            bursts_dealt: self.bursts_dealt.wrapping_sub(earlier.bursts_dealt),
             queue_len: self.queue_len,
             live_fibers: self.live_fibers,
         }
@@ -160,7 +165,8 @@ impl fmt::Display for ProcMetrics {
         write!(
             f,
             "resumes {} polls {} steals {} injector {} parks {} sent wakes {} inbox wakes {} \
-             blocks dealt {} kept (waited) {} kept (no core) {} queued {} fibers {}",
+             blocks dealt {} kept (waited) {} kept (no core) {} bursts dealt {} queued {} \
+             fibers {}",
             self.resumes,
             self.polls,
             self.steals,
@@ -171,6 +177,7 @@ impl fmt::Display for ProcMetrics {
             self.blocks_dealt,
             self.blocks_kept_waited,
             self.blocks_kept_no_core,
+            self.bursts_dealt,
             self.queue_len,
             self.live_fibers
         )
@@ -251,6 +258,7 @@ impl RuntimeMetrics {
                 blocks_dealt: a.blocks_dealt + p.blocks_dealt,
                 blocks_kept_waited: a.blocks_kept_waited + p.blocks_kept_waited,
                 blocks_kept_no_core: a.blocks_kept_no_core + p.blocks_kept_no_core,
+                bursts_dealt: a.bursts_dealt + p.bursts_dealt,
                 queue_len: a.queue_len + p.queue_len,
                 live_fibers: a.live_fibers + p.live_fibers,
             })
@@ -342,6 +350,7 @@ pub(crate) fn snapshot(shared: &Shared) -> RuntimeMetrics {
                 blocks_dealt: r(&c.blocks_dealt),
                 blocks_kept_waited: r(&c.blocks_kept_waited),
                 blocks_kept_no_core: r(&c.blocks_kept_no_core),
+                bursts_dealt: r(&c.bursts_dealt),
                 queue_len: p.stealer.len() + p.woken_stealer.len() + usize::from(p.held.is_full()),
                 live_fibers: c.fibers.load(Ordering::Relaxed).max(0) as usize,
             }

@@ -27,8 +27,8 @@
 //! The policy, most important first:
 //! - **New work stays where it was spawned.** `spawn` and `spawn_task` put the new thread on
 //!   the spawner's proc. A started fiber never moves (see `fiber`), so where a fiber first
-//!   runs is where it talks to its partners for life. The exception is a proc on which
-//!   many fibers live (below).
+//!   runs is where it talks to its partners for life. The exceptions are a burst of
+//!   spawns while other procs are idle, and a proc on which many fibers live (below).
 //! - **An idle proc takes only work that waits.** A fiber a proc spawns while it holds none
 //!   is held (the oldest unstarted spawn: those spawned after it go to the deque; its joiner
 //!   takes it back with one CAS, see `held`); an idle proc takes a held fiber only
@@ -145,6 +145,55 @@
 //!   alternations with the build before both: 23.1-32.9 M msgs/s (median 27.5 M) against
 //!   6.5-15.8 M (median 9.4 M), every pair on one proc. The example prints the proc of each
 //!   fiber.
+//! - **A burst of spawns is split with idle procs before it starts.** A fiber starts within
+//!   a microsecond or two of its spawner's next block, and once started it never moves, so
+//!   an idle proc's steal, which waits `STEAL_GRACE` and the idle proc's own wake-up first,
+//!   came too late for a burst of spawns: the 16 fibers of 8 ping-pong pairs spawned by one
+//!   fiber started on the spawner's proc, but for the few pairs a steal caught while the
+//!   spawner was still spawning (and a steal's batch, counted from the oldest end, often
+//!   ended between a ponger and its pinger). So when a proc looks for new work and its last
+//!   thread left a spawn sequence (the deque, and the oldest spawn, held or run inline by
+//!   its joiner) of `BURST_MIN` (4) fibers or more, while procs of other OS threads are
+//!   idle (parked, spinning, or watching a queue to steal from), it deals the newest part
+//!   of the sequence to each of them before any of it starts, through their inboxes, and
+//!   keeps the oldest part: the sequence is cut into as many parts as the procs that share
+//!   it, each of an even length. Spawns come two by two more often than in any other
+//!   grouping (a ponger and its pinger, a server and its client), and the newest spawn ends
+//!   the last group, so even parts counted from the newest keep pairs whole; the oldest
+//!   spawn, the one the spawner is likeliest to join and talk to first, stays. A dealt
+//!   fiber starts and stays on its new proc as a `spawn_on` fiber does, and a joiner waits
+//!   for it there instead of running it inline on its own proc, which would split it from
+//!   the partner dealt with it (the bench's row joins each pinger in turn, and a pinger
+//!   whose proc's thread had not had a core yet was run by the spawner). An idle proc that
+//!   watches the spawner's queue when the part arrives in its inbox stops watching at once
+//!   (it counts as idle while it watches). Parts that would hold a task are not
+//!   dealt (tasks migrate, and stealing spreads them), nor a sequence shorter than 4: a
+//!   single pair, and the spawn+join loop, stay on the spawner's proc as before. Each proc
+//!   counts the bursts it split (`ProcMetrics::bursts_dealt`, which `examples/parpp.rs`
+//!   prints). Not every burst is independent work: a ring of fibers spawned in one burst
+//!   is cut where the parts meet, and each token lap crosses procs twice. This is the
+//!   price Go and tokio pay too, whose idle workers take half of a run queue at once; but
+//!   they move a goroutine or task again later, and a fiber does not, so a program that
+//!   knows its threads talk in a chain places them with `spawn_on`, or spawns them one at
+//!   a time (each started before the next: the dealing of long blocks below applies).
+//!   Measured under `chrt -f 1` (a core each on the shared 2-core machine), alternated
+//!   with the build before: `examples/parpp.rs 30000 spawn` on 2 procs, 6 runs each,
+//!   41.5-48.7 M msgs/s (median 42.4 M), the burst dealt in 5 runs (in the sixth, 27.6 M,
+//!   a steal of three pairs came first: the runtime's first burst, spawned on cold
+//!   caches, took longer than `STEAL_GRACE`), against 5.5-32.1 M (median 18.4 M) before,
+//!   where a steal took three pairs in every run and split one in three of them (60,001
+//!   wake-ups across procs); one proc 16.1-19.0 M. The bench (`pcml-bench --only
+//!   spawn,parpingpong,primes --procs 1,2 --peers go --runs 6 --rounds 2`, 3 alternations
+//!   under `chrt -f 1`): parallel ping-pong (spawn) on 2 procs 42.5, 41.5 and 48.1 M
+//!   msgs/s against 15.4, 18.8 and 14.0 M before, 1.92x, 2.10x and 2.16x of one proc
+//!   against 0.73x, 0.86x and 0.65x; the spawn rows (2 procs 38.7-40.0 M threads/s
+//!   against 35.3-39.6 M) and primes-1000 (2 procs 27.9-30.1 ms against 27.9-38.9 ms)
+//!   within their noise. Without `chrt`, with `--co-runner 1`, at load 4-20 from the other
+//!   programs on the machine (4 alternations, the first two before the joiner rule
+//!   above), the second core is mostly not there to be
+//!   had, and the 2-proc row over the 1-proc row read 1.24x, 0.95x, 1.09x and 1.20x
+//!   against 0.91x, 0.96x, 1.05x and 1.29x before; beside the busy loop over quiet, 0.76x,
+//!   0.55x, 0.58x and 0.28x against 0.52x, 0.48x, 0.44x and 0.34x.
 //! - **A held fiber wakes nobody.** Since no proc may take it for `HELD_GRACE`, a spawn
 //!   does not wake an idle proc for it (work pushed on a deque does). Instead, while some
 //!   proc spawns (its held slot's ticket moves) or holds a fiber, one idle proc, the

@@ -575,6 +575,7 @@ impl Builder {
                         cpu_clock: std::sync::atomic::AtomicI32::new(NO_CLOCK),
                         os_tid: std::sync::atomic::AtomicI32::new(0),
                         io_batch: AtomicBool::new(false),
+                        searching: AtomicBool::new(false),
                         metrics: CachePadded::new(Default::default()),
                     })
                 })

@@ -137,8 +137,11 @@ const CLAIMED: usize = 1;
 const ABORT: usize = 2;
 /// `FiberCell::state`: a proc started the fiber; `home` gives where.
 const STARTED: usize = 4;
+/// `FiberCell::state`: the unstarted fiber was dealt to another proc with a part of a burst
+/// of spawns (`FiberBody::deal`): a joiner no longer runs it inline.
+const DEALT: usize = 8;
 /// `FiberCell::state`: the bits below the started fiber's home.
-const HOME_SHIFT: u32 = 3;
+const HOME_SHIFT: u32 = 4;
 
 /// The `state` bits that say where a started fiber lives: its slot and its proc.
 fn home(proc: usize, slot: usize) -> usize {
@@ -319,6 +322,12 @@ where
         self.state.load(Ordering::Relaxed) & CLAIMED != 0
     }
 
+    fn deal(&self) {
+        // Relaxed: a hint for joiners (see `run_inline`); the inbox push that hands the
+        // fiber over publishes it to its new proc, and `claim` still settles who runs it.
+        self.state.fetch_or(DEALT, Ordering::Relaxed);
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -376,6 +385,13 @@ where
     }
 
     fn run_inline(&self) -> bool {
+        // A fiber dealt to another proc starts there, beside the fibers dealt with it (its
+        // partner, likely): a joiner that ran it here first would split them. Seen late (a
+        // joiner on another proc racing with the deal), the claim still settles who runs it.
+        // Relaxed: as in `deal`.
+        if self.state.load(Ordering::Relaxed) & DEALT != 0 {
+            return false;
+        }
         worker::run_inline(self, self.join.id, self.runtime, self.proc)
     }
 

@@ -33,6 +33,8 @@ impl Context {
         let history = self.spin_history.get();
         let skip = !history.spin_pays();
         let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit && !skip;
+        // Relaxed: a hint (see the field).
+        me.searching.store(true, Ordering::Relaxed);
         let start = Instant::now();
         let mut found = false;
         let mut spun = Duration::ZERO;
@@ -60,6 +62,7 @@ impl Context {
                 break;
             }
         }
+        me.searching.store(false, Ordering::Relaxed);
         sh.num_searching.fetch_sub(1, Ordering::SeqCst);
         if found {
             // A spinner's look, or a skipper's, found work within a spin: spinning paid (or
@@ -111,6 +114,8 @@ impl Context {
         }
         // As in `idle`: one carrier counts once among the searchers.
         let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit;
+        // Relaxed: a hint (see the field); the carrier's first proc stands for all of them.
+        head.me().searching.store(true, Ordering::Relaxed);
         let start = Instant::now();
         let mut found = false;
         'spin: loop {
@@ -133,6 +138,7 @@ impl Context {
                 break;
             }
         }
+        head.me().searching.store(false, Ordering::Relaxed);
         sh.num_searching.fetch_sub(1, Ordering::SeqCst);
         if !found {
             Self::sleep_all(ctxs);

@@ -35,10 +35,13 @@
 //! runnable runs first), moves due `deferred` tasks onto `local` before it takes new work,
 //! runs `woken` when both are empty, and every 61st turn looks at an overdue deferred task,
 //! `woken` and the injector first (as Go does for its global queue) so they are not starved
-//! by local work. Due timers (`timer`) fire between threads. With nothing to do the proc steals
-//! (only work that has waited `STEAL_GRACE` in its victim's queues: see the `sched` docs),
-//! spins briefly (a futex wake-up costs about 45 us on this machine against 200 ns for a
-//! cache-line round trip), then parks until its next timer, or until woken.
+//! by local work. Before a proc starts a burst of fibers that its last thread spawned, it
+//! deals parts of it to idle procs (`Context::deal_burst`; the `sched` docs, "A burst of
+//! spawns is split with idle procs"). Due timers (`timer`) fire between threads. With
+//! nothing to do the proc steals (only work that has waited `STEAL_GRACE` in its victim's
+//! queues: see the `sched` docs), spins briefly (a futex wake-up costs about 45 us on this
+//! machine against 200 ns for a cache-line round trip), then parks until its next timer, or
+//! until woken.
 //!
 //! # Files
 //! - `mod.rs`: the [`Context`] (a proc's private state), the loop (`run_worker`), and the
@@ -427,6 +430,11 @@ pub(crate) struct Context {
     /// likely its partner (see "Partners spawned back to back stay together" in the `sched`
     /// docs).
     held_joined: Cell<bool>,
+    /// Set when a fiber spawned by the running thread went to the deque (the held slot was
+    /// full), on a runtime of several procs; cleared by the next look for new work
+    /// (`new_work`), which first splits the burst with idle procs if it is one
+    /// (`deal_burst`).
+    burst: Cell<bool>,
     fibers: FiberTable,
     /// Fibers spawned here while `SPILL_FROM` started fibers or more lived here, the proc
     /// their current block goes to, the blocks dealt so far (the turn: a block kept here by
@@ -605,6 +613,7 @@ impl Context {
             refused: Cell::new(false),
             refused_since: Cell::new(None),
             held_joined: Cell::new(false),
+            burst: Cell::new(false),
             ready_mark: Cell::new(usize::MAX),
             owed: RefCell::new(Owed::new(shared_procs)),
             fibers: FiberTable::new(),

@@ -46,6 +46,13 @@ pub(crate) struct ProcShared {
     pub(crate) carrier: usize,
     /// Set (SeqCst) by the proc before its last look for work, cleared after it wakes.
     pub(crate) sleeping: AtomicBool,
+    /// Set by the proc (by a carrier, on its first proc) while it spins idle or watches
+    /// another proc's queued work (`Context::left_there`), cleared when that ends (it found
+    /// work, or it is about to park and sets `sleeping`). Relaxed
+    /// both ways: a hint for a proc about to split a burst of spawns with idle procs
+    /// (`Context::deal_burst`), which hands the fibers over through the inbox, whose own
+    /// fence makes the hand-off safe whatever the flag said.
+    pub(crate) searching: AtomicBool,
     /// Threads started minus threads finished by this proc (may be negative: a thread spawned
     /// here may end elsewhere). So that the common spawn-then-join costs no count, a fiber in
     /// a held slot is counted only once it leaves the slot for anything but its joiner's
@@ -316,6 +323,20 @@ impl Shared {
         fence(Ordering::SeqCst);
         if self.num_searching.load(Ordering::SeqCst) == 0 {
             self.wake_sleeper();
+        }
+    }
+
+    /// Sends every message of `msgs` to proc `proc`'s inbox, then wakes the proc if it sleeps:
+    /// [`send_to`](Self::send_to) with one fence for the lot.
+    pub(crate) fn send_all_to(&self, proc: usize, msgs: impl IntoIterator<Item = InboxMsg>) {
+        let p = &self.procs[proc];
+        for msg in msgs {
+            p.inbox.push(msg);
+        }
+        // SeqCst fence: as in `send_to`.
+        fence(Ordering::SeqCst);
+        if p.sleeping.load(Ordering::Relaxed) {
+            self.unpark(p);
         }
     }
 

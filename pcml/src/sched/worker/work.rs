@@ -70,7 +70,80 @@ impl Context {
     #[inline(never)]
     fn queue_new_notify(&self, f: NewFiber) {
         self.queue_new(f);
+        self.burst.set(true);
         self.shared.notify_idle();
+    }
+
+    /// Splits the burst of fibers that the thread which ran last spawned (see "A burst of
+    /// spawns is split with idle procs" in the `sched` docs), before any of them starts: if
+    /// the spawn sequence (the deque, and the oldest spawn, held or run inline by its joiner)
+    /// is `BURST_MIN` long or more and procs of other OS threads are idle (parked or
+    /// spinning), the newest part goes to each of them, one part per proc, through its inbox
+    /// (each then starts and stays there, as a `spawn_on` fiber does, and no joiner runs it
+    /// inline meanwhile: `FiberBody::deal`), and this proc keeps the
+    /// oldest. Parts are of an even length: fibers spawned two by two (a ponger and its
+    /// pinger) stay two by two, since the newest spawn ends a pair. Nothing is dealt from a
+    /// part that holds a task (tasks migrate, and stealing spreads them) or runs short.
+    #[cold]
+    #[inline(never)]
+    fn deal_burst(&self) {
+        self.burst.set(false);
+        let sh = &*self.shared;
+        let n = self.local.len() + usize::from(self.has_held() || self.held_joined.get());
+        if n < BURST_MIN {
+            return;
+        }
+        let carrier = self.me().carrier;
+        // Relaxed, both: hints (see the fields); the inbox push publishes the fibers.
+        let idle = |p: &ProcShared| {
+            p.sleeping.load(Ordering::Relaxed) || p.searching.load(Ordering::Relaxed)
+        };
+        // One proc per other OS thread: the first of its carrier, which stands for all.
+        let targets = sh
+            .procs
+            .iter()
+            .enumerate()
+            .filter(move |&(i, p)| p.carrier == i && p.carrier != carrier && idle(p))
+            .map(|(i, _)| i);
+        let idle_procs = targets.clone().count();
+        // The most parts that leave each an even length of two or more.
+        let Some((parts, len)) = (2..=idle_procs + 1)
+            .rev()
+            .map(|parts| (parts, (n / parts) & !1))
+            .find(|&(_, len)| len >= 2)
+        else {
+            return;
+        };
+        let mut dealt = false;
+        for to in targets.take(parts - 1) {
+            let mut part = Vec::with_capacity(len);
+            while part.len() < len
+                && let Some(r) = self.local.pop()
+            {
+                part.push(r);
+            }
+            if part.len() < len || part.iter().any(|r| matches!(r, Runnable::Task(_))) {
+                // Back as it was, the newest on top.
+                part.into_iter().rev().for_each(|r| self.local.push(r));
+                break;
+            }
+            // Oldest first, so that the receiver starts them in spawn order; fibers their
+            // joiners already ran inline are dropped, as `new_work` drops them.
+            sh.send_all_to(
+                to,
+                part.into_iter().rev().filter_map(|r| match r {
+                    Runnable::Fiber(f) if !f.body.is_claimed() => {
+                        f.body.deal();
+                        Some(InboxMsg::Start(f))
+                    }
+                    _ => None,
+                }),
+            );
+            dealt = true;
+        }
+        if dealt {
+            metrics::bump(&self.me().metrics.bursts_dealt);
+        }
     }
 
     /// The proc a fiber spawned here goes to, if not this one: once `SPILL_FROM` started
@@ -477,6 +550,9 @@ impl Context {
     /// their joiners already ran inline.
     #[inline(always)]
     pub(super) fn new_work(&self) -> Option<Runnable> {
+        if self.burst.get() {
+            self.deal_burst();
+        }
         if let Some(f) = self.take_held_if(|_| true) {
             // Off the held slot: counted live from now on (see `hold_new`).
             self.count_live_here(1);
@@ -664,6 +740,20 @@ impl Context {
     /// queued (`io_batch`, see `io_dispatch`) is taken at once.
     #[inline(never)]
     pub(super) fn left_there(&self, victim: &ProcShared) -> Left {
+        // This proc has no work of its own while it watches: a proc about to start a burst
+        // of spawns may deal it a part (`deal_burst`), which ends the watch at once.
+        let searching = &self.me().searching;
+        // Relaxed, both: a hint (see the field).
+        let was = searching.load(Ordering::Relaxed);
+        searching.store(true, Ordering::Relaxed);
+        let left = self.watch_left_there(victim);
+        searching.store(was, Ordering::Relaxed);
+        left
+    }
+
+    /// [`left_there`](Self::left_there) while this proc shows itself idle.
+    #[inline(always)]
+    fn watch_left_there(&self, victim: &ProcShared) -> Left {
         // Relaxed: a hint (see the field); a batch of tasks woken by readiness events has no
         // partner to stay beside.
         if victim.io_batch.load(Ordering::Relaxed) && victim.has_surplus() {
@@ -846,6 +936,8 @@ pub(super) enum Left {
     Starved,
 }
 
+/// The shortest spawn sequence that `deal_burst` splits with idle procs: two pairs.
+const BURST_MIN: usize = 4;
 /// Started fibers living on a proc from which its spawns are dealt to the procs in blocks.
 const SPILL_FROM: usize = 100;
 /// Started fibers living on a proc from which `spill_to` reads the thread's wait for a core,
