@@ -153,7 +153,7 @@
 //!   spawner was still spawning (and a steal's batch, counted from the oldest end, often
 //!   ended between a ponger and its pinger). So when a proc looks for new work and its last
 //!   thread left a spawn sequence (the deque, and the oldest spawn, held or run inline by
-//!   its joiner) of `BURST_MIN` (4) fibers or more, while procs of other OS threads are
+//!   its joiner) of `BURST_MIN` (8) fibers or more, while procs of other OS threads are
 //!   idle (parked, spinning, or watching a queue to steal from), it deals the newest part
 //!   of the sequence to each of them before any of it starts, through their inboxes, and
 //!   keeps the oldest part: the sequence is cut into as many parts as the procs that share
@@ -167,8 +167,16 @@
 //!   whose proc's thread had not had a core yet was run by the spawner). An idle proc that
 //!   watches the spawner's queue when the part arrives in its inbox stops watching at once
 //!   (it counts as idle while it watches). Parts that would hold a task are not
-//!   dealt (tasks migrate, and stealing spreads them), nor a sequence shorter than 4: a
-//!   single pair, and the spawn+join loop, stay on the spawner's proc as before. Each proc
+//!   dealt (tasks migrate, and stealing spreads them), nor a part whose spawn sites differ
+//!   from those of the spawns queued below it, in order: a burst that repeats one group
+//!   (a ponger and its pinger eight times, the rows of a matrix) is split, a team whose
+//!   members differ is not. Nor is a sequence shorter than 8: a single pair, the
+//!   spawn+join loop, and small teams stay on the spawner's proc as before. The bench's
+//!   worker pool (4 workers spawned in a loop, then their producer, all talking through
+//!   two channels) had its producer and a worker dealt with the first version of this
+//!   rule, which cut its 2-proc row from 11-18 M jobs/s to 3.1-6.8 M (every job crossed
+//!   procs twice); with the size and site tests it is not dealt (11.5-12.6 M against
+//!   11.8-12.8 M before, 2 alternations under `chrt -f 1`). Each proc
 //!   counts the bursts it split (`ProcMetrics::bursts_dealt`, which `examples/parpp.rs`
 //!   prints). Not every burst is independent work: a ring of fibers spawned in one burst
 //!   is cut where the parts meet, and each token lap crosses procs twice. This is the

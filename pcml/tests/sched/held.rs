@@ -400,8 +400,7 @@ fn on_two_procs_the_spawn_after_an_inline_joined_child_runs_next() {
                     .collect();
                 assert_eq!(a.join().unwrap(), 6);
                 queued.into_iter().for_each(|h| h.join().unwrap());
-                // What ran on proc 0, in order: an idle proc may have been dealt the two
-                // newest spawns (a burst of four, the held one counted), or have stolen some.
+                // What ran on proc 0, in order: an idle proc may have stolen some.
                 let here: Vec<_> = log
                     .lock()
                     .unwrap()

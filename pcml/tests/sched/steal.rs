@@ -575,47 +575,67 @@ fn a_task_choice_between_a_local_and_a_remote_sender_is_fair() {
     );
 }
 
-/// One attempt at 8 independent ping-pong pairs spawned back to back by one fiber of a runtime
-/// of `procs` procs on as many OS threads, each ponger before its pinger: the proc each
-/// pair's ponger and pinger ran on, pair by pair. Each fiber reports its proc on a channel
-/// once its rounds are done, and the spawner only receives the reports: a join could run an
-/// unstarted fiber inline on the spawner's proc.
-fn eight_pairs_on(procs: usize) -> Vec<(usize, usize)> {
+/// One attempt at 8 independent ping-pong pairs spawned back to back by the calling fiber,
+/// each ponger before its pinger: the proc each pair's ponger and pinger ran on, pair by
+/// pair. Each fiber reports its proc on a channel once its rounds are done, and the spawner
+/// only receives the reports: a join could run an unstarted fiber inline on the spawner's
+/// proc.
+fn eight_pairs() -> Vec<(usize, usize)> {
     use pcml::chan::Chan;
+    let report: Chan<(usize, usize)> = Chan::new();
+    for pair in 0..8 {
+        let (ping, pong) = (Chan::<u32>::new(), Chan::<u32>::new());
+        let (ping2, pong2, report2) = (ping.clone(), pong.clone(), report.clone());
+        drop(pcml::spawn(move || {
+            for _ in 0..100 {
+                let v = ping2.recv();
+                pong2.send(v + 1);
+            }
+            report2.send((2 * pair, pcml::current_proc().unwrap()));
+        }));
+        let report = report.clone();
+        drop(pcml::spawn(move || {
+            for v in 0..100 {
+                ping.send(v);
+                assert_eq!(pong.recv(), v + 1);
+            }
+            report.send((2 * pair + 1, pcml::current_proc().unwrap()));
+        }));
+    }
+    let mut on = [0; 16];
+    for _ in 0..16 {
+        let (k, proc) = report.recv();
+        on[k] = proc;
+    }
+    (0..8)
+        .map(|pair| (on[2 * pair], on[2 * pair + 1]))
+        .collect()
+}
+
+/// Up to 50 attempts of [`eight_pairs`] from proc 0 of a runtime of `procs` procs on as many
+/// OS threads, until `good` accepts one; the layouts seen if none was. The other procs must
+/// be idle when the spawner's proc looks at the burst, which a busy machine (or a proc
+/// thread not yet started) may not grant every time.
+fn attempts(procs: usize, good: fn(&[(usize, usize)]) -> bool) -> Result<(), String> {
     let rt = Runtime::builder()
         .procs(procs)
         .carrier_threads(procs)
         .build()
         .unwrap();
-    rt.block_on(|| {
-        let report: Chan<(usize, usize)> = Chan::new();
-        for pair in 0..8 {
-            let (ping, pong) = (Chan::<u32>::new(), Chan::<u32>::new());
-            let (ping2, pong2, report2) = (ping.clone(), pong.clone(), report.clone());
-            drop(pcml::spawn(move || {
-                for _ in 0..100 {
-                    let v = ping2.recv();
-                    pong2.send(v + 1);
+    rt.block_on(move || {
+        pcml::spawn_on(0, move || {
+            let mut seen = Vec::new();
+            for _ in 0..50 {
+                let on = eight_pairs();
+                if good(&on) {
+                    return Ok(());
                 }
-                report2.send((2 * pair, pcml::current_proc().unwrap()));
-            }));
-            let report = report.clone();
-            drop(pcml::spawn(move || {
-                for v in 0..100 {
-                    ping.send(v);
-                    assert_eq!(pong.recv(), v + 1);
-                }
-                report.send((2 * pair + 1, pcml::current_proc().unwrap()));
-            }));
-        }
-        let mut on = [0; 16];
-        for _ in 0..16 {
-            let (k, proc) = report.recv();
-            on[k] = proc;
-        }
-        (0..8)
-            .map(|pair| (on[2 * pair], on[2 * pair + 1]))
-            .collect()
+                seen.push(on);
+            }
+            Err(format!("{seen:?}"))
+        })
+        .join()
+        .unwrap()
     })
     .unwrap()
 }
@@ -623,38 +643,40 @@ fn eight_pairs_on(procs: usize) -> Vec<(usize, usize)> {
 /// A burst of independent pairs spawned by one fiber on 2 procs is split before any of them
 /// starts ("A burst of spawns is split with idle procs" in the `sched` docs): the spawner's
 /// proc deals the newest half, pairs 4 to 7, to the idle proc and keeps pairs 0 to 3, each
-/// pair whole. The other proc must be idle when the spawner's proc looks at the burst, which
-/// a busy machine may not grant every time: one attempt of 50 showing it is enough.
+/// pair whole.
 #[test]
 fn a_burst_of_pairs_is_split_pair_by_pair_with_an_idle_proc() {
     let want: Vec<_> = (0..8)
         .map(|p| if p < 4 { (0, 0) } else { (1, 1) })
         .collect();
-    let mut seen = Vec::new();
-    for _ in 0..50 {
-        let on = eight_pairs_on(2);
-        if on == want {
-            return;
-        }
-        seen.push(on);
+    if let Err(seen) = attempts(2, |on| {
+        on == [
+            (0, 0),
+            (0, 0),
+            (0, 0),
+            (0, 0),
+            (1, 1),
+            (1, 1),
+            (1, 1),
+            (1, 1),
+        ]
+    }) {
+        panic!(
+            "no attempt of 50 kept pairs 0-3 on proc 0 and dealt 4-7 to proc 1 ({want:?}): {seen}"
+        );
     }
-    panic!("no attempt of 50 kept pairs 0-3 on proc 0 and dealt 4-7 to proc 1: {seen:?}");
 }
 
 /// With four procs, each on an OS thread of its own and the other three idle, the burst is
 /// dealt in four parts of two pairs each, every pair whole.
 #[test]
 fn a_burst_of_pairs_is_dealt_in_parts_to_every_idle_proc() {
-    let mut seen = Vec::new();
-    for _ in 0..50 {
-        let on = eight_pairs_on(4);
-        let whole = on.iter().all(|&(a, b)| a == b);
+    let good = |on: &[(usize, usize)]| {
         let mut per_proc = [0; 4];
         on.iter().for_each(|&(a, _)| per_proc[a] += 1);
-        if whole && per_proc == [2; 4] {
-            return;
-        }
-        seen.push(on);
+        on.iter().all(|&(a, b)| a == b) && per_proc == [2; 4]
+    };
+    if let Err(seen) = attempts(4, good) {
+        panic!("no attempt of 50 gave each of 4 procs two whole pairs: {seen}");
     }
-    panic!("no attempt of 50 gave each of 4 procs two whole pairs: {seen:?}");
 }

@@ -74,6 +74,34 @@ impl Context {
         self.shared.notify_idle();
     }
 
+    /// Whether the fibers queued below `part` (popped off this proc's deque, the newest
+    /// first) were spawned at the same sites, in the same order, as `part`, as far as the
+    /// deque goes: a burst that repeats one group of spawns (a ponger and its pinger, eight
+    /// times over; the rows of a matrix) rather than a team whose members differ (4 workers
+    /// and the producer that feeds them, spawned last, all talking through two channels:
+    /// dealt, the producer and a worker went to the other proc, and every job crossed procs
+    /// twice). Tasks below end the comparison.
+    fn repeats_below(&self, part: &[Runnable]) -> bool {
+        let site = |r: &Runnable| match r {
+            Runnable::Fiber(f) => Some(f.body.site()),
+            Runnable::Task(_) => None,
+        };
+        let mut below = Vec::with_capacity(part.len());
+        while below.len() < part.len()
+            && let Some(r) = self.local.pop()
+        {
+            below.push(r);
+        }
+        let same = !below.is_empty()
+            && part
+                .iter()
+                .zip(&below)
+                .all(|(a, b)| matches!((site(a), site(b)), (Some(x), Some(y)) if x == y));
+        // Back as they were, the newest on top.
+        below.into_iter().rev().for_each(|r| self.local.push(r));
+        same
+    }
+
     /// Splits the burst of fibers that the thread which ran last spawned (see "A burst of
     /// spawns is split with idle procs" in the `sched` docs), before any of them starts: if
     /// the spawn sequence (the deque, and the oldest spawn, held or run inline by its joiner)
@@ -83,7 +111,8 @@ impl Context {
     /// inline meanwhile: `FiberBody::deal`), and this proc keeps the
     /// oldest. Parts are of an even length: fibers spawned two by two (a ponger and its
     /// pinger) stay two by two, since the newest spawn ends a pair. Nothing is dealt from a
-    /// part that holds a task (tasks migrate, and stealing spreads them) or runs short.
+    /// part that holds a task (tasks migrate, and stealing spreads them), runs short, or
+    /// differs in its spawn sites from the spawns below it (`repeats_below`).
     #[cold]
     #[inline(never)]
     fn deal_burst(&self) {
@@ -122,7 +151,10 @@ impl Context {
             {
                 part.push(r);
             }
-            if part.len() < len || part.iter().any(|r| matches!(r, Runnable::Task(_))) {
+            if part.len() < len
+                || part.iter().any(|r| matches!(r, Runnable::Task(_)))
+                || !self.repeats_below(&part)
+            {
                 // Back as it was, the newest on top.
                 part.into_iter().rev().for_each(|r| self.local.push(r));
                 break;
@@ -936,8 +968,10 @@ pub(super) enum Left {
     Starved,
 }
 
-/// The shortest spawn sequence that `deal_burst` splits with idle procs: two pairs.
-const BURST_MIN: usize = 4;
+/// The shortest spawn sequence that `deal_burst` splits with idle procs: four pairs. A
+/// shorter burst is as likely a small team that talks through shared channels (a worker
+/// pool of 4 and its producer) as independent groups.
+const BURST_MIN: usize = 8;
 /// Started fibers living on a proc from which its spawns are dealt to the procs in blocks.
 const SPILL_FROM: usize = 100;
 /// Started fibers living on a proc from which `spill_to` reads the thread's wait for a core,
