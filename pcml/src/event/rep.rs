@@ -213,6 +213,7 @@ impl SyncRecord {
     }
 
     /// Whether the record is `Synched` (a dead offer, for queue sweeping and polling).
+    #[inline]
     pub(crate) fn is_synched(&self) -> bool {
         // Acquire: pairs with the Release/AcqRel writes of `SYNCHED`.
         self.state.load(Ordering::Acquire) == SYNCHED
@@ -438,6 +439,7 @@ impl Waiter {
     }
 
     /// Whether this waiter's sync is already complete (a dead entry, to be swept).
+    #[inline]
     pub fn is_synched(&self) -> bool {
         self.rec.is_synched()
     }
@@ -493,6 +495,7 @@ impl<'a> OwnWaiter<'a> {
     }
 
     /// Whether our sync was already synchronized by a partner through an earlier offer.
+    #[inline]
     pub fn is_synched(&self) -> bool {
         self.rec.is_synched()
     }

@@ -375,6 +375,7 @@ impl Shared {
     }
 
     /// Counts a fiber or task as started (+1) or finished (-1).
+    #[inline]
     pub(crate) fn count_live(&self, delta: isize) {
         match context() {
             Some(ctx) if ptr::eq(&*ctx.shared, self) => ctx.count_live_here(delta),
@@ -405,6 +406,7 @@ impl Shared {
     }
 
     /// A fiber or task has ended.
+    #[inline]
     pub(crate) fn thread_finished(&self) {
         self.count_live(-1);
     }

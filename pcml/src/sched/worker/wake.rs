@@ -189,6 +189,7 @@ impl Context {
         }
     }
 
+    #[inline]
     pub(super) fn wake_local(&self, slot: usize, token: u64) {
         let Some(e) = self.fibers.get(slot) else {
             // The fiber is gone (dropped at shutdown): a stale wake-up.
