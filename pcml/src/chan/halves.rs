@@ -253,8 +253,8 @@ impl<T: Send + 'static> Sender<T> {
         match &self.flavor {
             Flavor::Zero(ch) => {
                 let left = ch.direct(
-                    super::Queues::recvq,
-                    super::Queues::sendq,
+                    super::Side::Recv,
+                    super::Side::Send,
                     Some(msg),
                     "send",
                     std::ptr::from_ref(ch).addr(),
@@ -506,13 +506,7 @@ impl<T: Send + 'static> Receiver<T> {
         match &self.flavor {
             Flavor::Zero(ch) => {
                 let handle = std::ptr::from_ref(ch).addr();
-                Checked::recv(ch.direct(
-                    super::Queues::sendq,
-                    super::Queues::recvq,
-                    None,
-                    "recv",
-                    handle,
-                ))
+                Checked::recv(ch.direct(super::Side::Send, super::Side::Recv, None, "recv", handle))
             }
             Flavor::Bounded(ch) => bounded::Inner::recv::<Checked>(ch),
             Flavor::Unbounded(mb) => mailbox::Inner::recv::<Checked>(mb),

@@ -239,15 +239,28 @@ struct Queues<T> {
     closed: bool,
 }
 
-impl<T> Queues<T> {
-    #[inline(always)]
-    fn sendq(&mut self) -> &mut WaitQueue<T> {
-        &mut self.sendq
-    }
+/// Which of a channel's two queues an operation looks in or queues on: a queue selector.
+///
+/// A value rather than a function pointer picking the field: where the compiler does not
+/// carry the selector as a constant (a blocking fiber's prepare step, handed to the
+/// scheduler's `block_fiber`), a pointer left an indirect call a blocked send or receive
+/// (`examples/pingpong1`), while a value leaves a predictable branch.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    /// The senders' queue.
+    Send,
+    /// The receivers' queue.
+    Recv,
+}
 
+impl<T> Queues<T> {
+    /// The queue of `side`.
     #[inline(always)]
-    fn recvq(&mut self) -> &mut WaitQueue<T> {
-        &mut self.recvq
+    fn side(&mut self, side: Side) -> &mut WaitQueue<T> {
+        match side {
+            Side::Send => &mut self.sendq,
+            Side::Recv => &mut self.recvq,
+        }
     }
 }
 
@@ -494,13 +507,7 @@ impl<T: Send + 'static, C: Deref<Target = ChanInner<T>>> DirectWait<T, C> {
     /// goes to the queue directly; the offer comes from [`fresh_offer`](Self::fresh_offer),
     /// out of line. (Out of line with `q` a pointer, it cost a call through that pointer.)
     #[inline(always)]
-    fn queue(
-        ch: C,
-        msg: Option<T>,
-        b: blocker::Blocker,
-        qs: Guard<'_, T>,
-        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
-    ) -> Self {
+    fn queue(ch: C, msg: Option<T>, b: blocker::Blocker, qs: Guard<'_, T>, q: Side) -> Self {
         let offer = Self::fresh_offer(msg);
         // SAFETY: from `fresh_offer`: alive until the wait made below frees it.
         queue_offer(&ch, unsafe { offer.as_ref() }, b, qs, q);
@@ -575,10 +582,11 @@ fn queue_offer<T>(
     offer: &DirectOffer<T>,
     b: blocker::Blocker,
     mut qs: Guard<'_, T>,
-    q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+    q: Side,
 ) {
     offer.rec.install(b);
-    q(&mut qs).push(Entry::Direct(DirectPtr(NonNull::from(offer))));
+    qs.side(q)
+        .push(Entry::Direct(DirectPtr(NonNull::from(offer))));
     ch.update_counts(&qs);
     drop(qs);
 }
@@ -638,12 +646,7 @@ impl<'a, T> InPlaceWait<'a, T> {
     /// Queues the offer in `q` (under the lock held in `qs`, which it releases) with `b`
     /// installed: the prepare step of blocking.
     #[inline(always)]
-    fn queue(
-        &self,
-        b: blocker::Blocker,
-        qs: Guard<'_, T>,
-        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
-    ) {
+    fn queue(&self, b: blocker::Blocker, qs: Guard<'_, T>, q: Side) {
         queue_offer(self.ch, self.offer, b, qs, q);
         self.queued.set(true);
     }
@@ -833,11 +836,11 @@ impl<T: Send + 'static> ChanInner<T> {
     fn commit<'g>(
         &self,
         mut qs: Guard<'g, T>,
-        q: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        q: Side,
         deliver: impl FnOnce(&Slot<T>),
     ) -> Result<(), Guard<'g, T>> {
         loop {
-            let Some(e) = q(&mut qs).pop_live() else {
+            let Some(e) = qs.side(q).pop_live() else {
                 return Err(qs);
             };
             match e {
@@ -866,7 +869,7 @@ impl<T: Send + 'static> ChanInner<T> {
         let mut msg = Some(msg);
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
-        let r = self.commit(qs, Queues::recvq, |slot| unsafe {
+        let r = self.commit(qs, Side::Recv, |slot| unsafe {
             slot.put(msg.take().expect("pcml: message delivered twice"))
         });
         match r {
@@ -888,7 +891,7 @@ impl<T: Send + 'static> ChanInner<T> {
         let mut got = None;
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
-        let r = self.commit(qs, Queues::sendq, |slot| got = unsafe { slot.take() });
+        let r = self.commit(qs, Side::Send, |slot| got = unsafe { slot.take() });
         match r {
             Ok(()) => Ok(got.expect("pcml: a send offer without a message")),
             Err(qs) => {
@@ -906,7 +909,7 @@ impl<T: Send + 'static> ChanInner<T> {
     fn block_send(&self, offer: &Arc<Offer<T>>) -> BlockOn<()> {
         // SAFETY (in `deliver`): our offer is unpublished, so its slot is ours; the partner's
         // slot is handed over by `block_with`, which won it.
-        self.block_with(offer, Queues::recvq, Queues::sendq, |slot| unsafe {
+        self.block_with(offer, Side::Recv, Side::Send, |slot| unsafe {
             slot.put(offer.slot.take().expect("pcml: send offer without message"))
         })
     }
@@ -915,7 +918,7 @@ impl<T: Send + 'static> ChanInner<T> {
     fn block_recv(&self, offer: &Arc<Offer<T>>) -> BlockOn<T> {
         let mut got = None;
         // SAFETY (in `deliver`): the partner's slot is handed over by `block_with`.
-        let r = self.block_with(offer, Queues::sendq, Queues::recvq, |slot| {
+        let r = self.block_with(offer, Side::Send, Side::Recv, |slot| {
             got = unsafe { slot.take() }
         });
         match r {
@@ -934,14 +937,14 @@ impl<T: Send + 'static> ChanInner<T> {
     fn block_with(
         &self,
         offer: &Arc<Offer<T>>,
-        theirs: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
-        ours: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        theirs: Side,
+        ours: Side,
         deliver: impl FnOnce(&Slot<T>),
     ) -> BlockOn<()> {
         let me = &*offer.rec;
         let mut qs = self.queues.lock();
         loop {
-            let Some((i, e)) = theirs(&mut qs).take_match(me) else {
+            let Some((i, e)) = qs.side(theirs).take_match(me) else {
                 if qs.closed {
                     // Nothing is queued on a closed channel: our sync ends with the closed
                     // result, if it is still ours to end.
@@ -950,7 +953,7 @@ impl<T: Send + 'static> ChanInner<T> {
                         SelfSynch::AlreadySynched => BlockOn::Synched,
                     };
                 }
-                ours(&mut qs).push(Entry::Event(offer.clone()));
+                qs.side(ours).push(Entry::Event(offer.clone()));
                 self.update_counts(&qs);
                 return BlockOn::Waiting;
             };
@@ -986,7 +989,7 @@ impl<T: Send + 'static> ChanInner<T> {
             };
             // Someone completed our sync through another offer: put the partner back where it
             // was (the paper's `undequeue`) and stop.
-            theirs(&mut qs).q.insert(i, e);
+            qs.side(theirs).q.insert(i, e);
             self.update_counts(&qs);
             return BlockOn::Synched;
         }
@@ -998,7 +1001,7 @@ impl<T: Send + 'static> ChanInner<T> {
     /// or after a wait what our own offer's slot holds (the received message).
     ///
     /// Always inline, with `send` and `recv`, into the caller's code, for two reasons: the
-    /// queue selectors become constants instead of calls through function pointers; and a
+    /// queue selectors become constants instead of values to test; and a
     /// fiber that blocks here suspends and later resumes with no call frame of ours between
     /// its own code and the switch. A frame in between makes the return after each resumption
     /// (and the switch's own return to the worker) mispredict, since the processor's return
@@ -1007,8 +1010,8 @@ impl<T: Send + 'static> ChanInner<T> {
     #[inline(always)]
     fn direct(
         &self,
-        theirs: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
-        ours: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+        theirs: Side,
+        ours: Side,
         mut msg: Option<T>,
         what: &str,
         handle: usize,
@@ -1102,15 +1105,15 @@ fn poll_direct<T: Send + 'static, C: Deref<Target = ChanInner<T>>>(
     ch: &ChanInner<T>,
     handle: impl FnOnce() -> C,
     wait: &mut Option<DirectWait<T, C>>,
-    theirs: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
-    ours: fn(&mut Queues<T>) -> &mut WaitQueue<T>,
+    theirs: Side,
+    ours: Side,
     msg: &mut Option<T>,
     cx: &mut Context<'_>,
 ) -> Poll<Option<T>> {
     if let Some(w) = wait {
         if !w.offer().rec.is_done() {
             let mut qs = ch.queues.lock();
-            if ours(&mut qs).holds_direct(w.offer) {
+            if qs.side(ours).holds_direct(w.offer) {
                 // Still queued, so nobody took it: the blocker is still ours to replace (a
                 // task moved to another executor thread, or a spurious poll). The old one is
                 // dropped after unlocking: a waker's drop is foreign code.
@@ -1198,7 +1201,7 @@ fn send_sync_direct<T: Send + 'static, M: Mode>(
     msg: &mut Option<T>,
 ) -> M::Sent<T> {
     let msg = msg.take().expect("pcml: send event reused");
-    M::sent(ch.direct(Queues::recvq, Queues::sendq, Some(msg), "sync", 0))
+    M::sent(ch.direct(Side::Recv, Side::Send, Some(msg), "sync", 0))
 }
 
 /// A send event's async one-branch sync ([`SendEvt`]'s and [`InlineSend`]'s): `poll_direct`
@@ -1214,8 +1217,8 @@ fn send_poll_direct<T: Send + 'static, M: Mode>(
         ch,
         || ChanRef::new(ch),
         direct,
-        Queues::recvq,
-        Queues::sendq,
+        Side::Recv,
+        Side::Send,
         msg,
         cx,
     )
@@ -1225,7 +1228,7 @@ fn send_poll_direct<T: Send + 'static, M: Mode>(
 /// A receive event's blocking one-branch sync ([`RecvEvt`]'s and [`InlineRecv`]'s).
 #[inline(always)]
 fn recv_sync_direct<T: Send + 'static, M: Mode>(ch: &ChanInner<T>) -> M::Recv<T> {
-    M::recv(ch.direct(Queues::sendq, Queues::recvq, None, "sync", 0))
+    M::recv(ch.direct(Side::Send, Side::Recv, None, "sync", 0))
 }
 
 /// A receive event's async one-branch sync ([`RecvEvt`]'s and [`InlineRecv`]'s).
@@ -1240,8 +1243,8 @@ fn recv_poll_direct<T: Send + 'static, M: Mode>(
         ch,
         || ChanRef::new(ch),
         direct,
-        Queues::sendq,
-        Queues::recvq,
+        Side::Send,
+        Side::Recv,
         &mut none,
         cx,
     )
@@ -1576,7 +1579,7 @@ impl<T: Send + 'static> SendFuture<'_, T> {
             return Poll::Pending;
         }
         let ch = this.ch;
-        let (theirs, ours) = (Queues::recvq, Queues::sendq);
+        let (theirs, ours) = (Side::Recv, Side::Send);
         match poll_direct(ch, || ch, &mut this.wait, theirs, ours, &mut this.msg, cx) {
             Poll::Ready(left) => {
                 this.done = true;
@@ -1609,7 +1612,7 @@ impl<T: Send + 'static> RecvFuture<'_, T> {
             return Poll::Pending;
         }
         let ch = this.ch;
-        let (theirs, ours) = (Queues::sendq, Queues::recvq);
+        let (theirs, ours) = (Side::Send, Side::Recv);
         let mut none = None;
         match poll_direct(ch, || ch, &mut this.wait, theirs, ours, &mut none, cx) {
             Poll::Ready(got) => {
@@ -1659,7 +1662,7 @@ impl<T: Send + 'static> Chan<T> {
         let handle = std::ptr::from_ref(&self.inner).addr();
         let left = self
             .inner
-            .direct(Queues::recvq, Queues::sendq, Some(msg), "send", handle);
+            .direct(Side::Recv, Side::Send, Some(msg), "send", handle);
         Plain::sent(left)
     }
 
@@ -1683,7 +1686,7 @@ impl<T: Send + 'static> Chan<T> {
         let handle = std::ptr::from_ref(&self.inner).addr();
         Plain::recv(
             self.inner
-                .direct(Queues::sendq, Queues::recvq, None, "recv", handle),
+                .direct(Side::Send, Side::Recv, None, "recv", handle),
         )
     }
 
