@@ -1046,6 +1046,12 @@ impl<T: Send + 'static> ChanInner<T> {
 
 /// Delivers into the direct offer `p`, which we took out of its queue (so it is ours to
 /// deliver to), marks it done and wakes its owner.
+///
+/// Always inline: the compiler kept it out of line under the commit phase of a send or
+/// receive, an extra call a message (callgrind, `examples/taskpp`: 1,468 against 1,446
+/// instructions a round trip inline; `examples/pingpong1`: 397 against 392 a message; the
+/// examples' code grows by under 4 KiB).
+#[inline(always)]
 fn finish_direct<T>(p: DirectPtr<T>, deliver: impl FnOnce(&Slot<T>)) {
     // SAFETY: a queued direct offer stays allocated until its owner sees it done or withdraws
     // it (module invariants); we took it out of the queue, so it cannot be withdrawn, and it
