@@ -734,7 +734,7 @@ impl TaskRegistry {
     }
 
     /// Forgets a finished task, if it was ever registered.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&self, task: &TaskRef) {
         let key = task.header().registry_key.load(Ordering::Relaxed);
         if key == NOT_REGISTERED {
