@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 
 use super::{Ctx, pcml_against_tokio};
-use crate::runner::{Error, Metric, Result, Sample};
+use crate::runner::{Error, Metric, Result, Sample, Stats};
 use crate::table::Section;
 
 #[path = "../../../pcml/examples/support/echo.rs"]
@@ -53,18 +53,6 @@ fn measure(server: Server, secs: f64, busy: &Busy) -> Result<Sample> {
     })
 }
 
-/// The median and range of `v` (not empty).
-fn spread(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (median, v[0], v[n - 1])
-}
-
 /// The note on the load thread's shares of the runs: on a core, and waiting for one. What is
 /// left of a run, the load waited for the servers' answers; where that is near nothing, the
 /// load is the bottleneck, and a faster server can raise the round trips by at most that.
@@ -72,17 +60,19 @@ fn busy_note(busy: &[(f64, f64)]) -> Option<String> {
     if busy.is_empty() {
         return None;
     }
-    let pct = |(m, lo, hi): (f64, f64, f64)| {
+    // `busy` is not empty, so every share has its statistics.
+    let pct = |shares: Vec<f64>| {
+        let s = Stats::of(&shares).expect("a share of every run");
         format!(
             "{:.0}% ({:.0}% - {:.0}%)",
-            m * 100.0,
-            lo * 100.0,
-            hi * 100.0
+            s.median * 100.0,
+            s.min * 100.0,
+            s.max * 100.0
         )
     };
-    let on = spread(busy.iter().map(|b| b.0).collect());
-    let waiting = spread(busy.iter().map(|b| b.1).collect());
-    let idle = spread(busy.iter().map(|b| (1.0 - b.0 - b.1).max(0.0)).collect());
+    let on = busy.iter().map(|b| b.0).collect();
+    let waiting = busy.iter().map(|b| b.1).collect();
+    let idle = busy.iter().map(|b| (1.0 - b.0 - b.1).max(0.0)).collect();
     Some(format!(
         "echo: the load's thread, over this round's {} runs of either server (median, range): \
          on a core {}, waiting for one {}, waiting for the server {}; where the last is near \
