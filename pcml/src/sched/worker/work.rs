@@ -86,20 +86,30 @@ impl Context {
             Runnable::Fiber(f) => Some(f.body.site()),
             Runnable::Task(_) => None,
         };
-        let mut below = Vec::with_capacity(part.len());
-        while below.len() < part.len()
-            && let Some(r) = self.local.pop()
-        {
-            below.push(r);
-        }
+        let below = self.pop_local(part.len());
         let same = !below.is_empty()
             && part
                 .iter()
                 .zip(&below)
                 .all(|(a, b)| matches!((site(a), site(b)), (Some(x), Some(y)) if x == y));
-        // Back as they were, the newest on top.
-        below.into_iter().rev().for_each(|r| self.local.push(r));
+        self.unpop_local(below);
         same
+    }
+
+    /// Up to `n` items popped off this proc's deque, the newest first.
+    fn pop_local(&self, n: usize) -> Vec<Runnable> {
+        let mut popped = Vec::with_capacity(n);
+        while popped.len() < n
+            && let Some(r) = self.local.pop()
+        {
+            popped.push(r);
+        }
+        popped
+    }
+
+    /// Puts back what [`pop_local`](Self::pop_local) took, as it was: the newest on top.
+    fn unpop_local(&self, popped: Vec<Runnable>) {
+        popped.into_iter().rev().for_each(|r| self.local.push(r));
     }
 
     /// Splits the burst of fibers that the thread which ran last spawned (see "A burst of
@@ -145,18 +155,12 @@ impl Context {
         };
         let mut dealt = false;
         for to in targets.take(parts - 1) {
-            let mut part = Vec::with_capacity(len);
-            while part.len() < len
-                && let Some(r) = self.local.pop()
-            {
-                part.push(r);
-            }
+            let part = self.pop_local(len);
             if part.len() < len
                 || part.iter().any(|r| matches!(r, Runnable::Task(_)))
                 || !self.repeats_below(&part)
             {
-                // Back as it was, the newest on top.
-                part.into_iter().rev().for_each(|r| self.local.push(r));
+                self.unpop_local(part);
                 break;
             }
             // Oldest first, so that the receiver starts them in spawn order; fibers their
