@@ -327,13 +327,14 @@ impl Shared {
     }
 
     /// Sends every message of `msgs` to proc `proc`'s inbox, then wakes the proc if it sleeps:
-    /// [`send_to`](Self::send_to) with one fence for the lot.
+    /// one fence for the lot.
     pub(crate) fn send_all_to(&self, proc: usize, msgs: impl IntoIterator<Item = InboxMsg>) {
         let p = &self.procs[proc];
         for msg in msgs {
             p.inbox.push(msg);
         }
-        // SeqCst fence: as in `send_to`.
+        // SeqCst fence: the pusher's half of the Dekker pair with the sleeper's fence in `idle`
+        // (flag store, fence, inbox load): either it sees our messages or we see its flag.
         fence(Ordering::SeqCst);
         if p.sleeping.load(Ordering::Relaxed) {
             self.unpark(p);
@@ -341,15 +342,9 @@ impl Shared {
     }
 
     /// Sends `msg` to proc `proc`'s inbox and wakes the proc if it sleeps.
+    #[inline]
     pub(crate) fn send_to(&self, proc: usize, msg: InboxMsg) {
-        let p = &self.procs[proc];
-        p.inbox.push(msg);
-        // SeqCst fence: the pusher's half of the Dekker pair with the sleeper's fence in `idle`
-        // (flag store, fence, inbox load): either it sees our message or we see its flag.
-        fence(Ordering::SeqCst);
-        if p.sleeping.load(Ordering::Relaxed) {
-            self.unpark(p);
-        }
+        self.send_all_to(proc, [msg]);
     }
 
     /// Asks one proc to look again (after an outside event that may end a deadlock check).
