@@ -117,7 +117,7 @@ pub struct Measured {
 
 /// The time the calling thread has spent on a core so far and the time it has waited,
 /// runnable, for one (Linux's `/proc/thread-self/schedstat`; zero where it cannot be read).
-fn thread_cpu() -> (Duration, Duration) {
+fn thread_schedstat() -> (Duration, Duration) {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
     let mut fields = text
         .split_whitespace()
@@ -146,7 +146,7 @@ pub fn measure(server: Server, secs: f64, per_client: Option<u64>) -> Result<Mea
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let load_cpu = thread_cpu();
+    let load_then = thread_schedstat();
     let loaded = load.block_on(async {
         let clients: Vec<_> = (0..CONNECTIONS)
             .map(|c| {
@@ -191,8 +191,8 @@ pub fn measure(server: Server, secs: f64, per_client: Option<u64>) -> Result<Mea
         Ok::<Duration, String>(start.elapsed())
     });
     let (load_cpu, load_wait) = {
-        let (run, wait) = thread_cpu();
-        (run - load_cpu.0, wait - load_cpu.1)
+        let (run, wait) = thread_schedstat();
+        (run - load_then.0, wait - load_then.1)
     };
     // Dropping the runtime closes any connection a failed client left open, so the server
     // ends either way.
