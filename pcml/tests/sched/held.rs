@@ -377,7 +377,7 @@ fn a_burst_of_spawns_of_a_proc_off_its_core_runs_on_another() {
 /// leaves its proc to run next the spawn made right after that child, not the newest: the two
 /// were spawned back to back, likely to talk, and the oldest queued spawn is the first a thief
 /// would take ("Partners spawned back to back stay together" in the `sched` docs). An attempt
-/// in which an idle proc took that spawn says nothing and is tried again.
+/// in which an idle proc took any of the queued spawns says nothing and is tried again.
 #[test]
 fn on_two_procs_the_spawn_after_an_inline_joined_child_runs_next() {
     let (clean, first_ran) = run_on_procs(2, || {
@@ -400,17 +400,13 @@ fn on_two_procs_the_spawn_after_an_inline_joined_child_runs_next() {
                     .collect();
                 assert_eq!(a.join().unwrap(), 6);
                 queued.into_iter().for_each(|h| h.join().unwrap());
-                // What ran on proc 0, in order: an idle proc may have stolen some.
-                let here: Vec<_> = log
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .filter(|&&(_, on)| on == Some(0))
-                    .map(|&(k, _)| k)
-                    .collect();
-                if here.contains(&1) {
+                // Only an attempt whose spawns all ran on proc 0 says something: an idle proc
+                // may steal the oldest spawns in a batch, and proc 0 steal the first back
+                // after running the newest (seen once in 30 runs of the suite).
+                let log = log.lock().unwrap().clone();
+                if log.iter().all(|&(_, on)| on == Some(0)) {
                     clean += 1;
-                    first_ran += usize::from(here[0] == 1);
+                    first_ran += usize::from(log[0].0 == 1);
                 }
             }
             (clean, first_ran)
@@ -421,7 +417,7 @@ fn on_two_procs_the_spawn_after_an_inline_joined_child_runs_next() {
     .unwrap();
     assert!(
         clean > 0,
-        "an idle proc took the spawn after the inline child in every attempt"
+        "an idle proc took a queued child in every attempt"
     );
     assert_eq!(
         first_ran, clean,
