@@ -573,7 +573,9 @@ impl<T> JoinHandle<T> {
     /// fiber's proc, for `spawn_on`) with at least a quarter of its stack free, `join` runs the
     /// fiber's closure right here on the caller's stack (work-first, as Cilk's join does): no
     /// stack, no context switch. The closure still sees its own [`current`](crate::current)
-    /// id, and its panics are still caught and returned as a [`JoinError`].
+    /// id, and its panics are still caught and returned as a [`JoinError`]. Until it returns
+    /// it is part of its joiner: if the joiner is cancelled ([`abort`](Self::abort)) meanwhile,
+    /// it is cancelled with it.
     ///
     /// # Panics
     /// Inside a pcml async task, which cannot block: `.await` the handle there.
@@ -638,6 +640,10 @@ impl<T> JoinHandle<T> {
     /// - An async task's future is dropped instead of being polled again (at once if it is
     ///   waiting: the cancellation wakes it).
     /// - A `spawn_blocking` job cannot be cancelled: it runs to its end.
+    /// - A fiber that the cancelled fiber's [`join`](Self::join) is running inline on its own
+    ///   stack (it had not started when joined) goes with it: its own join reports it
+    ///   cancelled. A child that must outlive a joiner that may be cancelled should be let
+    ///   start first (joined after it has synchronized once, say), or not be joined.
     ///
     /// Aborting twice, or a finished thread, does nothing. The cancelled fiber's unwinding
     /// must not be caught and ignored (`catch_unwind` that swallows it): the fiber would run

@@ -430,8 +430,15 @@ fn abort_reaches_fibers_blocked_in_mvar_join_sleep_and_yield_loops() {
             .block_on(|| {
                 let mv = pcml::MVar::<u32>::new();
                 let forever = pcml::Chan::<()>::new();
-                let f2 = forever.clone();
-                let child = pcml::spawn(move || f2.recv());
+                let (f2, began) = (forever.clone(), pcml::IVar::new());
+                let b = began.clone();
+                let child = pcml::spawn(move || {
+                    b.put(()).unwrap();
+                    f2.recv()
+                });
+                // Started, so that the joiner below blocks in its join: one that found the
+                // child unstarted would run it inline, and the child would go with it.
+                began.get();
                 let m = mv.clone();
                 let hs = vec![
                     pcml::spawn(move || {
