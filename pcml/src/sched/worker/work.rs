@@ -363,19 +363,33 @@ impl Context {
     /// elsewhere, it goes back through that proc's inbox. A chooser that followed each
     /// partner that woke it, or that an idle proc took while its own proc's thread waited
     /// for a core, would sit beside one partner, whose next offers then come first.
+    ///
+    /// A one-proc runtime takes a path of its own: its tasks have no other proc to stay away
+    /// from or be sent back to, and nobody to tell (a 1-proc `.await` ping-pong's every
+    /// wake-up comes here).
     #[inline]
     pub(super) fn wake_here(&self, task: TaskRef) {
-        if let Some(at) = task.header().polled_at() {
+        let polled = task.header().polled_at();
+        if self.alone {
+            if let Some(at) = polled
+                && at.proc == self.index
+                && !self.io_dispatch.get()
+                && self.new_len() > at.depth
+            {
+                self.defer(task, at.depth);
+                return;
+            }
+            self.own.borrow_mut().push(Runnable::Task(task));
+            return;
+        }
+        if let Some(at) = polled {
             if at.proc == self.index {
-                if at.choice && !self.alone {
+                if at.choice {
                     self.placed.borrow_mut().push_back(Runnable::Task(task));
                     return;
                 }
                 if !self.io_dispatch.get() && self.new_len() > at.depth {
-                    let mut d = self.deferred.borrow_mut();
-                    // Kept in ascending order of due length, so the back is the first due.
-                    let i = d.partition_point(|&(_, due)| due <= at.depth);
-                    d.insert(i, (task, at.depth));
+                    self.defer(task, at.depth);
                     return;
                 }
             } else if at.choice && at.proc < self.shared.procs.len() {
@@ -384,6 +398,16 @@ impl Context {
             }
         }
         self.push_task_here(task);
+    }
+
+    /// Keeps `task`, woken here, in `deferred` until this proc's deque of new work is back to
+    /// `depth` items (see [`wake_here`](Self::wake_here)).
+    #[inline(never)]
+    fn defer(&self, task: TaskRef, depth: usize) {
+        let mut d = self.deferred.borrow_mut();
+        // Kept in ascending order of due length, so the back is the first due.
+        let i = d.partition_point(|&(_, due)| due <= depth);
+        d.insert(i, (task, depth));
     }
 
     /// Runs `f`, which dispatches readiness events on this proc (see `io_dispatch`). The
