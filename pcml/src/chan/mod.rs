@@ -110,7 +110,7 @@
 //! (see `event::inline`). What such an `.await` still pays beyond [`Chan::recv_async`] and
 //! [`Chan::send_async`], the same async path without an event (a future that borrows the
 //! channel), is the event's reference count on the channel (an `Arc` clone and drop) and the
-//! general future's state: 1,480 against 1,360 instructions a round trip of four awaits in a
+//! general future's state: 1,310 against 1,225 instructions a round trip of four awaits in a
 //! one-proc task ping-pong (`examples/taskpp`, callgrind), down from 2,657 when the event was
 //! boxed.
 //!

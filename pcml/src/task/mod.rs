@@ -79,9 +79,9 @@
 //! | --- | ---: | ---: | --- |
 //! | spawn a task and await its `JoinHandle` | 605 | 1,735 | `taskspawn [tokio] N` |
 //! | skynet, per leaf, sums returned through join handles | 965 | 1,646 | `skynet N tasks-once` / `tokio-once` |
-//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,229 | - | `skynet N chan-once` |
-//! | ping-pong round trip, `recv_async`/`send_async` | 1,360 | 2,113 | `taskpp async N` / `taskpp tokio N` |
-//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,480 | 2,113 | `taskpp N` |
+//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,095 | - | `skynet N chan-once` |
+//! | ping-pong round trip, `recv_async`/`send_async` | 1,225 | 2,113 | `taskpp async N` / `taskpp tokio N` |
+//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,310 | 2,113 | `taskpp N` |
 //!
 //! (Measured 2026-11-25, runs of 20,000 and 60,000 operations, or 10,000 and 100,000 leaves;
 //! the skynet row of join handles 2026-12-01, when it had grown to 1,063 (tokio 1,646): the
@@ -94,7 +94,10 @@
 //! trips, and 10,000 and 100,000 leaves: from 1,699, 1,544 and 2,353 when the small functions
 //! of a wait (the offer record's, the budget's, the sync future's `poll`) were made inline
 //! across the crate boundary, a queued offer's memory came to be kept by the proc instead of
-//! a thread-local cache, and a waker's wake-up was made inline in the partner's `unblock`.)
+//! a thread-local cache, and a waker's wake-up was made inline in the partner's `unblock`;
+//! then 2026-12-02, the same lengths, from 1,422, 1,334 and 2,163 when the worker's turn
+//! came to run a task inline, an async wait's offer to be taken inline, and a wake-up on a
+//! one-proc runtime to take a path of its own: see `sched::worker`'s `wake_here`.)
 //!
 //! (tokio's ping-pong is over two `mpsc::channel(1)`s: it has no rendezvous channel.) So a
 //! value handed to a parent is cheapest through the child's join handle, and a hot loop on
