@@ -31,7 +31,7 @@
 //!   spawns while other procs are idle, and a proc on which many fibers live (below).
 //! - **An idle proc takes only work that waits.** A fiber a proc spawns while it holds none
 //!   is held (the oldest unstarted spawn: those spawned after it go to the deque; its joiner
-//!   takes it back with one CAS, see `held`); an idle proc takes a held fiber only
+//!   takes it back with plain loads and stores, see `held`); an idle proc takes a held fiber only
 //!   if it sees the same one held `HELD_GRACE` (2 ms) apart and the holding proc's thread
 //!   spent `HELD_BUSY` (1 ms) of CPU time meanwhile (it is busy with something else, a long
 //!   computation say), and other queued work only if it is still there after `STEAL_GRACE`

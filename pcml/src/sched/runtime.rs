@@ -543,6 +543,10 @@ impl Builder {
             return Err(BuildError::MaxFibers);
         }
         crate::sched::panic::install_hook();
+        if procs > 1 {
+            // Before any worker thread starts (see `held`).
+            crate::sched::held::prepare_thieves();
+        }
         if self.dump_on_sigquit {
             crate::sched::sigquit::dump_on_sigquit()
                 .map_err(|e| BuildError::Signal(e.to_string()))?;

@@ -22,10 +22,11 @@
 //!   poll (a yield) goes to `woken`, a work-stealing deque run oldest first when there is no
 //!   new work;
 //! - a held fiber: the oldest unstarted fiber spawned on the proc, kept out of the deque (see
-//!   `Context::hold_new`), so that the usual spawn-then-join costs one atomic operation: the
-//!   joiner takes the fiber back and runs it inline. It is held in the proc's shared entry
-//!   (`held`), where idle procs may steal it, or, on a runtime of one proc, in its private
-//!   context (`own_held`), with no atomic operation at all;
+//!   `Context::hold_new`), so that the usual spawn-then-join costs no read-modify-write: the
+//!   joiner takes the fiber back with plain stores and loads (an asymmetric barrier puts the
+//!   cost on the rare thief, see `held`) and runs it inline. It is held in the proc's shared
+//!   entry (`held`), where idle procs may steal it, or, on a runtime of one proc, in its
+//!   private context (`own_held`), with no atomic operation at all;
 //! - an [`Inbox`]: the landing pad through which others wake this proc's fibers;
 //! - its fibers' slots (`fibers`), its stack pool, and a [`Parker`] to sleep on.
 //!

@@ -8,7 +8,7 @@ impl Context {
     /// Holds a fiber just spawned by this proc's running thread out of the deque, if none is
     /// held yet (else it goes to the deque, where the newest runs first; the held one, the
     /// oldest, runs before them all). Its joiner (typically the spawner, soon) takes it back
-    /// with one CAS (none on a one-proc runtime) and runs it inline (`run_held`); otherwise it
+    /// with no read-modify-write (see `held`) and runs it inline (`run_held`); otherwise it
     /// is the first new work this proc runs, unless an idle proc steals it first (idle procs
     /// are notified as for a deque push).
     ///
@@ -45,9 +45,12 @@ impl Context {
         if self.fibers.len() >= SPILL_WATCH {
             return self.hold_new_spill(f);
         }
-        match self.me().held.try_put(f) {
-            Ok(()) => self.shared.notify_held(),
-            Err(f) => self.queue_new_notify(f),
+        let held = &self.me().held;
+        if held.can_put() {
+            held.put(f);
+            self.shared.notify_held();
+        } else {
+            self.queue_new_notify(f);
         }
     }
 
@@ -740,7 +743,7 @@ impl Context {
             // the likeliest to want it, and its spawner the likeliest to talk to it.
             if victim.held.is_full()
                 && self.held_waited(victim)
-                && let Some(f) = victim.held.take()
+                && let Some(f) = victim.held.steal()
             {
                 // Counted live from now on, here (see `hold_new`).
                 self.count_live_here(1);
