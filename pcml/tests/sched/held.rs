@@ -211,6 +211,39 @@ fn an_idle_proc_steals_a_held_fiber_from_a_spinning_spawner() {
     }
 }
 
+/// A spawner that computes for about as long as an idle proc waits before it takes a held
+/// fiber (`HELD_GRACE`, 2 ms), then joins, races its take-back of the held child with that
+/// proc's steal of it: whichever wins, the child runs exactly once and its result reaches the
+/// joiner. (The take-back is plain loads and stores against the thief's barrier, see
+/// `sched::held`.)
+#[test]
+fn a_join_racing_a_steal_of_its_held_child_gets_the_result_once() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    run_on_procs(2, move || {
+        for i in 0..40u64 {
+            let r = r.clone();
+            let h = pcml::spawn(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+                i * 2
+            });
+            // Computes without a switch for 1.5 to 3.4 ms, around the grace.
+            let until =
+                std::time::Instant::now() + std::time::Duration::from_micros(1500 + (i % 20) * 100);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            assert_eq!(h.join().unwrap(), i * 2);
+        }
+    })
+    .unwrap();
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        40,
+        "each child ran exactly once"
+    );
+}
+
 /// A held fiber does not move while its proc's thread is off its core (here: blocked in an OS
 /// sleep, as a thread that the OS does not run): the spawner runs it when it is back, beside
 /// the threads it was spawned to talk to. (The watchdog is off: it would move the fiber once
