@@ -217,6 +217,17 @@
 //!   The price: a spawn that races with a proc falling asleep may go unseen (no fence on
 //!   the spawner's side); the fiber then runs when its proc next takes a turn, or moves
 //!   when the watchdog finds that proc hogged.
+//! - **Taking a held fiber back costs its joiner nothing that a thief's steal could pay
+//!   for.** The spawner puts and its joiner takes back with plain loads and stores; a thief,
+//!   which waited `HELD_GRACE` already, raises a flag and has the kernel run a memory barrier
+//!   on the process's CPUs (`membarrier`, a few microseconds) before it looks (an asymmetric
+//!   Dekker pair, see `held`; where the kernel lacks it, `SeqCst` fences on both sides). The
+//!   joiner's compare-and-swap on the slot was what a spawn+join on 2 procs paid over one
+//!   proc (where the slot is a private cell): 25 ns of the spawner's CPU time against 16 ns
+//!   (`examples/spawn1.rs 2000000 2`), 20 ns without it. In the bench
+//!   (`pcml-bench --only spawn --procs 1,2 --co-runner 1 --peers go --runs 6 --rounds 2`,
+//!   alternated with the build before at load 6-11) the 2-proc row's best runs went from
+//!   38-40 M threads/s to 55-56 M, against 64-68 M on one proc (0.58x to 0.85x).
 //! - **Many long-lived fibers are dealt out in long blocks, while the procs have cores.**
 //!   Once 100 started fibers live on a proc, the fibers it spawns next go to the procs in
 //!   turn, 100 at a time (the next proc first, this one included; like `spawn_on`'s, each
