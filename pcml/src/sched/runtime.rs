@@ -572,7 +572,7 @@ impl Builder {
                         carrier: i % carriers,
                         sleeping: AtomicBool::new(false),
                         live: CachePadded::new(AtomicIsize::new(0)),
-                        wake: CachePadded::new(Default::default()),
+                        wake: Arc::new(CachePadded::new(Default::default())),
                         held: HeldSlot::new(),
                         watch: CachePadded::new(Default::default()),
                         timers: CachePadded::new(SpinLock::new(TimerHeap::new(i))),

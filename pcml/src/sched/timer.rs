@@ -4,7 +4,7 @@
 //! The worker fires due timers between threads, and an idle proc parks exactly until its
 //! earliest deadline. A timer that is cancelled (its sleeper gave up, or a future was dropped)
 //! is marked at once from any thread; the heap drops marked entries when it pops them, and
-//! compacts itself when marked entries outnumber live ones, so a loop that arms and cancels
+//! compacts itself when marked entries are three quarters of it, so a loop that arms and cancels
 //! timers keeps memory bounded.
 //!
 //! Pending timers count as wake sources for deadlock detection: a thread that sleeps is not
@@ -24,9 +24,11 @@ use std::time::Instant;
 
 use std::sync::{Condvar, Mutex, OnceLock};
 
+use crossbeam_utils::CachePadded;
+
 use crate::mp::SpinLock;
 use crate::sched::blocker::Blocker;
-use crate::sched::worker::Shared;
+use crate::sched::worker::{Shared, WakeSources};
 
 const PENDING: u8 = 0;
 const FIRED: u8 = 1;
@@ -46,9 +48,9 @@ pub(crate) struct TimerCell {
     state: AtomicU8,
     /// What to do when it fires; replaced by an async poller whose waker changed.
     waiter: SpinLock<Option<OnFire>>,
-    /// The runtime, and the proc whose heap holds this timer and whose `wake` counts it
-    /// (none for the fallback thread).
-    owner: Option<(Arc<Shared>, usize)>,
+    /// The wake sources (`ProcShared::wake`) of the proc whose heap holds this timer, which
+    /// count it (none for the fallback thread).
+    owner: Option<Arc<CachePadded<WakeSources>>>,
 }
 
 impl TimerCell {
@@ -58,9 +60,16 @@ impl TimerCell {
         self.state.load(Ordering::Acquire) == FIRED
     }
 
-    /// Replaces the blocker to wake at the deadline.
-    pub(crate) fn set_waiter(&self, b: Blocker) {
-        *self.waiter.lock() = Some(OnFire::Wake(b));
+    /// Makes `waker` the one woken at the deadline, unless the waiter already wakes the same
+    /// task (the usual case of a future polled again by its task: no clone, no drop).
+    pub(crate) fn set_waker(&self, waker: &std::task::Waker) {
+        let mut w = self.waiter.lock();
+        if let Some(OnFire::Wake(b)) = &*w
+            && b.will_wake(waker)
+        {
+            return;
+        }
+        *w = Some(OnFire::Wake(Blocker::from_waker(waker.clone())));
     }
 
     /// Cancels the timer if it has not fired; returns whether this call cancelled it.
@@ -72,8 +81,7 @@ impl TimerCell {
             .is_ok();
         if won {
             self.waiter.lock().take();
-            if let Some((shared, proc)) = &self.owner {
-                let wake = &shared.procs[*proc].wake;
+            if let Some(wake) = &self.owner {
                 // SeqCst: as in `fire`.
                 wake.pending.fetch_sub(1, Ordering::SeqCst);
                 // Relaxed: a hint for the owning proc's compaction.
@@ -96,12 +104,9 @@ impl TimerCell {
                 Some(OnFire::Call(f)) => f(),
                 None => {}
             }
-            if let Some((shared, proc)) = &self.owner {
+            if let Some(wake) = &self.owner {
                 // SeqCst: deadlock detection reads this after the wake-up is visible.
-                shared.procs[*proc]
-                    .wake
-                    .pending
-                    .fetch_sub(1, Ordering::SeqCst);
+                wake.pending.fetch_sub(1, Ordering::SeqCst);
             }
         }
         // Else cancelled meanwhile: nothing to do.
@@ -167,7 +172,7 @@ impl TimerHeap {
         let cell = Arc::new(TimerCell {
             state: AtomicU8::new(PENDING),
             waiter: SpinLock::new(on_fire),
-            owner: Some((shared.clone(), self.proc)),
+            owner: Some(shared.procs[self.proc].wake.clone()),
         });
         // A thread that arms and cancels in a loop may not return to the worker for a long
         // time: compact here too, not only when timers fire.
@@ -205,19 +210,23 @@ impl TimerHeap {
         due
     }
 
-    /// Drops cancelled entries when they make up most of the heap.
+    /// Drops cancelled entries when they make up three quarters of the heap, in place.
+    ///
+    /// A compaction looks at every entry, so its cost a cancelled timer is the heap's size
+    /// over the cancelled entries it drops: 4/3 of an entry at three quarters, against 2 at
+    /// half, where this compacted before (with a copy of the heap into a new one). A server
+    /// that arms a timeout a request and cancels it when the request comes (hyper's
+    /// header-read timeout: 30 s, so none fires) pays this on every request; the heap then
+    /// holds at most four times its live timers. Callgrind, `examples/hyper_server` on one
+    /// proc under `wrk -t2 -c100`: the compaction took 205 instructions a request at half
+    /// with the copy, about 95 at three quarters in place, of some 7,600 a request.
     fn compact(&mut self, shared: &Shared) {
         let counter = &shared.procs[self.proc].wake.timers_cancelled;
         // Relaxed: a hint; the filter below looks at each timer's own state.
         let cancelled = counter.load(Ordering::Relaxed);
-        if cancelled > 64 && cancelled * 2 > self.heap.len() {
+        if cancelled > 64 && cancelled * 4 > self.heap.len() * 3 {
             counter.store(0, Ordering::Relaxed);
-            let live: Vec<_> = self
-                .heap
-                .drain()
-                .filter(|Reverse(e)| e.cell.is_pending())
-                .collect();
-            self.heap = live.into_iter().collect();
+            self.heap.retain(|Reverse(e)| e.cell.is_pending());
         }
     }
 }

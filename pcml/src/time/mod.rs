@@ -254,7 +254,7 @@ impl Future for Sleep {
                 if cell.has_fired() {
                     return Poll::Ready(());
                 }
-                cell.set_waiter(Blocker::from_waker(cx.waker().clone()));
+                cell.set_waker(cx.waker());
                 // It may have fired between the check and the new waiter: look again.
                 if cell.has_fired() {
                     Poll::Ready(())

@@ -3,8 +3,9 @@
 //! Each test measures the process's resident memory, which tests running beside it in one
 //! process would disturb: it runs itself alone in a child process of the test binary.
 
+use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pcml::{Runtime, RuntimeError};
 
@@ -86,6 +87,86 @@ fn a_million_choices_won_by_the_channel_keep_memory_bounded() {
             assert!(a < b + 20 * 1024, "RSS grew from {b} KiB to {a} KiB");
         }
         // No timer is left pending: nothing can wake main, so this is a deadlock.
+        pcml::spawn_task(std::future::pending::<()>())
+            .join()
+            .unwrap();
+    });
+    assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
+}
+
+/// Arms a sleep for each deadline in `at` and polls it once (arming its timer on this proc).
+fn armed(at: impl IntoIterator<Item = Instant>) -> Vec<Pin<Box<pcml::time::Sleep>>> {
+    let mut cx = Context::from_waker(Waker::noop());
+    at.into_iter()
+        .map(|d| {
+            let mut s = Box::pin(pcml::time::sleep_until_async(d));
+            assert_eq!(s.as_mut().poll(&mut cx), Poll::Pending);
+            s
+        })
+        .collect()
+}
+
+/// Deadlines 1 to 41 ms after `start`, in a scrambled order.
+fn scrambled(start: Instant, n: u64) -> impl Iterator<Item = Instant> {
+    (0..n).map(move |i| start + Duration::from_micros(1_000 + (i * 7_919) % 40_000))
+}
+
+/// Awaits each sleep: every one completes, none before its deadline.
+async fn all_fire(sleeps: Vec<Pin<Box<pcml::time::Sleep>>>) {
+    for s in sleeps {
+        let d = s.deadline();
+        s.await;
+        assert!(Instant::now() >= d);
+    }
+}
+
+/// Timers cancelled in a scattered order on the proc that armed them, two thirds of them (the
+/// heap compacts while the rest fire): the timers left all fire, none early, and the
+/// cancelled ones do not keep the runtime alive.
+#[test]
+fn timers_cancelled_out_of_order_leave_the_rest_firing() {
+    let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
+        pcml::spawn_task(async {
+            let sleeps = armed(scrambled(Instant::now(), 600));
+            // Two of every three go, from everywhere in the heap.
+            let kept: Vec<_> = sleeps.into_iter().step_by(3).collect();
+            assert_eq!(kept.len(), 200);
+            all_fire(kept).await;
+        })
+        .join()
+        .unwrap();
+        pcml::spawn_task(std::future::pending::<()>())
+            .join()
+            .unwrap();
+    });
+    assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
+}
+
+/// Timers cancelled on another thread, then more armed (which compacts the heap, most of it
+/// cancelled) and some of those cancelled on the proc: the survivors all fire, none early,
+/// and nothing cancelled keeps the runtime alive.
+#[test]
+fn timers_cancelled_off_their_proc_and_on_it_leave_the_rest_firing() {
+    let r = Runtime::builder().procs(1).build().unwrap().block_on(|| {
+        pcml::spawn_task(async {
+            let start = Instant::now();
+            let far = armed((0..1_000).map(|_| start + Duration::from_secs(3600)));
+            let near = armed(scrambled(start, 300));
+            // Cancelled on a plain OS thread.
+            std::thread::spawn(move || drop(far)).join().unwrap();
+            // Arming compacts the heap now that most of it is cancelled.
+            let more = armed(scrambled(start + Duration::from_millis(2), 300));
+            // Cancelled on the proc, after the compaction.
+            let kept: Vec<_> = near
+                .into_iter()
+                .step_by(2)
+                .chain(more.into_iter().step_by(3))
+                .collect();
+            assert_eq!(kept.len(), 250);
+            all_fire(kept).await;
+        })
+        .join()
+        .unwrap();
         pcml::spawn_task(std::future::pending::<()>())
             .join()
             .unwrap();
