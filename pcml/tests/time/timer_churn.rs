@@ -94,13 +94,14 @@ fn a_million_choices_won_by_the_channel_keep_memory_bounded() {
     assert!(matches!(r, Err(RuntimeError::Deadlock { .. })), "{r:?}");
 }
 
-/// Arms a sleep for each deadline in `at` and polls it once (arming its timer on this proc).
+/// Arms a sleep for each deadline in `at` and polls it once (arming its timer on this proc,
+/// unless a slow machine let the deadline pass already: that sleep is then done).
 fn armed(at: impl IntoIterator<Item = Instant>) -> Vec<Pin<Box<pcml::time::Sleep>>> {
     let mut cx = Context::from_waker(Waker::noop());
     at.into_iter()
         .map(|d| {
             let mut s = Box::pin(pcml::time::sleep_until_async(d));
-            assert_eq!(s.as_mut().poll(&mut cx), Poll::Pending);
+            let _ = s.as_mut().poll(&mut cx);
             s
         })
         .collect()
