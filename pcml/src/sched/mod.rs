@@ -430,33 +430,59 @@
 //!   The parallel ping-pong and the round-robin sieve ran as fast on 8 procs as on 2
 //!   before and after (`parpp 20000`: 5.4-5.8 M against 5.2 M msgs/s; `primes placed 1000`:
 //!   104-110 ms against 127-142 ms).
-//! - **Explicit placement on a busy machine costs a wait for a core at every hop.** A
-//!   started fiber cannot follow its partner to a thread that has a core (see `fiber`), so
-//!   when the OS gives another program the core of a proc, every message to that proc's
-//!   fibers waits until the OS runs its thread again: a futex wake-up and the OS's wait for
-//!   a core (tens of microseconds) if it had parked, up to a time slice if it was taken off
-//!   its core. Programs placed with `spawn_on` so that every message crosses procs (the
-//!   Parallel CML paper's benchmarks) then run at the speed of the OS's scheduler: beside
-//!   one busy-looping process on the 2-core machine this is developed on they ran 0.04x to
-//!   0.19x of their quiet speed (pcml-bench `--co-runner 1`), where Go, which moves a
-//!   goroutine to whichever thread runs, kept 0.68x-1.05x (spawn, ping-pong, parallel
-//!   ping-pong). The same programs placed by the scheduler keep their partners on one proc
-//!   and held 0.68x-1.06x. Two cheap changes were measured and not kept, at load 9-14
-//!   (`examples/cross_spawn 20000 2`, a parent on proc 0 joining children placed on proc
-//!   1, alternated with the unchanged build): letting every idle carrier spin when there
-//!   are no more carriers than cores took parks from up to 0.67 a child to 0.00-0.02, but
-//!   each child took 110-342 us (median 130) against 20-168 us (median 72), 18 runs each:
-//!   a spinner the OS takes off its core waits behind every runnable thread, while a
-//!   parked thread that is woken runs soon; and halving an idle proc's spin after each spin
-//!   that found the machine crowded (a yield that let another thread run, or a preemption
-//!   since its last spin) gave a median of 99 us a child against 99 us. So on a
-//!   machine known to be busy, let the scheduler place threads, or give a program whose
-//!   threads talk across procs all the time fewer carriers
-//!   ([`Builder::carrier_threads`]`(1)` puts every proc on one OS thread, where a hop is
-//!   an inbox push on that thread, at the price of running on one core): the paper's
-//!   parallel ping-pong on 2 procs at load 9-10 (`PCML_PROCS=2 examples/parpp 20000 T`, 5
-//!   alternations) ran 1.6-9.4 M msgs/s (median 4.0 M) on one thread against 0.03-0.15 M
-//!   (median 0.07 M, 1,400-39,000 parks a run) on two.
+//! - **Explicit placement on a busy machine costs a wait for a core at every hop, so on a
+//!   crowded machine idle procs park without spinning.** A started fiber cannot follow its
+//!   partner to a thread that has a core (see `fiber`), so when the OS gives another program
+//!   the core of a proc, every message to that proc's fibers waits until the OS runs its
+//!   thread again. Programs placed with `spawn_on` so that every message crosses procs (the
+//!   Parallel CML paper's benchmarks) then ran at the speed of the OS's scheduler: beside one
+//!   busy-looping process on the 2-core machine this is developed on, 0.04x to 0.19x of their
+//!   quiet speed (pcml-bench `--co-runner 1`), where Go, which moves a goroutine to whichever
+//!   thread runs, kept 0.68x-1.05x. What the time went to: in `examples/cross_spawn 20000 2`
+//!   (a parent on proc 0 joining children placed on proc 1) beside `yes > /dev/null`, each
+//!   proc's thread spent about 94% of the run waiting for a core (`run_delay` in its
+//!   `/proc/thread-self/schedstat`: 1.28 s of waiting against 0.08 s of running), in waits of
+//!   about a millisecond each, while it parked only 0.05 times a child: the idle procs were
+//!   spinning, so the machine had three threads ready for two cores, and the one the OS left
+//!   waiting was as often as not the proc holding the partner's next message. So an idle proc
+//!   first asks whether the machine is crowded, more threads ready to run than it has CPUs
+//!   besides the asker (the kernel's count of ready threads, the fourth field of
+//!   `/proc/loadavg`, looked at by one idle proc at most every 500 us and the verdict shared;
+//!   `worker::crowd`), and if so parks at once: a spin would only keep a thread with work,
+//!   quite likely its partner, off a core, while a parked proc is woken onto its waker's core
+//!   and runs as soon as the waker itself blocks. On a quiet machine nothing changes but that
+//!   look (a read of a small file, a few microseconds, at most once per 500 us for all procs),
+//!   and procs spin as below. Measured on the 2-core machine at load 12-15 (other builds and
+//!   benchmarks) with `yes > /dev/null` beside it, 6 alternations of the unchanged build and
+//!   this one, medians (min-max): `cross_spawn 5000 2` 1,040 us a child (23-3,234) against
+//!   24 us (14-82); `pingpong2 20000 placed 2` 254 us a message (138-839, one run of 6 over
+//!   60 s) against 29 us (9-64); `PCML_PROCS=2 parpp 5000` 0.03 M msgs/s (0.00-0.10) against
+//!   0.32 M (0.06-1.35); `primes placed 1000 2` 10.3 s (1.8-32.6) against 1.2 s (0.4-4.6).
+//!   Without `yes` (the same load of other programs, so the machine was crowded too):
+//!   `cross_spawn` 142 us a child (50-173) against 16 us (10-25), `pingpong2` 46 us a
+//!   message (7-276) against 9 us (6-12), `parpp` 0.04 M msgs/s (0.02-0.18) against 0.39 M
+//!   (0.16-0.72), `primes` 2.7 s (1.6-4.4) against 0.57 s (0.24-0.65). Not measured: a truly
+//!   quiet machine, where the only change is the look. An idea measured first and not
+//!   built: that the partner's thread, woken by a futex while both cores were busy, sat
+//!   queued behind the other program while the waker's core went idle, so that a proc about
+//!   to park might move it onto its own core (`sched_setaffinity`). A flag set at
+//!   the futex wake-up and cleared when the wakee's wait returned was never found set by a
+//!   proc about to park in 60,000 children of `cross_spawn`, 200,000 messages of `pingpong2`,
+//!   the parallel ping-pong and the sieve beside `yes`; 99.7% of futex wake-ups ran the wakee
+//!   on the waker's own CPU (the kernel's wake-affine placement), 93% within 5 us. Before the
+//!   crowding test, two cheap changes were measured and not kept, at load 9-14 (`cross_spawn
+//!   20000 2`, alternated with the unchanged build): letting every idle carrier spin when
+//!   there are no more carriers than cores took parks from up to 0.67 a child to 0.00-0.02,
+//!   but each child took 110-342 us (median 130) against 20-168 us (median 72), 18 runs each;
+//!   and halving an idle proc's spin after each spin that found the machine crowded gave a
+//!   median of 99 us a child against 99 us: a shorter spin still holds the core a partner
+//!   waits for. A program that talks across procs all the time can still do better on a
+//!   machine known to be busy with fewer carriers ([`Builder::carrier_threads`]`(1)` puts
+//!   every proc on one OS thread, where a hop is an inbox push on that thread, at the price
+//!   of running on one core): the paper's parallel ping-pong on 2 procs at load 9-10
+//!   (`PCML_PROCS=2 examples/parpp 20000 T`, 5 alternations) ran 1.6-9.4 M msgs/s (median
+//!   4.0 M) on one thread against 0.03-0.15 M (median 0.07 M) on two, before the crowding
+//!   test.
 //!
 //! ## Fair choice across procs
 //!

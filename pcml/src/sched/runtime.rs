@@ -592,6 +592,7 @@ impl Builder {
             num_searching: AtomicUsize::new(0),
             spin_limit: (procs.min(cores()) / 2).max(1),
             num_sleeping: AtomicUsize::new(0),
+            crowding: crate::sched::worker::Crowding::new(),
             held_watch: CachePadded::new(crate::sched::worker::HeldWatch::new()),
             live_external: AtomicIsize::new(0),
             running_fibers: AtomicUsize::new(0),

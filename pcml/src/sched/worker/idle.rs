@@ -24,6 +24,13 @@ impl Context {
             self.sleep();
             return;
         }
+        // More threads ready to run than the machine has CPUs: a spin would keep one of them
+        // off a core, quite likely the partner whose message would end it (see `crowd` and
+        // the `sched` docs), so park at once.
+        if sh.crowding.is_crowded() {
+            self.sleep();
+            return;
+        }
         // Only `spin_limit` idle procs spin at once; the others look for `SPIN_OVER_LIMIT`
         // (becoming spinners if some stop meanwhile: a proc that just handed work to the
         // spinner is likely to get work back from it) and park. With more procs than cores,
@@ -109,6 +116,11 @@ impl Context {
             }
             head.enter();
             head.io_dispatch(|| sh.poll_io_now());
+            Self::sleep_all(ctxs);
+            return;
+        }
+        // As in `idle`: on a crowded machine, park at once.
+        if sh.crowding.is_crowded() {
             Self::sleep_all(ctxs);
             return;
         }

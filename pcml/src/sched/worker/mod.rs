@@ -42,7 +42,8 @@
 //! nothing to do the proc steals (only work that has waited `STEAL_GRACE` in its victim's
 //! queues: see the `sched` docs), spins briefly (a futex wake-up costs about 45 us on this
 //! machine against 200 ns for a cache-line round trip), then parks until its next timer, or
-//! until woken.
+//! until woken; on a machine with more threads ready to run than CPUs it parks without
+//! spinning (`crowd`).
 //!
 //! # Files
 //! - `mod.rs`: the [`Context`] (a proc's private state), the loop (`run_worker`), and the
@@ -54,6 +55,7 @@
 //! - `work.rs`: new work (held, placed, `local`, deferred and woken tasks) and stealing;
 //! - `wake.rs`: wake-ups, the inbox, and turns owed by a choice's remote wake-ups;
 //! - `idle.rs`: spinning, parking, deadlock checks, shutdown;
+//! - `crowd.rs`: whether the machine is crowded (idle procs then do not spin);
 //! - `calls.rs`: what running code asks of its proc (block, run a joined fiber inline, arm a
 //!   timer, yield, spend the budget, push work).
 //!
@@ -99,6 +101,7 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
 
 mod calls;
+mod crowd;
 mod idle;
 mod run;
 mod shared;
@@ -106,6 +109,7 @@ mod wake;
 mod work;
 
 pub(crate) use calls::*;
+pub(crate) use crowd::Crowding;
 pub(crate) use shared::*;
 pub(crate) use wake::*;
 

@@ -121,6 +121,9 @@ pub(crate) struct Shared {
     pub(crate) spin_limit: usize,
     /// Procs parked or about to park.
     pub(crate) num_sleeping: AtomicUsize,
+    /// Whether the machine has more ready threads than CPUs: idle procs then park without
+    /// spinning (see `Context::idle`).
+    pub(crate) crowding: super::Crowding,
     /// The proc that watches the other procs' held slots while it sleeps (it parks at most
     /// `HELD_GRACE` and looks again: see `Context::idle`), or `NO_WATCHER`. Claimed and
     /// released by idle procs; read (Relaxed, a hint) by every spawn on a runtime of several

@@ -1,0 +1,131 @@
+//! Whether the machine is crowded: more threads ready to run than it has CPUs, so that an
+//! idle proc that spins keeps a thread with work (another proc's, or another program's) off
+//! a core. Idle procs then park at once instead of spinning (`Context::idle`; the policy and
+//! its measurements are in the `sched` docs, "Explicit placement on a busy machine").
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long one look at the machine's run queues stands for: an idle proc that asks later
+/// looks again, so a change of the machine's load is seen within this long. A look is a read
+/// of `/proc/loadavg` (an open, a read and a close: a few microseconds on a quiet machine,
+/// 27-31 us at load 15 on the 2-core one this is developed on, waits for a core included),
+/// made by one idle proc for all of them.
+const CROWD_EVERY: Duration = Duration::from_micros(500);
+
+/// The shared verdict (`Shared::crowding`), refreshed by whichever idle proc finds it stale.
+pub(crate) struct Crowding {
+    /// The online CPUs of the machine, which `/proc/loadavg` counts runnable threads across
+    /// (0: unknown, the machine is then never crowded).
+    cpus: usize,
+    /// When the runtime started: `sampled_at` counts from it.
+    epoch: Instant,
+    /// When the verdict was last refreshed, in microseconds since `epoch` (`u64::MAX` before
+    /// the first look). Relaxed: the compare-exchange only elects one refresher at a time; a
+    /// verdict read a little stale is harmless (a spin more or less).
+    sampled_at: AtomicU64,
+    /// The verdict of the last look. Relaxed: a hint (see `sampled_at`).
+    crowded: AtomicBool,
+}
+
+impl Crowding {
+    pub(crate) fn new() -> Self {
+        // SAFETY: sysconf has no preconditions; it returns -1 if the value is unknown.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        Self::with_cpus(usize::try_from(cpus).unwrap_or(0))
+    }
+
+    fn with_cpus(cpus: usize) -> Self {
+        Self {
+            cpus,
+            epoch: Instant::now(),
+            sampled_at: AtomicU64::new(u64::MAX),
+            crowded: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether, at the latest look (at most `CROWD_EVERY` ago, else this call looks), the
+    /// threads ready to run on the machine besides the caller filled every CPU.
+    pub(crate) fn is_crowded(&self) -> bool {
+        if self.cpus == 0 {
+            return false;
+        }
+        let now = self.epoch.elapsed().as_micros() as u64;
+        // Relaxed: see the field.
+        let last = self.sampled_at.load(Ordering::Relaxed);
+        let stale = last == u64::MAX || now.saturating_sub(last) >= CROWD_EVERY.as_micros() as u64;
+        if stale
+            && self
+                .sampled_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            // The count includes the caller, which runs: the others are one fewer.
+            let crowded = runnable().is_some_and(|n| n > self.cpus);
+            self.crowded.store(crowded, Ordering::Relaxed);
+            return crowded;
+        }
+        self.crowded.load(Ordering::Relaxed)
+    }
+}
+
+/// The threads running or ready to run on the machine now, the kernel's own count: the first
+/// number of the fourth field of `/proc/loadavg` ("0.52 0.58 0.59 3/412 12345").
+fn runnable() -> Option<usize> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    parse_runnable(&s)
+}
+
+fn parse_runnable(loadavg: &str) -> Option<usize> {
+    let field = loadavg.split_whitespace().nth(3)?;
+    field.split('/').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runnable_count_is_read_from_the_fourth_field() {
+        assert_eq!(parse_runnable("0.52 0.58 0.59 3/412 12345\n"), Some(3));
+        assert_eq!(parse_runnable("10.47 10.71 8.42 17/141 25419"), Some(17));
+        assert_eq!(parse_runnable("garbage"), None);
+        assert_eq!(parse_runnable(""), None);
+    }
+
+    #[test]
+    fn a_busy_thread_beside_the_caller_crowds_one_cpu() {
+        use std::sync::Arc;
+        // Linux: the caller runs, so it is counted.
+        assert!(runnable().is_some_and(|n| n >= 1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let busy = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        // The spinner is always running or ready to run, and the caller runs: two threads
+        // for one CPU.
+        assert!(Crowding::with_cpus(1).is_crowded());
+        // No machine has that many threads ready.
+        assert!(!Crowding::with_cpus(1 << 20).is_crowded());
+        // Unknown CPUs: never crowded, so the procs spin as on a quiet machine.
+        assert!(!Crowding::with_cpus(0).is_crowded());
+        stop.store(true, Ordering::Relaxed);
+        busy.join().unwrap();
+    }
+
+    #[test]
+    fn a_verdict_stands_until_it_is_stale() {
+        let c = Crowding::with_cpus(1 << 20);
+        assert!(!c.is_crowded());
+        let at = c.sampled_at.load(Ordering::Relaxed);
+        assert_ne!(at, u64::MAX);
+        // Forced: the next ask within CROWD_EVERY keeps it without looking.
+        c.crowded.store(true, Ordering::Relaxed);
+        c.sampled_at
+            .store(c.epoch.elapsed().as_micros() as u64, Ordering::Relaxed);
+        assert!(c.is_crowded());
+    }
+}
