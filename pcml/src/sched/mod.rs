@@ -461,9 +461,19 @@
 //!   Without `yes` (the same load of other programs, so the machine was crowded too):
 //!   `cross_spawn` 142 us a child (50-173) against 16 us (10-25), `pingpong2` 46 us a
 //!   message (7-276) against 9 us (6-12), `parpp` 0.04 M msgs/s (0.02-0.18) against 0.39 M
-//!   (0.16-0.72), `primes` 2.7 s (1.6-4.4) against 0.57 s (0.24-0.65). Not measured: a truly
-//!   quiet machine, where the only change is the look. An idea measured first and not
-//!   built: that the partner's thread, woken by a futex while both cores were busy, sat
+//!   (0.16-0.72), `primes` 2.7 s (1.6-4.4) against 0.57 s (0.24-0.65). In the bench's procs
+//!   run (`pcml-bench --only spawn,pingpong,parpingpong,primes --procs 1,2 --co-runner 1
+//!   --peers go`, two alternations of the build before and this one, load 3-8, medians of 6
+//!   samples), the paper-placed 2-proc rows beside one busy loop: spawn 42 k and 78 k
+//!   threads/s before against 213 k and 208 k; the sieve 491 and 521 ms against 133 and 135
+//!   ms; the parallel ping-pong 433 k and 260 k msgs/s against 736 k and 882 k; but the
+//!   ping-pong 821 k and 440 k msgs/s against 282 k and 252 k: where every message is a hop,
+//!   a spin sometimes caught the reply when the OS ran both threads at once, and a park never
+//!   does. Without the busy loop the paper-placed rows moved within 8% (spawn 1.61 M threads/s
+//!   against 1.49 M and 1.45 M, ping-pong 2.89-2.99 M msgs/s against 2.77-2.78 M: a 2-core
+//!   machine looks crowded now and then with no co-runner, when a third thread is ready for a
+//!   moment), and the scheduler-placed rows, quiet and busy, within their noise. An idea
+//!   measured first and not built: that the partner's thread, woken by a futex while both cores were busy, sat
 //!   queued behind the other program while the waker's core went idle, so that a proc about
 //!   to park might move it onto its own core (`sched_setaffinity`). A flag set at
 //!   the futex wake-up and cleared when the wakee's wait returned was never found set by a
