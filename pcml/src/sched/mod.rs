@@ -469,7 +469,10 @@
 //!   ms; the parallel ping-pong 433 k and 260 k msgs/s against 736 k and 882 k; but the
 //!   ping-pong 821 k and 440 k msgs/s against 282 k and 252 k: where every message is a hop,
 //!   a spin sometimes caught the reply when the OS ran both threads at once, and a park never
-//!   does. Without the busy loop the paper-placed rows moved within 8% (spawn 1.61 M threads/s
+//!   does. A short spin before that park (256 looks for work, a few microseconds) was
+//!   measured and not kept: beside the busy loop, two alternations, the ping-pong read 460 k
+//!   and 325 k msgs/s against 281 k and 289 k, but the spawn 95 k and 93 k threads/s against
+//!   173 k and 197 k. Without the busy loop the paper-placed rows moved within 8% (spawn 1.61 M threads/s
 //!   against 1.49 M and 1.45 M, ping-pong 2.89-2.99 M msgs/s against 2.77-2.78 M: a 2-core
 //!   machine looks crowded now and then with no co-runner, when a third thread is ready for a
 //!   moment), and the scheduler-placed rows, quiet and busy, within their noise. An idea
