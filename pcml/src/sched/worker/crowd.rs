@@ -71,7 +71,7 @@ impl Crowding {
 
 /// The threads running or ready to run on the machine now, the kernel's own count: the first
 /// number of the fourth field of `/proc/loadavg` ("0.52 0.58 0.59 3/412 12345").
-fn runnable() -> Option<usize> {
+pub(super) fn runnable() -> Option<usize> {
     let s = std::fs::read_to_string("/proc/loadavg").ok()?;
     parse_runnable(&s)
 }

@@ -272,10 +272,7 @@ impl Context {
         static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         let cores =
             *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let Some(running) = std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| {
-            let (running, _) = s.split_whitespace().nth(3)?.split_once('/')?;
-            running.parse::<usize>().ok()
-        }) else {
+        let Some(running) = super::crowd::runnable() else {
             return false;
         };
         let sh = &self.shared;
