@@ -303,6 +303,18 @@ fn started_then<T: Send + 'static>(
     })
 }
 
+/// Spawns `f` and returns once it has started (its first act is to say so).
+fn spawn_started<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> pcml::JoinHandle<T> {
+    let started = pcml::IVar::new();
+    let s = started.clone();
+    let h = pcml::spawn(move || {
+        s.put(()).unwrap();
+        f()
+    });
+    started.get();
+    h
+}
+
 #[test]
 fn abort_before_start_drops_the_closure_unrun() {
     for procs in [1, 2] {
@@ -373,13 +385,8 @@ fn abort_of_a_fiber_blocked_in_recv_withdraws_its_offer_and_runs_its_destructors
                 // Nobody receives any more: the offer is gone.
                 assert!(ch.send_evt(1).poll().is_none());
                 // The plain (direct) receive too.
-                let (rx, started) = (ch.clone(), pcml::IVar::new());
-                let s = started.clone();
-                let h = pcml::spawn(move || {
-                    s.put(()).unwrap();
-                    rx.recv()
-                });
-                started.get();
+                let rx = ch.clone();
+                let h = spawn_started(move || rx.recv());
                 h.abort();
                 assert!(h.join().unwrap_err().is_cancelled());
                 assert!(ch.send_evt(2).poll().is_none());
@@ -430,15 +437,10 @@ fn abort_reaches_fibers_blocked_in_mvar_join_sleep_and_yield_loops() {
             .block_on(|| {
                 let mv = pcml::MVar::<u32>::new();
                 let forever = pcml::Chan::<()>::new();
-                let (f2, began) = (forever.clone(), pcml::IVar::new());
-                let b = began.clone();
-                let child = pcml::spawn(move || {
-                    b.put(()).unwrap();
-                    f2.recv()
-                });
+                let f2 = forever.clone();
                 // Started, so that the joiner below blocks in its join: one that found the
                 // child unstarted would run it inline, and the child would go with it.
-                began.get();
+                let child = spawn_started(move || f2.recv());
                 let m = mv.clone();
                 let hs = vec![
                     pcml::spawn(move || {
