@@ -448,7 +448,11 @@
 //!   first asks whether the machine is crowded, more threads ready to run than it has CPUs
 //!   besides the asker (the kernel's count of ready threads, the fourth field of
 //!   `/proc/loadavg`, looked at by one idle proc at most every 500 us and the verdict shared;
-//!   `worker::crowd`), and if so parks at once: a spin would only keep a thread with work,
+//!   `worker::crowd`; "its CPUs" are those the process may use at once, fewer than the
+//!   machine's under an affinity mask (`taskset`, a cpuset) or a cgroup CPU quota (a
+//!   container's `--cpus`), as `std::thread::available_parallelism` counts them: the count of
+//!   ready threads is the whole machine's, so a confined process is called crowded more
+//!   readily than a per-CPU count would, and parks where it might have spun), and if so parks at once: a spin would only keep a thread with work,
 //!   quite likely its partner, off a core, while a parked proc is woken onto its waker's core
 //!   and runs as soon as the waker itself blocks. On a quiet machine nothing changes but that
 //!   look (a read of a small file, a few microseconds, at most once per 500 us for all procs),

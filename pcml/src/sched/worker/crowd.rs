@@ -15,8 +15,13 @@ const CROWD_EVERY: Duration = Duration::from_micros(500);
 
 /// The shared verdict (`Shared::crowding`), refreshed by whichever idle proc finds it stale.
 pub(crate) struct Crowding {
-    /// The online CPUs of the machine, which `/proc/loadavg` counts runnable threads across
-    /// (0: unknown, the machine is then never crowded).
+    /// The CPUs this process may run on at once (0: unknown, the machine is then never
+    /// crowded): the online CPUs, fewer if its affinity mask or its cgroup's CPU quota allows
+    /// fewer (`std::thread::available_parallelism`, as `procs` defaults to). `/proc/loadavg`
+    /// counts runnable threads across the whole machine, so a confined process is judged
+    /// crowded more readily than a per-CPU count would (other programs on CPUs it cannot use
+    /// are counted too): it then parks where it could have spun, a slower wake-up, never the
+    /// collapse of a spinner that keeps its own work off the only core it has.
     cpus: usize,
     /// When the runtime started: `sampled_at` counts from it.
     epoch: Instant,
@@ -30,9 +35,7 @@ pub(crate) struct Crowding {
 
 impl Crowding {
     pub(crate) fn new() -> Self {
-        // SAFETY: sysconf has no preconditions; it returns -1 if the value is unknown.
-        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        Self::with_cpus(usize::try_from(cpus).unwrap_or(0))
+        Self::with_cpus(std::thread::available_parallelism().map_or(0, |n| n.get()))
     }
 
     fn with_cpus(cpus: usize) -> Self {
@@ -114,6 +117,30 @@ mod tests {
         assert!(!Crowding::with_cpus(0).is_crowded());
         stop.store(true, Ordering::Relaxed);
         busy.join().unwrap();
+    }
+
+    #[test]
+    fn a_process_confined_to_one_cpu_counts_one() {
+        // Affinity is per thread, and a runtime's `Crowding` is made on the thread that
+        // builds it: confine a fresh thread to one CPU it may use now.
+        std::thread::spawn(|| {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls read or write only
+            // the set passed, whose size is given; 0 is the calling thread.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                let size = std::mem::size_of::<libc::cpu_set_t>();
+                assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+                let first = (0..libc::CPU_SETSIZE as usize)
+                    .find(|&c| libc::CPU_ISSET(c, &set))
+                    .expect("the thread may run somewhere");
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(first, &mut one);
+                assert_eq!(libc::sched_setaffinity(0, size, &one), 0);
+            }
+            assert_eq!(Crowding::new().cpus, 1);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
