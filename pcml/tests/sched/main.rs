@@ -8,6 +8,7 @@
 mod common;
 
 mod carrier;
+mod crowded;
 mod held;
 mod join_evt;
 mod metrics;

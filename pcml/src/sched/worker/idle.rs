@@ -28,6 +28,11 @@ impl Context {
         // off a core, quite likely the partner whose message would end it (see `crowd` and
         // the `sched` docs), so park at once.
         if sh.crowding.is_crowded() {
+            // What a spin's first round would have found: due timers, owed turns, ready I/O.
+            if self.fire_due_timers() || self.check_owed() {
+                return;
+            }
+            self.io_dispatch(|| sh.poll_io_now());
             self.sleep();
             return;
         }
@@ -121,6 +126,11 @@ impl Context {
         }
         // As in `idle`: on a crowded machine, park at once.
         if sh.crowding.is_crowded() {
+            if Self::carrier_timers_and_owed(ctxs) {
+                return;
+            }
+            head.enter();
+            head.io_dispatch(|| sh.poll_io_now());
             Self::sleep_all(ctxs);
             return;
         }
@@ -455,7 +465,7 @@ fn keep_spinning(sh: &Shared, may_spin: &mut bool, promoted: bool, spun: Duratio
 
 /// Parks `me` (polling the OS for readiness where it may, into `polled`) until `deadline`, or
 /// until woken if there is none, counting the park; true if woken. A deadline already past
-/// counts as woken, without parking.
+/// is a time-out (false), without parking.
 fn park_until<'a>(
     sh: &'a Shared,
     me: &ProcShared,
@@ -466,7 +476,11 @@ fn park_until<'a>(
         Some(deadline) => {
             let now = Instant::now();
             if deadline <= now {
-                return true;
+                // Due already: a time-out, as if the park had run out (the caller then fires
+                // what is due on its next idle look, before anything else). Counting it as a
+                // wake-up sent a crowded proc, which parks without a look at its timers,
+                // straight back to this park, and its due timer never fired.
+                return false;
             }
             Some(deadline - now)
         }
