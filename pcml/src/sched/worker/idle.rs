@@ -411,9 +411,9 @@ impl Context {
         while let Some(r) = self.pop_new() {
             cancel_runnable(r);
         }
-        self.ready.borrow_mut().clear();
+        self.ready.clear();
         self.release_behind();
-        self.ready.borrow_mut().clear();
+        self.ready.clear();
         while let Some(r) = self.woken.pop() {
             cancel_runnable(r);
         }

@@ -103,6 +103,7 @@ use std::sync::{Arc, Mutex};
 mod calls;
 mod crowd;
 mod idle;
+mod ready;
 mod run;
 mod shared;
 mod wake;
@@ -373,7 +374,7 @@ pub(crate) struct Context {
     /// deque's fences and read-modify-writes. Empty on a runtime of more procs.
     own: RefCell<Vec<Runnable>>,
     /// Started fibers that are runnable, by slot.
-    ready: RefCell<VecDeque<usize>>,
+    ready: ready::ReadyQueue,
     /// Tasks woken during their own poll (always `Runnable::Task`), oldest first. They run
     /// when there is no new work, and first every `INJECTOR_EVERY` turns.
     woken: Deque<Runnable>,
@@ -598,7 +599,7 @@ impl Context {
             index,
             local,
             own: RefCell::new(Vec::new()),
-            ready: RefCell::new(VecDeque::new()),
+            ready: ready::ReadyQueue::new(),
             woken,
             deferred: RefCell::new(VecDeque::new()),
             io_dispatch: Cell::new(false),

@@ -133,16 +133,13 @@ impl Context {
         // the turn's parity below is never reached, and this one always goes the same way.
         // (Tested first, the parity alternated at every turn: a mispredicted branch a poll
         // under callgrind's branch simulation.)
-        let next = {
-            let mut ready = self.ready.borrow_mut();
-            if !ready.is_empty() && ((!prefer_new && tick % 2 == 0) || !self.has_new_work()) {
-                // The hot path of ping-pong and yield loops: no `Work` value, no new-work
-                // probe.
-                ready.pop_front()
+        let next =
+            if !self.ready.is_empty() && ((!prefer_new && tick % 2 == 0) || !self.has_new_work()) {
+                // The hot path of ping-pong and yield loops: no `Work` value, no new-work probe.
+                self.ready.pop_front()
             } else {
                 None
-            }
-        };
+            };
         if let Some(slot) = next {
             self.resume_fiber(slot);
             return true;
@@ -155,7 +152,7 @@ impl Context {
             self.run_new_inline(r);
             return true;
         }
-        let next = self.ready.borrow_mut().pop_front();
+        let next = self.ready.pop_front();
         if let Some(slot) = next {
             self.resume_fiber(slot);
             return true;
@@ -448,13 +445,13 @@ impl Context {
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
                 e.state.set(FiberState::Ready);
-                self.ready.borrow_mut().push_back(slot);
+                self.ready.push_back(slot);
                 self.prefer_new.set(true);
             }
             CoroutineResult::Yield(Suspend::Block) => {
                 if e.wake_pending.replace(false) {
                     e.state.set(FiberState::Ready);
-                    self.ready.borrow_mut().push_back(slot);
+                    self.ready.push_back(slot);
                 } else {
                     e.state.set(FiberState::Blocked);
                 }

@@ -146,7 +146,7 @@ pub(crate) fn end_choice_commit() {
 #[cold]
 pub(super) fn mark_ready() {
     if let Some(ctx) = context() {
-        ctx.ready_mark.set(ctx.ready.borrow().len());
+        ctx.ready_mark.set(ctx.ready.len());
     }
 }
 
@@ -181,7 +181,7 @@ impl Context {
         match e.state.get() {
             FiberState::Blocked => {
                 e.state.set(FiberState::Ready);
-                self.ready.borrow_mut().push_back(slot);
+                self.ready.push_back(slot);
             }
             // Between publishing its blocker and suspending: requeued at once.
             FiberState::Running => e.wake_pending.set(true),
@@ -203,7 +203,7 @@ impl Context {
         match e.state.get() {
             FiberState::Blocked => {
                 e.state.set(FiberState::Ready);
-                self.ready.borrow_mut().push_back(slot);
+                self.ready.push_back(slot);
             }
             // Woken before it finished suspending: the worker requeues it at once.
             FiberState::Running => e.wake_pending.set(true),
@@ -282,7 +282,7 @@ impl Context {
                 } if !self.shutting_down.get() && after != 0 => {
                     // One drain per turn while it waits (it keeps the inbox non-empty).
                     let after = if after == usize::MAX {
-                        self.ready.borrow().len()
+                        self.ready.len()
                     } else {
                         after - 1
                     };
@@ -354,14 +354,14 @@ impl Context {
     /// on, while partners of other procs owed this proc their turn: they wait behind until
     /// those have run (see `owed`).
     pub(super) fn hold_back_woken(&self, ready_before: usize) {
-        let mut ready = self.ready.borrow_mut();
-        if ready.len() <= ready_before {
+        if self.ready.len() <= ready_before {
             return;
         }
+        let woken = self.ready.split_off(ready_before);
         if self
             .owed
             .borrow_mut()
-            .hold(ready.drain(ready_before..), Instant::now())
+            .hold(woken.into_iter(), Instant::now())
         {
             // Counted as a source of wake-ups, so deadlock detection does not take a proc
             // parked with fibers behind for one with nothing to do. SeqCst: read by
@@ -390,7 +390,7 @@ impl Context {
         if !owed.has_behind() {
             return;
         }
-        self.ready.borrow_mut().extend(owed.take_behind());
+        self.ready.extend(owed.take_behind());
         // SeqCst: as the increment in `hold_back_woken`.
         self.shared.procs[self.index]
             .wake

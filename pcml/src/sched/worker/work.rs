@@ -896,7 +896,7 @@ impl Context {
     /// own queues (cheap loads only).
     pub(super) fn has_own_work(&self) -> bool {
         !self.me().inbox.is_empty()
-            || !self.ready.borrow().is_empty()
+            || !self.ready.is_empty()
             || !self.woken.is_empty()
             || self.has_new_work()
             || self.shared.is_shutdown()
@@ -937,7 +937,7 @@ impl Context {
     #[inline]
     pub(super) fn has_work_here(&self) -> bool {
         !self.me().inbox.is_empty()
-            || !self.ready.borrow().is_empty()
+            || !self.ready.is_empty()
             || !self.woken.is_empty()
             || !self.deferred.borrow().is_empty()
             || self.has_held()
