@@ -601,9 +601,26 @@ impl Context {
     }
 
     /// Whether placed fibers or the local deque hold anything (cheap loads only).
+    ///
+    /// Reads the private queues' lengths without their `RefCell` borrow flags: `turn` asks
+    /// this after every yield (to run new work before the yielder), and the flags' checks
+    /// were a quarter of its cost (6 of 25 instructions; the yield went from 156 to 148
+    /// instructions, `examples/yield_only` under callgrind).
     #[inline]
     pub(super) fn has_new_work(&self) -> bool {
-        self.has_held() || !self.new_is_empty() || !self.placed.borrow().is_empty()
+        // SAFETY: no mutable borrow of `own_held`, `own` or `placed` is alive here: they are
+        // borrowed only inside this proc's own methods, never across a switch, a poll or a
+        // call of this one (the closures run under them are predicates on one item), and
+        // this only reads a length or a discriminant.
+        let placed = unsafe { !(*self.placed.as_ptr()).is_empty() };
+        if self.alone {
+            // SAFETY: as above.
+            let own =
+                unsafe { (*self.own_held.as_ptr()).is_some() || !(*self.own.as_ptr()).is_empty() };
+            own || !self.local.is_empty() || placed
+        } else {
+            self.me().held.is_full() || !self.local.is_empty() || placed
+        }
     }
 
     /// The held fiber, a placed fiber or the local deque's next item, skipping fibers that
