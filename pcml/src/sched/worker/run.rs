@@ -414,12 +414,14 @@ impl Context {
         sh.stack_waiting.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Resumes the fiber of `slot`, which must hold a started fiber that is not running:
+    /// every caller takes `slot` from the ready queue, from a just-checked wake-up, or from
+    /// the insert that started the fiber (see `FiberTable::get_unchecked`).
     #[inline(always)]
     pub(super) fn resume_fiber(&self, slot: usize) {
-        let e = self
-            .fibers
-            .get(slot)
-            .expect("pcml: resumed a fiber that has no slot");
+        // SAFETY: a started fiber keeps its slot until it ends (the removal below, after its
+        // last resume), and the callers name only such slots (above).
+        let e = unsafe { self.fibers.get_unchecked(slot) };
         debug_assert_ne!(e.state.get(), FiberState::Running);
         metrics::bump(&self.me().metrics.resumes);
         e.state.set(FiberState::Running);
