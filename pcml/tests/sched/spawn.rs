@@ -628,3 +628,41 @@ fn abort_racing_a_delivery_loses_nothing_from_a_buffered_mailbox() {
         })
         .unwrap();
 }
+
+#[test]
+fn yielding_fibers_take_turns_round_robin() {
+    // More fibers than the ready queue first holds, so it grows while they run.
+    const FIBERS: usize = 300;
+    const ROUNDS: usize = 4;
+    let late = rt(1)
+        .block_on(|| {
+            let started = Arc::new(AtomicUsize::new(0));
+            let turns = Arc::new(AtomicUsize::new(0));
+            let hs: Vec<_> = (0..FIBERS)
+                .map(|_| {
+                    let (started, turns) = (started.clone(), turns.clone());
+                    pcml::spawn(move || {
+                        started.fetch_add(1, Ordering::SeqCst);
+                        while started.load(Ordering::SeqCst) < FIBERS {
+                            pcml::yield_now();
+                        }
+                        // Between a yield and the fiber's next turn every other fiber takes
+                        // exactly one turn (all but the last round, after which they end).
+                        let mut late = 0;
+                        for round in 0..ROUNDS {
+                            let before = turns.fetch_add(1, Ordering::SeqCst);
+                            pcml::yield_now();
+                            if round + 1 < ROUNDS && turns.load(Ordering::SeqCst) != before + FIBERS
+                            {
+                                late += 1;
+                            }
+                        }
+                        late
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+        })
+        .unwrap();
+    assert_eq!(late, 0);
+}

@@ -55,6 +55,7 @@
 //! - `work.rs`: new work (held, placed, `local`, deferred and woken tasks) and stealing;
 //! - `wake.rs`: wake-ups, the inbox, and turns owed by a choice's remote wake-ups;
 //! - `idle.rs`: spinning, parking, deadlock checks, shutdown;
+//! - `ready.rs`: the ready queue, a ring of fiber slots with no borrow flag;
 //! - `crowd.rs`: whether the machine is crowded (idle procs then do not spin);
 //! - `calls.rs`: what running code asks of its proc (block, run a joined fiber inline, arm a
 //!   timer, yield, spend the budget, push work).
