@@ -9,7 +9,9 @@
 //! the proc on which each pair's ponger and pinger started (`01`: a pair split across procs,
 //! every message of it a cross-proc wake-up). With
 //! `spawn`, every fiber is placed by the scheduler (`pcml::spawn`), as the bench's "(spawn)"
-//! row.
+//! row. With `warm`, the same 8 pairs with a tenth of the round trips run first, and the
+//! measured burst is spawned as soon as they are joined, as in each run of the bench's rows
+//! (a runtime, a short warm-up, the timed run).
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use pcml::chan::Chan;
@@ -21,6 +23,7 @@ fn main() {
         .unwrap_or(100_000);
     let procs = pcml::mp::procs();
     let spawned = std::env::args().any(|a| a == "spawn");
+    let warm = std::env::args().any(|a| a == "warm");
     let place = move |on: usize, f: Box<dyn FnOnce() + Send>| {
         if spawned {
             pcml::spawn(f)
@@ -38,37 +41,44 @@ fn main() {
     static ON: [AtomicUsize; 16] = [const { AtomicUsize::new(0) }; 16];
     let started = |k: usize| ON[k].store(pcml::current_proc().unwrap_or(0), Relaxed);
     rt.block_on(move || {
+        let pairs = |n: u64| -> Vec<pcml::JoinHandle<()>> {
+            (0..8usize)
+                .flat_map(|i| {
+                    let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
+                    let (p2, q2) = (ping.clone(), pong.clone());
+                    [
+                        place(
+                            (i + 1) % procs,
+                            Box::new(move || {
+                                started(2 * i);
+                                for _ in 0..n {
+                                    let v = p2.recv();
+                                    q2.send(v + 1);
+                                }
+                            }),
+                        ),
+                        place(
+                            i % procs,
+                            Box::new(move || {
+                                started(2 * i + 1);
+                                for v in 0..n {
+                                    ping.send(v);
+                                    assert_eq!(pong.recv(), v + 1);
+                                }
+                            }),
+                        ),
+                    ]
+                })
+                .collect()
+        };
+        if warm {
+            pairs(n / 10 + 1)
+                .into_iter()
+                .for_each(|h| h.join().unwrap());
+        }
         let before = pcml::sched::metrics().unwrap();
         let t = std::time::Instant::now();
-        let hs: Vec<_> = (0..8usize)
-            .flat_map(|i| {
-                let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
-                let (p2, q2) = (ping.clone(), pong.clone());
-                [
-                    place(
-                        (i + 1) % procs,
-                        Box::new(move || {
-                            started(2 * i);
-                            for _ in 0..n {
-                                let v = p2.recv();
-                                q2.send(v + 1);
-                            }
-                        }),
-                    ),
-                    place(
-                        i % procs,
-                        Box::new(move || {
-                            started(2 * i + 1);
-                            for v in 0..n {
-                                ping.send(v);
-                                assert_eq!(pong.recv(), v + 1);
-                            }
-                        }),
-                    ),
-                ]
-            })
-            .collect();
-        hs.into_iter().for_each(|h| h.join().unwrap());
+        pairs(n).into_iter().for_each(|h| h.join().unwrap());
         let e = t.elapsed();
         let m = pcml::sched::metrics().unwrap().since(&before).total();
         let layout: String = (0..16)

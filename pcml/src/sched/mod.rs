@@ -28,7 +28,8 @@
 //! - **New work stays where it was spawned.** `spawn` and `spawn_task` put the new thread on
 //!   the spawner's proc. A started fiber never moves (see `fiber`), so where a fiber first
 //!   runs is where it talks to its partners for life. The exceptions are a burst of
-//!   spawns while other procs are idle, and a proc on which many fibers live (below).
+//!   spawns while other procs are idle (or have nothing queued), and a proc on which many
+//!   fibers live (below).
 //! - **An idle proc takes only work that waits.** A fiber a proc spawns while it holds none
 //!   is held (the oldest unstarted spawn: those spawned after it go to the deque; its joiner
 //!   takes it back with plain loads and stores, see `held`); an idle proc takes a held fiber only
@@ -202,6 +203,50 @@
 //!   had, and the 2-proc row over the 1-proc row read 1.24x, 0.95x, 1.09x and 1.20x
 //!   against 0.91x, 0.96x, 1.05x and 1.29x before; beside the busy loop over quiet, 0.76x,
 //!   0.55x, 0.58x and 0.28x against 0.52x, 0.48x, 0.44x and 0.34x.
+//!   Idle here means with nothing queued, not only parked, spinning or watching: a proc of
+//!   another OS thread whose deques and held slot are empty, and which the watchdog has not
+//!   marked hogged, is dealt its part too, and starts it at its next turn. The bench's rows
+//!   spawn the timed burst as soon as a short warm-up burst is joined, when the other
+//!   proc may still be ending the warm-up's last fibers, or be awake but not yet run by
+//!   the OS since a wake-up: counted busy, it was passed over, and the whole burst started
+//!   on the spawner's proc (or a steal took some of it later, splitting a pair). That was
+//!   35 of 130 runs of a warm-up and a timed burst on 2 procs at load 6 (`examples/parpp.rs
+//!   30000 spawn warm` runs that sequence), and 9 of 40 beside a busy loop; none of 170
+//!   with this rule. A proc with work queued is still passed over: it would start the part
+//!   only after that work. Measured with the session's autogroup at nice -20 (`echo -20 >
+//!   /proc/self/autogroup`, so that the other sessions' load on the shared 2-core machine,
+//!   8-12, took little of its cores; the co-runner is the bench's child, in the same
+//!   group), `pcml-bench --only parpingpong,spawn,pingpong,primes --procs 1,2 --co-runner 1
+//!   --peers go --runs 6 --rounds 2`, 3 alternations with the build before: parallel
+//!   ping-pong (spawn) on 2 procs 44.8, 37.3 and 36.4 M msgs/s (2.10x, 1.79x and 2.14x of
+//!   one proc) against 24.6, 28.0 and 24.3 M (1.04x, 1.61x, 1.17x); beside the busy loop
+//!   unchanged (26.0, 20.2, 17.3 M against 24.9, 22.2, 17.1 M), so its busy/quiet ratio
+//!   now reads 0.58x, 0.54x and 0.48x (Go's own 1.01x, 0.86x, 0.88x, from a 2-proc
+//!   figure of 6-7 M); the spawn, ping-pong and primes rows within their noise.
+//! - **Beside a busy process a dealt burst runs at the speed of one proc.** With one busy
+//!   loop on a 2-core machine, three threads ready to run could each have 2/3 of a core,
+//!   and the two halves of a burst of independent pairs finish in 3/4 of the time one core
+//!   takes. They do not: a proc woken by a futex while every CPU is busy runs on its
+//!   waker's CPU (the wake-affine placement, 99.7% of the wake-ups measured, see "Explicit
+//!   placement on a busy machine" below), so both procs share the dealer's core while the
+//!   busy loop keeps the other, and the kernel does not move a thread to even out two
+//!   threads on one core against one on the other within a run of tens of milliseconds.
+//!   Measured and not kept: taking the dealer's CPU out of the receiver thread's CPU mask
+//!   for the wake-up (`sched_setaffinity`, the mask given back right after; a wider mask
+//!   moves no thread), on a crowded machine only. At load 17 the receiver ended its run
+//!   on another CPU than the dealer in 25 of 39 dealt runs against 10 of 36 without, but
+//!   the row beside the busy loop moved within its noise (20-run medians of the
+//!   warm-up-then-timed sequence, autogroup at nice -20: 21.7, 28.1 and 20.3 M msgs/s
+//!   against 21.0, 24.4 and 19.5 M without it, spreads 0.4-34 M; in the bench above, with
+//!   it, 26.0, 20.2 and 17.3 M against 24.9, 22.2 and 17.1 M before), short of the 4/3 of
+//!   one proc's figure it aimed at, so the three system calls a dealt part were left out.
+//!   (The bench figures of the rule above are of that build, the rule and the mask both.)
+//!   On a machine loaded by other sessions a second proc buys little anyway: with
+//!   autogroup scheduling (on here,
+//!   `/proc/sys/kernel/sched_autogroup_enabled`), a session's threads share one weight
+//!   against the other sessions, so a second thread adds no share of the cores; dealt and
+//!   undealt runs of the same batches at load 6 read medians of 14.3 M (68 runs) and
+//!   15.3 M (19).
 //! - **A held fiber wakes nobody.** Since no proc may take it for `HELD_GRACE`, a spawn
 //!   does not wake an idle proc for it (work pushed on a deque does). Instead, while some
 //!   proc spawns (its held slot's ticket moves) or holds a fiber, one idle proc, the

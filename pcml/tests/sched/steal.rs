@@ -581,6 +581,12 @@ fn a_task_choice_between_a_local_and_a_remote_sender_is_fair() {
 /// only receives the reports: a join could run an unstarted fiber inline on the spawner's
 /// proc.
 fn eight_pairs() -> Vec<(usize, usize)> {
+    eight_pairs_then(|| ())
+}
+
+/// [`eight_pairs`], calling `spawned` once the 16 fibers are spawned, before the spawner
+/// first blocks (when its proc deals the burst, if it does).
+fn eight_pairs_then(spawned: impl FnOnce()) -> Vec<(usize, usize)> {
     use pcml::chan::Chan;
     let report: Chan<(usize, usize)> = Chan::new();
     for pair in 0..8 {
@@ -602,6 +608,7 @@ fn eight_pairs() -> Vec<(usize, usize)> {
             report.send((2 * pair + 1, pcml::current_proc().unwrap()));
         }));
     }
+    spawned();
     let mut on = [0; 16];
     for _ in 0..16 {
         let (k, proc) = report.recv();
@@ -664,6 +671,69 @@ fn a_burst_of_pairs_is_split_pair_by_pair_with_an_idle_proc() {
         panic!(
             "no attempt of 50 kept pairs 0-3 on proc 0 and dealt 4-7 to proc 1 ({want:?}): {seen}"
         );
+    }
+}
+
+/// A proc that is awake, running a thread of its own, but has nothing queued is dealt its
+/// part of a burst as an idle one is: it starts the part at its next turn. (A proc still
+/// ending the fibers of an earlier burst when the next one is spawned, or whose thread the
+/// OS had not run since it was woken, was passed over, and the whole burst started on the
+/// spawner's proc.) Here a fiber on proc 1 computes, without yielding, from before the
+/// burst is spawned until a millisecond after; an attempt counts only if it saw the spawns
+/// end while it computed.
+#[test]
+fn a_burst_of_pairs_is_split_with_a_busy_proc_that_has_nothing_queued() {
+    let want: Vec<_> = (0..8)
+        .map(|p| if p < 4 { (0, 0) } else { (1, 1) })
+        .collect();
+    let rt = Runtime::builder()
+        .procs(2)
+        .carrier_threads(2)
+        .build()
+        .unwrap();
+    let want2 = want.clone();
+    let seen = rt
+        .block_on(move || {
+            pcml::spawn_on(0, move || {
+                let mut seen = Vec::new();
+                for _ in 0..50 {
+                    let (started, spawned) = (
+                        Arc::new(AtomicBool::new(false)),
+                        Arc::new(AtomicBool::new(false)),
+                    );
+                    let (started2, spawned2) = (started.clone(), spawned.clone());
+                    let busy = pcml::spawn_on(1, move || {
+                        started2.store(true, Ordering::SeqCst);
+                        let mut saw = false;
+                        let mut until = Instant::now() + Duration::from_millis(20);
+                        while Instant::now() < until {
+                            if !saw && spawned2.load(Ordering::SeqCst) {
+                                saw = true;
+                                until = until.min(Instant::now() + Duration::from_millis(1));
+                            }
+                            std::hint::spin_loop();
+                        }
+                        saw
+                    });
+                    while !started.load(Ordering::SeqCst) {
+                        pcml::yield_now();
+                    }
+                    let on = eight_pairs_then(|| spawned.store(true, Ordering::SeqCst));
+                    if busy.join().unwrap() {
+                        if on == want2 {
+                            return Ok(());
+                        }
+                        seen.push(on);
+                    }
+                }
+                Err(seen)
+            })
+            .join()
+            .unwrap()
+        })
+        .unwrap();
+    if let Err(seen) = seen {
+        panic!("no attempt of 50 dealt pairs 4-7 to proc 1 while it computed ({want:?}): {seen:?}");
     }
 }
 

@@ -118,14 +118,14 @@ impl Context {
     /// Splits the burst of fibers that the thread which ran last spawned (see "A burst of
     /// spawns is split with idle procs" in the `sched` docs), before any of them starts: if
     /// the spawn sequence (the deque, and the oldest spawn, held or run inline by its joiner)
-    /// is `BURST_MIN` long or more and procs of other OS threads are idle (parked or
-    /// spinning), the newest part goes to each of them, one part per proc, through its inbox
-    /// (each then starts and stays there, as a `spawn_on` fiber does, and no joiner runs it
-    /// inline meanwhile: `FiberBody::deal`), and this proc keeps the
-    /// oldest. Parts are of an even length: fibers spawned two by two (a ponger and its
-    /// pinger) stay two by two, since the newest spawn ends a pair. Nothing is dealt from a
-    /// part that holds a task (tasks migrate, and stealing spreads them), runs short, or
-    /// differs in its spawn sites from the spawns below it (`repeats_below`).
+    /// is `BURST_MIN` long or more and procs of other OS threads are idle (parked, spinning,
+    /// or awake with nothing queued and not hogged), the newest part goes to each of them,
+    /// one part per proc, through its inbox (each then starts and stays there, as a
+    /// `spawn_on` fiber does, and no joiner runs it inline meanwhile: `FiberBody::deal`), and
+    /// this proc keeps the oldest. Parts are of an even length: fibers spawned two by two (a
+    /// ponger and its pinger) stay two by two, since the newest spawn ends a pair. Nothing
+    /// is dealt from a part that holds a task (tasks migrate, and stealing spreads them),
+    /// runs short, or differs in its spawn sites from the spawns below it (`repeats_below`).
     #[cold]
     #[inline(never)]
     fn deal_burst(&self) {
@@ -140,12 +140,23 @@ impl Context {
         let idle = |p: &ProcShared| {
             p.sleeping.load(Ordering::Relaxed) || p.searching.load(Ordering::Relaxed)
         };
+        // Awake, but with nothing queued (deques and held slot) and not hogged: its thread
+        // takes the part at its next turn (see "A burst of spawns is split" in the `sched`
+        // docs: a proc still ending the fibers of an earlier burst, or whose thread the OS
+        // has not run since its spawner's wake-up, is not idle yet, and a steal split a pair
+        // later).
+        let free = |c: usize| {
+            sh.procs
+                .iter()
+                .filter(|p| p.carrier == c)
+                .all(|p| !p.has_queued() && !p.held.is_full() && !p.watch.computing_hog())
+        };
         // One proc per other OS thread: the first of its carrier, which stands for all.
         let targets = sh
             .procs
             .iter()
             .enumerate()
-            .filter(move |&(i, p)| p.carrier == i && p.carrier != carrier && idle(p))
+            .filter(move |&(i, p)| p.carrier == i && p.carrier != carrier && (idle(p) || free(i)))
             .map(|(i, _)| i);
         let idle_procs = targets.clone().count();
         // The most parts that leave each an even length of two or more.
