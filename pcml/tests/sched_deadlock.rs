@@ -1406,3 +1406,38 @@ fn no_partial_deadlock_is_reported_for_programs_that_finish() {
         }
     }
 }
+
+/// Expected: two receivers stuck on a channel are found even though tasks had awaited events
+/// on that channel before: the counts those events held on the channel are gone with them,
+/// and none may be taken for a reference someone could still act through.
+#[test]
+fn receivers_on_a_channel_whose_events_tasks_awaited_are_found() {
+    for procs in [1, 2] {
+        rt(procs)
+            .block_on(move || {
+                let shared = pcml::Chan::<u8>::new();
+                for _ in 0..4 {
+                    let (tx, rx) = (shared.clone(), shared.clone());
+                    let send = pcml::spawn_task(async move { tx.send_evt(1).await });
+                    let recv = pcml::spawn_task(async move { rx.recv_evt().await });
+                    assert_eq!(recv.join().unwrap(), 1);
+                    send.join().unwrap();
+                }
+                for name in ["r1", "r2"] {
+                    let ch = shared.clone();
+                    pcml::SpawnBuilder::new()
+                        .name(name)
+                        .spawn(move || {
+                            let ch = ch;
+                            ch.recv()
+                        })
+                        .unwrap();
+                }
+                drop(shared);
+                let found = wait_for_deadlocks();
+                assert_eq!(found.len(), 1, "{found:?}");
+                assert_eq!(names(&found[0]), ["r1", "r2"], "{}", found[0]);
+            })
+            .unwrap_or_else(|e| panic!("procs {procs}: {e}"));
+    }
+}
