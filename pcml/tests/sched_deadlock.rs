@@ -1140,6 +1140,20 @@ fn names(d: &pcml::sched::PartialDeadlock) -> Vec<String> {
     v
 }
 
+/// Spawns a fiber named after each of `names` that receives on `ch` (a clone each).
+fn spawn_receivers(ch: &pcml::Chan<u8>, names: [&'static str; 2]) {
+    for name in names {
+        let ch = ch.clone();
+        pcml::SpawnBuilder::new()
+            .name(name)
+            .spawn(move || {
+                let ch = ch;
+                ch.recv()
+            })
+            .unwrap();
+    }
+}
+
 /// Asks for the partial deadlocks until some are found (they form as the fibers block).
 fn wait_for_deadlocks() -> Vec<pcml::sched::PartialDeadlock> {
     loop {
@@ -1223,16 +1237,7 @@ fn orphaned_receivers_and_their_joiners_are_found() {
                     .spawn(move || lonely.join())
                     .unwrap();
                 let shared = pcml::Chan::<u8>::new();
-                for name in ["r1", "r2"] {
-                    let ch = shared.clone();
-                    pcml::SpawnBuilder::new()
-                        .name(name)
-                        .spawn(move || {
-                            let ch = ch;
-                            ch.recv()
-                        })
-                        .unwrap();
-                }
+                spawn_receivers(&shared, ["r1", "r2"]);
                 drop(shared);
                 let found = loop {
                     let found = wait_for_deadlocks();
@@ -1423,16 +1428,7 @@ fn receivers_on_a_channel_whose_events_tasks_awaited_are_found() {
                     assert_eq!(recv.join().unwrap(), 1);
                     send.join().unwrap();
                 }
-                for name in ["r1", "r2"] {
-                    let ch = shared.clone();
-                    pcml::SpawnBuilder::new()
-                        .name(name)
-                        .spawn(move || {
-                            let ch = ch;
-                            ch.recv()
-                        })
-                        .unwrap();
-                }
+                spawn_receivers(&shared, ["r1", "r2"]);
                 drop(shared);
                 let found = wait_for_deadlocks();
                 assert_eq!(found.len(), 1, "{found:?}");
