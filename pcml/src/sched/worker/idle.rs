@@ -13,22 +13,14 @@ impl Context {
         let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
         turns.store(tick, Ordering::Relaxed);
         self.end_io_batch();
-        // Back from a park that timed out, and no turn since ran anything (its failed turn
-        // and this call are the two counted): nobody handed this proc work, so park again at
-        // once rather than spin (a watcher of the held slots wakes every `HELD_GRACE`).
-        if self.timed_out_at.take() == Some(tick.wrapping_sub(2)) {
-            if self.fire_due_timers() || self.check_owed() {
-                return;
-            }
-            self.io_dispatch(|| sh.poll_io_now());
-            self.sleep();
-            return;
-        }
-        // More threads ready to run than the machine has CPUs: a spin would keep one of them
-        // off a core, quite likely the partner whose message would end it (see `crowd` and
-        // the `sched` docs), so park at once.
-        if sh.crowding.is_crowded() {
-            // What a spin's first round would have found: due timers, owed turns, ready I/O.
+        // Park at once rather than spin, after one look at what a spin's first round would
+        // have found (due timers, owed turns, ready I/O), when back from a park that timed
+        // out with no turn since that ran anything (its failed turn and this call are the two
+        // counted: nobody handed this proc work; a watcher of the held slots wakes every
+        // `HELD_GRACE`), or when more threads are ready to run than the process has CPUs (a
+        // spin would keep one of them off a core, quite likely the partner whose message
+        // would end it: see `crowd` and the `sched` docs).
+        if self.timed_out_at.take() == Some(tick.wrapping_sub(2)) || sh.crowding.is_crowded() {
             if self.fire_due_timers() || self.check_owed() {
                 return;
             }
@@ -115,17 +107,9 @@ impl Context {
             // As in `idle`: its failed turn and this call are the two counted since the park.
             timed_out &= ctx.timed_out_at.take() == Some(tick.wrapping_sub(2));
         }
-        if timed_out {
-            if Self::carrier_timers_and_owed(ctxs) {
-                return;
-            }
-            head.enter();
-            head.io_dispatch(|| sh.poll_io_now());
-            Self::sleep_all(ctxs);
-            return;
-        }
-        // As in `idle`: on a crowded machine, park at once.
-        if sh.crowding.is_crowded() {
+        // As in `idle`: timed out with nothing run since, or on a crowded machine, one look
+        // and park at once.
+        if timed_out || sh.crowding.is_crowded() {
             if Self::carrier_timers_and_owed(ctxs) {
                 return;
             }
