@@ -278,6 +278,17 @@ impl Drop for Shared {
 }
 
 impl Shared {
+    /// The OS threads that run the procs, the carriers: proc `p` runs on carrier `p % C`,
+    /// whose first proc is `p % C` itself (see "Procs beyond the cores share OS threads" in
+    /// the `sched` docs).
+    pub(crate) fn carriers(&self) -> usize {
+        self.procs
+            .iter()
+            .map(|p| p.carrier)
+            .max()
+            .map_or(1, |c| c + 1)
+    }
+
     /// Makes stealable work visible to idle procs: wakes one sleeper if nobody is searching.
     pub(crate) fn notify_idle(&self) {
         if self.procs.len() == 1 {

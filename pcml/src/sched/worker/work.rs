@@ -197,11 +197,13 @@ impl Context {
     }
 
     /// The proc a fiber spawned here goes to, if not this one: once `SPILL_FROM` started
-    /// fibers live here, spawns are dealt in blocks of `SPILL_BLOCK` to each proc in turn,
-    /// the next one first and this one included, each block only while this proc's thread
-    /// has a core to itself and the receiver's thread would have one (see "Many long-lived
-    /// fibers are dealt out in long blocks" in the `sched` docs); a block the tests keep here
-    /// leaves the turn with the proc it was for. A fiber sent elsewhere starts there as
+    /// fibers live here, spawns are dealt in blocks of `SPILL_BLOCK` to each OS thread
+    /// (carrier) in turn, the next one first and this one included, a block for another
+    /// carrier going to its first proc and one for this carrier staying on this proc, each
+    /// block only while this proc's thread has a core to itself and the receiver's thread
+    /// would have one (see "Many long-lived fibers are dealt out in long blocks" in the
+    /// `sched` docs); a block the tests keep here leaves the turn with the carrier it was
+    /// for. A fiber sent elsewhere starts there as
     /// `spawn_on`'s do. From `SPILL_WATCH` started fibers, the first call reads this thread's
     /// wait for a core, so that the first block's test looks at the time since then rather
     /// than at the thread's start-up.
@@ -217,7 +219,13 @@ impl Context {
         self.spilled.set(n.wrapping_add(1));
         if n % SPILL_BLOCK == 0 {
             let turn = self.spill_turn.get();
-            let to = (self.index + 1 + turn) % self.shared.procs.len();
+            // The turn goes round the OS threads, not the procs: procs of one carrier share
+            // its core, so a block dealt to this carrier's other procs would only add hops
+            // on the same thread. Another carrier's block goes to its first proc, this
+            // carrier's stays here.
+            let (carrier, carriers) = (self.me().carrier, self.shared.carriers());
+            let c = (carrier + 1 + turn) % carriers;
+            let to = if c == carrier { self.index } else { c };
             // A block stays here when this thread waited for a core: the procs' threads
             // would not all run at once, and a chain pinned across them would go at the
             // pace of the one the OS left waiting.
@@ -287,17 +295,15 @@ impl Context {
             return false;
         };
         let sh = &self.shared;
-        let threads = sh
-            .procs
-            .iter()
-            .map(|p| p.carrier)
-            .max()
-            .map_or(1, |c| c + 1);
+        // This runtime's threads awake: its carriers, each asleep only when all its procs
+        // are, and then with its first proc marked asleep (`sleep`, `sleep_all`). Counted
+        // by procs, the awake idle mates of this proc's carrier counted as threads that
+        // would give up their cores, so on 4 procs over 2 threads a block was dealt beside
+        // one other runnable thread, where on 2 procs it was kept.
         // Relaxed: a guess for a placement, not a hand-off.
-        let awake = sh.procs.len() - sh.num_sleeping.load(Ordering::Relaxed).min(sh.procs.len());
-        let ours_now = awake.min(threads);
-        let to_wakes = sh.procs[to].sleeping.load(Ordering::Relaxed) as usize;
-        let ours_after = (awake + to_wakes).min(threads);
+        let asleep = |c: usize| sh.procs[c].sleeping.load(Ordering::Relaxed);
+        let ours_now = (0..sh.carriers()).filter(|&c| !asleep(c)).count();
+        let ours_after = ours_now + usize::from(asleep(sh.procs[to].carrier));
         running.saturating_sub(ours_now) + ours_after <= cores
     }
 
@@ -1062,7 +1068,16 @@ mod tests {
     /// started, as the primes sieve spawns its filters; returns the proc each fiber started
     /// on, after checking that a message down the chain found every fiber still there.
     fn chain(n: usize, spare: bool, refuse: usize) -> Vec<usize> {
-        let rt = crate::Runtime::builder().procs(2).build().unwrap();
+        chain_on(2, 2, n, spare, refuse)
+    }
+
+    /// [`chain`] on `procs` procs over `carriers` OS threads.
+    fn chain_on(procs: usize, carriers: usize, n: usize, spare: bool, refuse: usize) -> Vec<usize> {
+        let rt = crate::Runtime::builder()
+            .procs(procs)
+            .carrier_threads(carriers)
+            .build()
+            .unwrap();
         rt.block_on(move || {
             for p in 0..2 {
                 crate::spawn_on(p, move || {
@@ -1122,6 +1137,48 @@ mod tests {
         assert!(on(210..290, 1), "{procs:?}");
         assert!(on(310..390, 0), "{procs:?}");
         assert!(on(410..450, 1), "{procs:?}");
+    }
+
+    #[test]
+    fn blocks_go_to_the_os_threads_in_turn_when_procs_share_them() {
+        // 4 procs over 2 threads: procs 0 and 2 share one, 1 and 3 the other. Blocks of 100
+        // go to the other thread's first proc, back to the spawner's proc (not to proc 2 on
+        // its thread, nor to proc 3), and again to proc 1: the layout of 2 procs.
+        let procs = chain_on(4, 2, 350, true, 0);
+        let on = |range, proc| all_on(&procs, range, proc);
+        assert!(on(110..190, 1), "{procs:?}");
+        assert!(on(210..290, 0), "{procs:?}");
+        assert!(on(310..350, 1), "{procs:?}");
+        assert!(procs.iter().all(|&p| p < 2), "{procs:?}");
+    }
+
+    #[test]
+    fn one_thread_keeps_every_block_on_the_spawners_proc() {
+        // 3 procs on one thread: dealing a block to another proc of it would add hops on
+        // the same thread and no core.
+        let rt = crate::Runtime::builder()
+            .procs(3)
+            .carrier_threads(1)
+            .build()
+            .unwrap();
+        let procs = rt
+            .block_on(|| {
+                SPARE.with(|s| s.set(Some(true)));
+                let report: Chan<usize> = Chan::new();
+                let mut procs = Vec::new();
+                for _ in 0..250 {
+                    let reply = report.clone();
+                    drop(crate::spawn(move || {
+                        reply.send(crate::current_proc().unwrap());
+                        crate::event::never::<()>().sync();
+                    }));
+                    procs.push(report.recv());
+                }
+                procs
+            })
+            .unwrap();
+        let main = procs[0];
+        assert!(procs.iter().all(|&p| p == main), "{procs:?}");
     }
 
     /// The thread state that `ProcShared::movable_hog` reads: a running thread is runnable
