@@ -274,19 +274,20 @@
 //!   alternated with the build before at load 6-11) the 2-proc row's best runs went from
 //!   38-40 M threads/s to 55-56 M, against 64-68 M on one proc (0.58x to 0.85x).
 //! - **Many long-lived fibers are dealt out in long blocks, while the procs have cores.**
-//!   Once 100 started fibers live on a proc, the fibers it spawns next go to the procs in
-//!   turn, 100 at a time (the next proc first, this one included; like `spawn_on`'s, each
-//!   starts and stays on its proc), as long as the spawner's OS thread spent at most a
+//!   Once 100 started fibers live on a proc, the fibers it spawns next go to the OS
+//!   threads (carriers, below) in turn, 100 at a time (the next thread first, this one
+//!   included; a block for another thread goes to its first proc, and one for this thread
+//!   stays on this proc; like `spawn_on`'s, each starts and stays on its proc), as long as the spawner's OS thread spent at most a
 //!   tenth of its time since the last block waiting for a core (the kernel's count, in
 //!   `/proc/thread-self/schedstat`; for the first block, since 50 started fibers lived on
 //!   the proc) and the receiving proc's thread has a core free right now: the threads run
 //!   at a real-time priority (`SCHED_FIFO` or `SCHED_RR`, which a runtime's threads share,
 //!   and which no normally scheduled process can take a core from), or the threads
-//!   runnable by `/proc/loadavg`, less this runtime's awake ones, plus this runtime's with
-//!   the receiver awake, are at most the cores (where either count cannot be read, every
-//!   block stays). A block the tests keep leaves the turn with the proc it was for: the next
-//!   block is offered to that proc again, so that a kept first block does not also send the
-//!   second home. Each proc counts the blocks it dealt and those it kept, by reason
+//!   runnable by `/proc/loadavg`, less this runtime's awake threads (a carrier is awake
+//!   while any of its procs is), plus this runtime's with the receiver's awake, are at
+//!   most the cores (where either count cannot be read, every block stays). A block the
+//!   tests keep leaves the turn with the thread it was for: the next block is offered to
+//!   that thread again, so that a kept first block does not also send the second home. Each proc counts the blocks it dealt and those it kept, by reason
 //!   (`ProcMetrics::blocks_dealt`, `blocks_kept_waited`, `blocks_kept_no_core`, which
 //!   `examples/primes.rs` prints). The second test is for a co-runner:
 //!   a spawner whose partner proc is parked has its core to itself beside one busy
@@ -357,6 +358,29 @@
 //!   across), the two procs parking 650-1,100 times a run between them (the idle proc of
 //!   the one-proc layout: 33-53). A program can place its own pipeline with `spawn_on`:
 //!   once near the middle of the work, or in blocks of 50-100 stages.
+//!
+//!   The blocks go round the OS threads rather than the procs because procs beyond the
+//!   cores share threads (below): a block dealt to another proc of the spawner's own
+//!   thread buys no core, and only adds a hop on that thread at each of its edges. And the
+//!   core test counts this runtime's awake threads, not its awake procs: counted by procs,
+//!   a spawner on 4 procs over 2 threads, whose thread's idle mate is awake by definition
+//!   (a carrier's procs sleep together), counted 2 threads awake where 1 was, and so dealt
+//!   a block beside one other runnable thread on the 2-core machine, where on 2 procs the
+//!   same test kept it (traced: `running` 2, 4 procs awake of 8, proc 1 asleep). That made
+//!   4 and 8 procs deal where 2 did not at the bench's low loads (2-3: one other runnable
+//!   thread now and then), the pipeline then going at the pace of the thread that shared
+//!   its core, and primes-1000 on 4 procs read 0.66x of 2 procs in the procs run. Now 2, 4
+//!   and 8 procs over 2 threads take the same decisions and the same layout (filters 100 to
+//!   199, 300 to 399, ... on proc 1, the rest on the spawner's proc). Measured under `chrt
+//!   -f 1` (every block dealt), `examples/primes.rs spawn 1000 P 3`, 4 alternations with
+//!   the build before: 2, 4 and 8 procs 28.8, 30.6 and 30.5 ms (medians of 12) against
+//!   27.7, 31.4 and 32.1 ms, 300 and 200 filters on proc 1 before at 4 and 8 procs (the
+//!   others on procs 2, 3, ...); in the bench (`pcml-bench --only primes,spawn --procs
+//!   1,2,4,8 --peers go --runs 6 --rounds 2`, 4 alternations at load 12-22, where no block
+//!   is dealt at any proc count, so both builds put the whole chain on one proc), 4 procs
+//!   over 2 read 0.93x, 1.04x, 1.01x and 1.22x against 1.41x, 0.95x, 0.91x and 0.89x, and 8
+//!   procs 1.23x, 1.04x, 0.87x and 1.25x against 1.06x, 0.98x, 1.52x and 1.23x: the noise
+//!   of a crowded machine.
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //!   The exception is a task whose last poll left a choice of several branches pending: it
