@@ -376,11 +376,12 @@
 //!   the build before: 2, 4 and 8 procs 28.8, 30.6 and 30.5 ms (medians of 12) against
 //!   27.7, 31.4 and 32.1 ms, 300 and 200 filters on proc 1 before at 4 and 8 procs (the
 //!   others on procs 2, 3, ...); in the bench (`pcml-bench --only primes,spawn --procs
-//!   1,2,4,8 --peers go --runs 6 --rounds 2`, 4 alternations at load 12-22, where no block
-//!   is dealt at any proc count, so both builds put the whole chain on one proc), 4 procs
-//!   over 2 read 0.93x, 1.04x, 1.01x and 1.22x against 1.41x, 0.95x, 0.91x and 0.89x, and 8
-//!   procs 1.23x, 1.04x, 0.87x and 1.25x against 1.06x, 0.98x, 1.52x and 1.23x: the noise
-//!   of a crowded machine.
+//!   1,2,4,8 --peers go --runs 6 --rounds 2`, 6 alternations at load 7-22, where hardly a
+//!   block is dealt at any proc count, so both builds keep the chain on one proc), 4 procs
+//!   over 2 read 0.93x, 1.04x, 1.01x, 1.22x, 0.99x and 0.87x (the lowest round 0.73x)
+//!   against 1.41x, 0.95x, 0.91x, 0.89x, 1.39x and 1.10x (0.42x), and 8 procs 1.23x, 1.04x,
+//!   0.87x, 1.25x, 1.12x and 1.09x (0.65x) against 1.06x, 0.98x, 1.52x, 1.23x, 1.42x and
+//!   0.75x (0.71x): the noise of a crowded machine.
 //! - **Woken tasks run on the waker's proc** (tasks migrate freely), so a task woken by a
 //!   message runs next to its sender; woken fibers always go home, through their proc's inbox.
 //!   The exception is a task whose last poll left a choice of several branches pending: it
