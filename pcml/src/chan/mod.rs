@@ -162,7 +162,6 @@
 
 use std::alloc::Layout;
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -189,6 +188,7 @@ use handles::{Handles, Kind};
 mod error;
 mod halves;
 pub(crate) mod handles;
+mod ring;
 
 pub(crate) use error::{Checked, Mode, Plain, closed_panic};
 pub use error::{
@@ -273,7 +273,7 @@ impl<T> Queues<T> {
 
 /// A queue of offers with the dead-offer sweep of section 8.3.
 struct WaitQueue<T> {
-    q: VecDeque<Entry<T>>,
+    q: ring::Ring<Entry<T>>,
     /// Sweep when a push finds `q.len()` at this.
     threshold: usize,
 }
@@ -393,7 +393,7 @@ impl<T> Entry<T> {
 impl<T> WaitQueue<T> {
     fn new() -> Self {
         Self {
-            q: VecDeque::new(),
+            q: ring::Ring::new(),
             threshold: K1,
         }
     }
@@ -412,8 +412,7 @@ impl<T> WaitQueue<T> {
     /// dead offers met on the way.
     fn take_match(&mut self, me: &SyncRecord) -> Option<(usize, Entry<T>)> {
         let mut i = 0;
-        while i < self.q.len() {
-            let e = &self.q[i];
+        while let Some(e) = self.q.get(i) {
             if e.is_dead() {
                 self.q.remove(i);
                 continue;
@@ -791,8 +790,8 @@ impl<T> ChanInner<T> {
             return false;
         }
         qs.closed = true;
-        let sendq = std::mem::take(&mut qs.sendq.q);
-        let recvq = std::mem::take(&mut qs.recvq.q);
+        let sendq = qs.sendq.q.drain();
+        let recvq = qs.recvq.q.drain();
         self.senders.store(CLOSED, Ordering::Relaxed);
         self.receivers.store(CLOSED, Ordering::Relaxed);
         drop(qs);
@@ -1066,7 +1065,15 @@ impl<T: Send + 'static> ChanInner<T> {
             slot: Slot::new(msg),
         };
         let wait = InPlaceWait::new(self, &offer);
-        blocker::block_current_through(what, self, handle, |b| wait.queue(b, qs, ours));
+        // The prepare step inline in the fiber's path (the compiler's choice left it out of
+        // line once the queue's push was a ring's: a call and six saved registers a block).
+        blocker::block_current_through(
+            what,
+            self,
+            handle,
+            #[inline(always)]
+            |b| wait.queue(b, qs, ours),
+        );
         wait.finish()
     }
 }
@@ -1085,10 +1092,7 @@ fn finish_direct<T>(p: DirectPtr<T>, deliver: impl FnOnce(&Slot<T>)) {
     // is not done before our `finish` below, after which we do not touch it.
     let o = unsafe { p.0.as_ref() };
     deliver(&o.slot);
-    let b = o.rec.finish();
-    if let Some(b) = b {
-        b.unblock();
-    }
+    o.rec.finish_wake();
 }
 
 /// An async direct sync's queued offer: a field of its event, reaching the channel through
