@@ -628,8 +628,12 @@ impl DirectRecord {
     /// again (the copies of its five words cost a 1-proc fiber ping-pong about 12
     /// instructions a message, callgrind `examples/pingpong1`). The same contract as
     /// `finish`: the caller must not touch the record (nor its offer) afterwards.
+    ///
+    /// With `CONSUME`, it then counts the caller's completed operation against its thread's
+    /// budget (`worker::consume_budget`), looking the proc's context up once for the fiber's
+    /// wake-up and the count.
     #[inline(always)]
-    pub(crate) fn finish_wake(&self) {
+    pub(crate) fn finish_wake<const CONSUME: bool>(&self) {
         // SAFETY: as in `finish`: the cell is ours (we took the offer out of its queue).
         let fiber = self
             .blocker
@@ -641,11 +645,18 @@ impl DirectRecord {
                 self.blocker.with_mut(|p| unsafe { p.write(None) });
                 // Release: pairs with the Acquire load in `is_done`, as in `finish`.
                 self.done.store(true, Ordering::Release);
-                f.wake();
+                if CONSUME {
+                    f.wake_then_consume();
+                } else {
+                    f.wake();
+                }
             }
             None => {
                 if let Some(b) = self.finish() {
                     b.unblock();
+                }
+                if CONSUME {
+                    crate::sched::worker::consume_budget();
                 }
             }
         }

@@ -58,6 +58,13 @@ impl FiberWake {
     pub(crate) fn wake(self) {
         worker::wake_fiber(self.runtime, self.proc, self.slot, self.token)
     }
+
+    /// [`wake`](Self::wake), then `worker::consume_budget`, with one look-up of the proc's
+    /// context (`worker::wake_fiber_then_consume`).
+    #[inline(always)]
+    pub(crate) fn wake_then_consume(self) {
+        worker::wake_fiber_then_consume(self.runtime, self.proc, self.slot, self.token)
+    }
 }
 
 /// What a parked OS thread waits on.

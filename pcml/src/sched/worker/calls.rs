@@ -315,9 +315,15 @@ pub(crate) fn yield_fiber() -> bool {
 #[allow(dead_code)] // called by the event layer's sync
 #[inline]
 pub(crate) fn consume_budget() {
-    if let Some(ctx) = context()
-        && matches!(ctx.current.get(), Current::Fiber { .. })
-    {
+    if let Some(ctx) = context() {
+        consume_budget_in(ctx);
+    }
+}
+
+/// [`consume_budget`] on this proc's context, already looked up.
+#[inline(always)]
+pub(super) fn consume_budget_in(ctx: &Context) {
+    if matches!(ctx.current.get(), Current::Fiber { .. }) {
         let left = ctx.budget.get();
         if left <= 1 {
             budget_spent(ctx);
