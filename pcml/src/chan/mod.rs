@@ -81,6 +81,13 @@
 //!   (section 4), and tries to match it (Figure 9); finding none, it enqueues its own offer;
 //! - `cancel` takes back a losing send offer's message.
 //!
+//! Each waiting queue is a ring of slots with a power-of-two capacity (`ring`), not a
+//! `VecDeque`: a rendezvous pushes one offer and pops it, and the mask, a head and a length
+//! do that in fewer instructions than `VecDeque`'s wrap-around arithmetic. With the partner's
+//! in-place wake of a fiber's blocker (`DirectRecord::finish_wake`) and the prepare step of a
+//! blocking direct sync kept inline, a 1-proc fiber ping-pong message went from 360 to 336
+//! instructions (callgrind, `examples/pingpong1`, the difference of two run lengths).
+//!
 //! # Direct sends and receives
 //! The plain [`Chan::send`] and [`Chan::recv`] are one-branch syncs with no choice and no nack,
 //! and skip what only a choice needs (the event module's "Direct syncs"). They lock once: if

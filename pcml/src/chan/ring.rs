@@ -9,8 +9,7 @@
 //! middle, the dead-offer sweep) rebuild the ring; they run on choices and withdrawals, off the
 //! rendezvous path.
 //!
-//! Measured on a 1-proc fiber ping-pong (`examples/pingpong1`, callgrind, the difference of
-//! two run lengths), with the in-place wake of `finish_direct`: see the channel module docs.
+//! What it saved, with the other changes measured with it: the channel module docs.
 //!
 //! # Invariants
 //! - `buf.len()` is zero or a power of two; `len <= buf.len()`.
