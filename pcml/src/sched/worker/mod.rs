@@ -232,8 +232,7 @@ const _: () = assert!(TIMER_EVERY.is_power_of_two());
 /// of `turn` would have looked at the ready fibers first: they lose one such turn in 64 to
 /// work that waits longer anyway.
 const INJECTOR_EVERY: u32 = 2 * TIMER_EVERY;
-const _: () =
-    assert!(INJECTOR_EVERY.is_multiple_of(TIMER_EVERY) && INJECTOR_EVERY.is_power_of_two());
+const _: () = assert!(INJECTOR_EVERY % TIMER_EVERY == 0 && INJECTOR_EVERY.is_power_of_two());
 /// Every this many injector turns (`INJECTOR_EVERY`), a proc runs its oldest new work first
 /// if more is queued above it (`Context::take_oldest_new`): an item below the top of the deque
 /// waits 244 turns at most. Every injector turn cost a skynet of tasks 17 instructions a leaf
