@@ -81,6 +81,13 @@
 //!   (section 4), and tries to match it (Figure 9); finding none, it enqueues its own offer;
 //! - `cancel` takes back a losing send offer's message.
 //!
+//! Each waiting queue is a ring of slots with a power-of-two capacity (`ring`), not a
+//! `VecDeque`: a rendezvous pushes one offer and pops it, and the mask, a head and a length
+//! do that in fewer instructions than `VecDeque`'s wrap-around arithmetic. With the partner's
+//! in-place wake of a fiber's blocker (`DirectRecord::finish_wake`) and the prepare step of a
+//! blocking direct sync kept inline, a 1-proc fiber ping-pong message went from 360 to 336
+//! instructions (callgrind, `examples/pingpong1`, the difference of two run lengths).
+//!
 //! # Direct sends and receives
 //! The plain [`Chan::send`] and [`Chan::recv`] are one-branch syncs with no choice and no nack,
 //! and skip what only a choice needs (the event module's "Direct syncs"). They lock once: if
@@ -162,7 +169,6 @@
 
 use std::alloc::Layout;
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -189,6 +195,7 @@ use handles::{Handles, Kind};
 mod error;
 mod halves;
 pub(crate) mod handles;
+mod ring;
 
 pub(crate) use error::{Checked, Mode, Plain, closed_panic};
 pub use error::{
@@ -273,7 +280,7 @@ impl<T> Queues<T> {
 
 /// A queue of offers with the dead-offer sweep of section 8.3.
 struct WaitQueue<T> {
-    q: VecDeque<Entry<T>>,
+    q: ring::Ring<Entry<T>>,
     /// Sweep when a push finds `q.len()` at this.
     threshold: usize,
 }
@@ -393,7 +400,7 @@ impl<T> Entry<T> {
 impl<T> WaitQueue<T> {
     fn new() -> Self {
         Self {
-            q: VecDeque::new(),
+            q: ring::Ring::new(),
             threshold: K1,
         }
     }
@@ -412,8 +419,7 @@ impl<T> WaitQueue<T> {
     /// dead offers met on the way.
     fn take_match(&mut self, me: &SyncRecord) -> Option<(usize, Entry<T>)> {
         let mut i = 0;
-        while i < self.q.len() {
-            let e = &self.q[i];
+        while let Some(e) = self.q.get(i) {
             if e.is_dead() {
                 self.q.remove(i);
                 continue;
@@ -614,6 +620,8 @@ fn queue_offer<T>(
     offer.rec.install(b);
     qs.side(q)
         .push(Entry::Direct(DirectPtr(NonNull::from(offer))));
+    // Both counts, though only `q`'s changed: `q` is not a constant here (a blocking fiber's
+    // prepare step captures it), and one count picked by a value cost more than both.
     ch.update_counts(&qs);
     drop(qs);
 }
@@ -748,6 +756,18 @@ impl<T> ChanInner<T> {
         self.receivers.store(qs.recvq.q.len(), Ordering::Relaxed);
     }
 
+    /// [`update_counts`](Self::update_counts) of one queue, the only one an operation changed:
+    /// a store where both cost two loads and two stores a commit or a block (4 instructions
+    /// a message of a 1-proc fiber ping-pong, callgrind).
+    #[inline(always)]
+    fn update_count(&self, qs: &Queues<T>, side: Side) {
+        debug_assert!(!qs.closed, "pcml: counts of a closed channel overwritten");
+        match side {
+            Side::Send => self.senders.store(qs.sendq.q.len(), Ordering::Relaxed),
+            Side::Recv => self.receivers.store(qs.recvq.q.len(), Ordering::Relaxed),
+        }
+    }
+
     /// `update_counts` where the channel may be closed.
     fn update_counts_any(&self, qs: &Queues<T>) {
         if !qs.closed {
@@ -791,8 +811,8 @@ impl<T> ChanInner<T> {
             return false;
         }
         qs.closed = true;
-        let sendq = std::mem::take(&mut qs.sendq.q);
-        let recvq = std::mem::take(&mut qs.recvq.q);
+        let sendq = qs.sendq.q.drain();
+        let recvq = qs.recvq.q.drain();
         self.senders.store(CLOSED, Ordering::Relaxed);
         self.receivers.store(CLOSED, Ordering::Relaxed);
         drop(qs);
@@ -800,7 +820,7 @@ impl<T> ChanInner<T> {
         // in `commit`), with their slots left as they are.
         for e in sendq.into_iter().chain(recvq) {
             match e {
-                Entry::Direct(p) => finish_direct(p, |_| {}),
+                Entry::Direct(p) => finish_direct::<T, false>(p, |_| {}),
                 Entry::Event(o) => {
                     if let Some(commit) = o.rec.synch_spinning_as(o.branch) {
                         commit.publish();
@@ -853,36 +873,48 @@ impl<T: Send + 'static> ChanInner<T> {
 
     /// Commit phase (Figure 13), under the lock held in `qs`: wins the first live offer of
     /// queue `q`, releases the lock, lets `deliver` fill or empty the offer's slot, and
-    /// publishes (wakes the offer's owner). Gives the lock back if `q` has no live offer (the
-    /// caller updates the counts before releasing it: dead offers may have been dropped).
+    /// publishes (wakes the offer's owner). Gives the lock back if `q` has no live offer, with
+    /// `q`'s count published if dead offers were dropped (the other queue is untouched).
     ///
     /// Always inline: out of line (which the compiler chose once `direct` was inlined into
     /// user loops) it cost a one-proc ping-pong 79 more instructions and 13% more cycles a
     /// message.
+    ///
+    /// With `CONSUME`, the caller's completed operation is then counted against its thread's
+    /// budget (`worker::consume_budget`; see `DirectRecord::finish_wake`).
     #[inline(always)]
-    fn commit<'g>(
+    fn commit<'g, const CONSUME: bool>(
         &self,
         mut qs: Guard<'g, T>,
         q: Side,
         deliver: impl FnOnce(&Slot<T>),
     ) -> Result<(), Guard<'g, T>> {
+        if qs.side(q).q.is_empty() {
+            // Nothing dropped: the counts stand (and a closed channel's queues are empty).
+            return Err(qs);
+        }
         loop {
             let Some(e) = qs.side(q).pop_live() else {
+                // Only dead offers were queued, and they are gone.
+                self.update_count(&qs, q);
                 return Err(qs);
             };
             match e {
                 Entry::Direct(p) => {
-                    self.update_counts(&qs);
+                    self.update_count(&qs, q);
                     drop(qs);
-                    finish_direct(p, deliver);
+                    finish_direct::<T, CONSUME>(p, deliver);
                     return Ok(());
                 }
                 Entry::Event(o) => {
                     if let Some(commit) = o.rec.synch_spinning_as(o.branch) {
-                        self.update_counts(&qs);
+                        self.update_count(&qs, q);
                         drop(qs);
                         deliver(&o.slot);
                         commit.publish();
+                        if CONSUME {
+                            worker::consume_budget();
+                        }
                         return Ok(());
                     }
                     // Dead: it is out of the queue; try the next.
@@ -896,7 +928,7 @@ impl<T: Send + 'static> ChanInner<T> {
         let mut msg = Some(msg);
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
-        let r = self.commit(qs, Side::Recv, |slot| unsafe {
+        let r = self.commit::<false>(qs, Side::Recv, |slot| unsafe {
             slot.put(msg.take().expect("pcml: message delivered twice"))
         });
         match r {
@@ -918,7 +950,7 @@ impl<T: Send + 'static> ChanInner<T> {
         let mut got = None;
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
-        let r = self.commit(qs, Side::Send, |slot| got = unsafe { slot.take() });
+        let r = self.commit::<false>(qs, Side::Send, |slot| got = unsafe { slot.take() });
         match r {
             Ok(()) => Ok(got.expect("pcml: a send offer without a message")),
             Err(qs) => {
@@ -992,7 +1024,7 @@ impl<T: Send + 'static> ChanInner<T> {
                     SelfSynch::Won => {
                         self.update_counts(&qs);
                         drop(qs);
-                        finish_direct(p, deliver);
+                        finish_direct::<T, false>(p, deliver);
                         return BlockOn::Committed(());
                     }
                     // A partner completed our sync through an earlier offer: give it back.
@@ -1045,11 +1077,9 @@ impl<T: Send + 'static> ChanInner<T> {
     ) -> Option<T> {
         let qs = self.queues.lock();
         // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
-        let qs = match self.commit(qs, theirs, |slot| unsafe { slot.swap(&mut msg) }) {
-            Ok(()) => {
-                worker::consume_budget();
-                return msg;
-            }
+        // Committed, the operation counts against the thread's budget (`consume_budget`).
+        let qs = match self.commit::<true>(qs, theirs, |slot| unsafe { slot.swap(&mut msg) }) {
+            Ok(()) => return msg,
             Err(qs) => qs,
         };
         if qs.closed {
@@ -1066,29 +1096,35 @@ impl<T: Send + 'static> ChanInner<T> {
             slot: Slot::new(msg),
         };
         let wait = InPlaceWait::new(self, &offer);
-        blocker::block_current_through(what, self, handle, |b| wait.queue(b, qs, ours));
+        // The prepare step inline in the fiber's path (the compiler's choice left it out of
+        // line once the queue's push was a ring's: a call and six saved registers a block).
+        blocker::block_current_through(
+            what,
+            self,
+            handle,
+            #[inline(always)]
+            |b| wait.queue(b, qs, ours),
+        );
         wait.finish()
     }
 }
 
 /// Delivers into the direct offer `p`, which we took out of its queue (so it is ours to
-/// deliver to), marks it done and wakes its owner.
+/// deliver to), marks it done and wakes its owner; with `CONSUME`, then counts the caller's
+/// operation against its budget (`DirectRecord::finish_wake`).
 ///
 /// Always inline: the compiler kept it out of line under the commit phase of a send or
 /// receive, an extra call a message (callgrind, `examples/taskpp`: 1,468 against 1,446
 /// instructions a round trip inline; `examples/pingpong1`: 397 against 392 a message; the
 /// examples' code grows by under 4 KiB).
 #[inline(always)]
-fn finish_direct<T>(p: DirectPtr<T>, deliver: impl FnOnce(&Slot<T>)) {
+fn finish_direct<T, const CONSUME: bool>(p: DirectPtr<T>, deliver: impl FnOnce(&Slot<T>)) {
     // SAFETY: a queued direct offer stays allocated until its owner sees it done or withdraws
     // it (module invariants); we took it out of the queue, so it cannot be withdrawn, and it
     // is not done before our `finish` below, after which we do not touch it.
     let o = unsafe { p.0.as_ref() };
     deliver(&o.slot);
-    let b = o.rec.finish();
-    if let Some(b) = b {
-        b.unblock();
-    }
+    o.rec.finish_wake::<CONSUME>();
 }
 
 /// An async direct sync's queued offer: a field of its event, reaching the channel through
@@ -1167,7 +1203,7 @@ fn poll_direct<T: Send + 'static, C: Deref<Target = ChanInner<T>>>(
     }
     let qs = ch.queues.lock();
     // SAFETY (in `deliver`): `commit` hands over a slot it won the right to.
-    let qs = match ch.commit(qs, theirs, |slot| unsafe { slot.swap(msg) }) {
+    let qs = match ch.commit::<false>(qs, theirs, |slot| unsafe { slot.swap(msg) }) {
         Ok(()) => return Poll::Ready(msg.take()),
         Err(qs) => qs,
     };

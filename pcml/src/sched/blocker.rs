@@ -42,6 +42,31 @@ enum Kind {
     Waker(Waker),
 }
 
+/// A fiber's wake-up taken out of its [`Blocker`] ([`Blocker::as_fiber`]): plain values, so
+/// it needs no drop and outlives the blocker's memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FiberWake {
+    runtime: u64,
+    proc: usize,
+    slot: usize,
+    token: u64,
+}
+
+impl FiberWake {
+    /// Makes the fiber runnable: the same as [`Blocker::unblock`] of the blocker it came from.
+    #[inline(always)]
+    pub(crate) fn wake(self) {
+        worker::wake_fiber(self.runtime, self.proc, self.slot, self.token)
+    }
+
+    /// [`wake`](Self::wake), then `worker::consume_budget`, with one look-up of the proc's
+    /// context (`worker::wake_fiber_then_consume`).
+    #[inline(always)]
+    pub(crate) fn wake_then_consume(self) {
+        worker::wake_fiber_then_consume(self.runtime, self.proc, self.slot, self.token)
+    }
+}
+
 /// What a parked OS thread waits on.
 struct ThreadSignal {
     /// Set (Release) by `unblock`; read (Acquire) by the parked thread's loop.
@@ -82,6 +107,27 @@ impl Blocker {
             } => worker::wake_fiber(runtime, proc, slot, token),
             Kind::Waker(w) => w.wake(),
             other => unblock_other(other),
+        }
+    }
+
+    /// The wake-up of a fiber's blocker, as a copy of its fields (`None` for the other
+    /// kinds): what a waker that must not read the blocker after a release store (a direct
+    /// offer's partner, `DirectRecord::finish_wake`) keeps in registers across it.
+    #[inline(always)]
+    pub(crate) fn as_fiber(&self) -> Option<FiberWake> {
+        match self.0 {
+            Kind::Fiber {
+                runtime,
+                proc,
+                slot,
+                token,
+            } => Some(FiberWake {
+                runtime,
+                proc,
+                slot,
+                token,
+            }),
+            _ => None,
         }
     }
 

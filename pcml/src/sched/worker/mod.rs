@@ -18,7 +18,7 @@
 //!   takes all the replies in one poll, and a parent whose children block until it receives
 //!   runs as soon as they all have. (Channel skynet, 100,000 tasks on 1 proc: 1.35 G cycles,
 //!   against 1.62 G with oldest-first and 2.48 G with every wake-up after all new work.) A
-//!   deferred task still the oldest after 61 turns runs anyway. A task woken during its own
+//!   deferred task still the oldest after 64 turns runs anyway. A task woken during its own
 //!   poll (a yield) goes to `woken`, a work-stealing deque run oldest first when there is no
 //!   new work;
 //! - a held fiber: the oldest unstarted fiber spawned on the proc, kept out of the deque (see
@@ -34,7 +34,7 @@
 //! alternates between `ready` and new work (held, placed, `local`) so that neither starves the
 //! other (a fiber spinning on `yield_now` goes to the back of `ready`, so everything else
 //! runnable runs first), moves due `deferred` tasks onto `local` before it takes new work,
-//! runs `woken` when both are empty, and every 61st turn looks at an overdue deferred task,
+//! runs `woken` when both are empty, and every 64th turn looks at an overdue deferred task,
 //! `woken` and the injector first (as Go does for its global queue) so they are not starved
 //! by local work. Before a proc starts a burst of fibers that its last thread spawned, it
 //! deals parts of it to idle procs (`Context::deal_burst`; the `sched` docs, "A burst of
@@ -223,7 +223,16 @@ const STARVED_AFTER: Duration = HELD_GRACE;
 const TIMER_EVERY: u32 = 32;
 const _: () = assert!(TIMER_EVERY.is_power_of_two());
 /// Every this many turns a proc looks at the injector before its own queues (Go uses 61).
-const INJECTOR_EVERY: u32 = 61;
+///
+/// A multiple of `TIMER_EVERY` read off the same turn counter: `turn` tests it only inside
+/// the timers' branch, so the common turn pays one test of the counter's low bits for both.
+/// (A countdown of its own, every 62nd turn, cost each turn a load, a test, a decrement and a
+/// store: 5 of a fiber yield's 146 instructions, callgrind `examples/yield_only`.) Being a
+/// power of two, the injector turn always falls on an even turn, one on which the alternation
+/// of `turn` would have looked at the ready fibers first: they lose one such turn in 64 to
+/// work that waits longer anyway.
+const INJECTOR_EVERY: u32 = 2 * TIMER_EVERY;
+const _: () = assert!(INJECTOR_EVERY % TIMER_EVERY == 0 && INJECTOR_EVERY.is_power_of_two());
 /// Every this many injector turns (`INJECTOR_EVERY`), a proc runs its oldest new work first
 /// if more is queued above it (`Context::take_oldest_new`): an item below the top of the deque
 /// waits 244 turns at most. Every injector turn cost a skynet of tasks 17 instructions a leaf
@@ -455,8 +464,6 @@ pub(crate) struct Context {
     sched_seen: Cell<(u64, u64)>,
     stacks: RefCell<StackPool>,
     inbox_buf: RefCell<Vec<InboxMsg>>,
-    /// Turns left before the injector is looked at first.
-    injector_turn: Cell<u32>,
     /// Injector turns left before the oldest new work is run first (see `turn`).
     oldest_turn: Cell<u32>,
     /// Set when a fiber yields: the next pick takes new work before ready fibers.
@@ -630,7 +637,6 @@ impl Context {
             sched_watched: Cell::new(false),
             sched_seen: Cell::new((0, 0)),
             inbox_buf: RefCell::new(Vec::new()),
-            injector_turn: Cell::new(INJECTOR_EVERY),
             oldest_turn: Cell::new(OLDEST_EVERY),
             prefer_new: Cell::new(false),
             next_token: Cell::new(1),

@@ -66,7 +66,7 @@ impl Context {
     /// Ready fibers and new work (placed fibers, the local deque) take turns, so neither
     /// starves the other; after a yield new work goes first, so the yielder is behind
     /// everything runnable; due deferred tasks join the new work; tasks that yielded run when
-    /// neither has anything; every 61st turn an overdue deferred task, the oldest new work
+    /// neither has anything; every 64th turn an overdue deferred task, the oldest new work
     /// (every fourth such turn, if more is queued above it), yielded tasks, then the injector
     /// go first.
     #[inline(always)]
@@ -77,56 +77,16 @@ impl Context {
         let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
         turns.store(tick, Ordering::Relaxed);
         // Every `TIMER_EVERY`th turn, read off the turn counter (a power of two: a test of its
-        // low bits, no countdown of its own to load and store).
+        // low bits, no countdown of its own to load and store); the injector's turn is a
+        // multiple of it, tested only here.
         if tick % TIMER_EVERY == 0 {
             self.fire_due_timers();
             self.check_owed();
             // Ready I/O, unless an idle proc waits for it in the poller (`sched::io`).
             self.io_dispatch(|| self.shared.poll_io_busy());
-        }
-        let countdown = self.injector_turn.get();
-        if countdown == 0 {
-            self.injector_turn.set(INJECTOR_EVERY);
-            // A deferred task that was already the oldest at the last such turn has waited 61
-            // turns or more: it runs now, so a proc that keeps spawning cannot starve it.
-            let overdue = {
-                let mut d = self.deferred.borrow_mut();
-                let front = d.front().map(|(t, _)| t.header().id);
-                if front.is_some() && front == self.deferred_oldest.replace(front) {
-                    self.deferred_oldest.set(None);
-                    d.pop_front()
-                } else {
-                    None
-                }
-            };
-            if let Some((t, _)) = overdue {
-                self.run_task(t);
+            if tick % INJECTOR_EVERY == 0 && self.injector_turn() {
                 return true;
             }
-            // Every `OLDEST_EVERY`th such turn, the oldest new work, if more is queued above
-            // it: the deque runs newest first, and a pair of tasks that talk keeps one of them
-            // on top, so what was queued below (a task woken just before its partner, a child
-            // spawned before a wake-up) would wait until the pair stops.
-            let oldest = self.oldest_turn.get();
-            if oldest <= 1 {
-                self.oldest_turn.set(OLDEST_EVERY);
-                if let Some(r) = self.take_oldest_new() {
-                    self.run_new(r);
-                    return true;
-                }
-            } else {
-                self.oldest_turn.set(oldest - 1);
-            }
-            if let Some(r) = self.woken.pop() {
-                self.run_new(r);
-                return true;
-            }
-            if let Some(r) = self.steal_injector() {
-                self.run_new(r);
-                return true;
-            }
-        } else {
-            self.injector_turn.set(countdown - 1);
         }
         let prefer_new = self.prefer_new.replace(false);
         // The ready queue's emptiness first: with no ready fiber (tasks only) the branch on
@@ -177,6 +137,52 @@ impl Context {
             }
             None => false,
         }
+    }
+
+    /// The injector's turn (every `INJECTOR_EVERY`th): an overdue deferred task, every
+    /// `OLDEST_EVERY`th time the oldest new work, then woken tasks, then the injector go
+    /// before the proc's own queues. Whether it ran something (the turn is then taken).
+    #[inline(never)]
+    fn injector_turn(&self) -> bool {
+        // A deferred task that was already the oldest at the last such turn has waited 64
+        // turns or more: it runs now, so a proc that keeps spawning cannot starve it.
+        let overdue = {
+            let mut d = self.deferred.borrow_mut();
+            let front = d.front().map(|(t, _)| t.header().id);
+            if front.is_some() && front == self.deferred_oldest.replace(front) {
+                self.deferred_oldest.set(None);
+                d.pop_front()
+            } else {
+                None
+            }
+        };
+        if let Some((t, _)) = overdue {
+            self.run_task(t);
+            return true;
+        }
+        // Every `OLDEST_EVERY`th such turn, the oldest new work, if more is queued above
+        // it: the deque runs newest first, and a pair of tasks that talk keeps one of them
+        // on top, so what was queued below (a task woken just before its partner, a child
+        // spawned before a wake-up) would wait until the pair stops.
+        let oldest = self.oldest_turn.get();
+        if oldest <= 1 {
+            self.oldest_turn.set(OLDEST_EVERY);
+            if let Some(r) = self.take_oldest_new() {
+                self.run_new(r);
+                return true;
+            }
+        } else {
+            self.oldest_turn.set(oldest - 1);
+        }
+        if let Some(r) = self.woken.pop() {
+            self.run_new(r);
+            return true;
+        }
+        if let Some(r) = self.steal_injector() {
+            self.run_new(r);
+            return true;
+        }
+        false
     }
 
     /// `turn` for a proc of a carrier of several (`run_carrier`), out of line. `turn` is

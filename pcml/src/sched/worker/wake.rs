@@ -38,6 +38,26 @@ pub(crate) fn wake_fiber(runtime: u64, proc: usize, slot: usize, token: u64) {
     wake_fiber_elsewhere(runtime, proc, slot, token);
 }
 
+/// [`wake_fiber`], then [`consume_budget`]: the end of a commit that woke its partner (a direct
+/// send or receive that found the other side blocked), with this proc's context looked up
+/// once for both (4 instructions a message of a 1-proc fiber ping-pong, callgrind). The
+/// budget's yield, if it is spent, comes after the wake-up, as with the two calls in turn.
+/// Always inline (with `#[inline]` the compiler kept it out of line: a call and three saved
+/// registers a message).
+#[inline(always)]
+pub(crate) fn wake_fiber_then_consume(runtime: u64, proc: usize, slot: usize, token: u64) {
+    if let Some(ctx) = context()
+        && ctx.shared.id == runtime
+        && ctx.index == proc
+    {
+        ctx.wake_local(slot, token);
+        consume_budget_in(ctx);
+        return;
+    }
+    wake_fiber_elsewhere(runtime, proc, slot, token);
+    consume_budget();
+}
+
 /// [`wake_fiber`] from another proc or thread, through the home proc's inbox. Out of line, so
 /// that the local wake-up's path saves no registers for it.
 #[inline(never)]
