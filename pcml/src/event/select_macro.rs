@@ -20,7 +20,8 @@
 /// Go's `select`: a [`choose`](crate::event::choose) whose arms' bodies run in the caller's
 /// scope, so they may borrow and mutate local variables, `break`, `continue` and `return`.
 ///
-/// Arms (each body is a block, or an expression followed by a comma):
+/// Arms (each body is a block, with or without a comma after it, as in a `match`, or an
+/// expression followed by a comma):
 /// - `recv(r) -> v => body`: receive from `r` (anything with a `recv_evt()` method: a
 ///   [`Chan`](crate::chan::Chan), a [`Mailbox`](crate::mailbox::Mailbox), a
 ///   [`BoundedChan`](crate::bounded::BoundedChan), ...), binding the message to the
@@ -202,8 +203,13 @@ macro_rules! __select_parse {
     };
 
     // An arm's body: a block (with an optional comma), or an expression and a comma, or a
-    // last expression.
-    (@body $choose:tt [$($arms:tt)*] $default:tt $ev:tt $p:tt $body:block $(,)? $($rest:tt)*) => {
+    // last expression. The block's comma is a rule of its own: `$body:block $(,)? $($rest:tt)*`
+    // is ambiguous to macro_rules (the comma fits both `$(,)?` and `$rest`), so a block
+    // followed by a comma did not compile.
+    (@body $choose:tt [$($arms:tt)*] $default:tt $ev:tt $p:tt $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($choose [$($arms)* ($ev $p $body)] $default $($rest)*)
+    };
+    (@body $choose:tt [$($arms:tt)*] $default:tt $ev:tt $p:tt $body:block $($rest:tt)*) => {
         $crate::__select_parse!($choose [$($arms)* ($ev $p $body)] $default $($rest)*)
     };
     (@body $choose:tt [$($arms:tt)*] $default:tt $ev:tt $p:tt $body:expr, $($rest:tt)*) => {
@@ -217,7 +223,10 @@ macro_rules! __select_parse {
     };
 
     // The default arm's body.
-    (@default $choose:tt $arms:tt $kind:tt $body:block $(,)? $($rest:tt)*) => {
+    (@default $choose:tt $arms:tt $kind:tt $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!($choose $arms [$kind $body] $($rest)*)
+    };
+    (@default $choose:tt $arms:tt $kind:tt $body:block $($rest:tt)*) => {
         $crate::__select_parse!($choose $arms [$kind $body] $($rest)*)
     };
     (@default $choose:tt $arms:tt $kind:tt $body:expr, $($rest:tt)*) => {

@@ -238,6 +238,11 @@ fn block<'a>(
         Err(worker::NotAFiber::Task) => panic!(
             "pcml: {what} would block inside a pcml async task, which cannot block its proc; use `.await` instead"
         ),
+        Err(worker::NotAFiber::OsThread(_)) if ShutdownDrops::active() => panic!(
+            "pcml: {what} would block in a destructor run at runtime shutdown (of an async \
+             task's future or an unstarted fiber's closure), where nothing is left to wake it; \
+             destructors of pcml threads must not block"
+        ),
         Err(worker::NotAFiber::OsThread(prepare)) => {
             block_thread(what, obj.map_or(0, |o| o.cast::<()>().addr()), prepare)
         }
@@ -245,6 +250,40 @@ fn block<'a>(
             "pcml: {what} would block in a fiber that is being dropped at runtime shutdown; \
              destructors of fibers must not block"
         ),
+    }
+}
+
+/// While alive, the calling OS thread drops what a runtime's shutdown left (a proc's queued
+/// tasks and unstarted fibers, and `Runtime`'s drop of what is left outside the procs): a
+/// blocking call there panics instead of parking the thread. Those destructors run on a proc's
+/// thread or on the thread that drops the `Runtime`, outside any pcml thread, so they would
+/// block as a plain OS thread does; but the runtime's other threads are gone or going, and
+/// the wait never ended: `block_on` hung in the join of the procs or in the drop. As a
+/// destructor of a started fiber that blocks at shutdown panics (`NotAFiber::Shutdown`), so
+/// does this one; the panic becomes that thread's outcome (its join error).
+pub(crate) struct ShutdownDrops {
+    was: bool,
+}
+
+std::thread_local! {
+    static SHUTDOWN_DROPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl ShutdownDrops {
+    pub(crate) fn enter() -> Self {
+        ShutdownDrops {
+            was: SHUTDOWN_DROPS.with(|d| d.replace(true)),
+        }
+    }
+
+    fn active() -> bool {
+        SHUTDOWN_DROPS.with(|d| d.get())
+    }
+}
+
+impl Drop for ShutdownDrops {
+    fn drop(&mut self) {
+        SHUTDOWN_DROPS.with(|d| d.set(self.was));
     }
 }
 

@@ -722,8 +722,10 @@ impl Runtime {
     /// Shutdown drops the threads that are left and joins the procs, the blocking pool and
     /// the I/O driver before this returns. A destructor that panics while an async task's
     /// future or an unstarted fiber's closure is dropped does not stop it: the panic becomes
-    /// that thread's join error (printed if nobody joins it). A started fiber's stack is
-    /// unwound, and a destructor that panics during an unwind aborts the process, as
+    /// that thread's join error (printed if nobody joins it). Nor does one that would block:
+    /// nothing is left to wake it, so the blocking call panics instead, and that panic is the
+    /// thread's join error. A started fiber's stack is unwound; a destructor that blocks there
+    /// panics too, and a destructor that panics during an unwind aborts the process, as
     /// anywhere in Rust.
     ///
     /// # Panics
@@ -854,7 +856,9 @@ impl Drop for Runtime {
                 }
             }
         }
-        // The procs are stopped: drop what is left outside them.
+        // The procs are stopped: drop what is left outside them (destructors that would block
+        // panic: see `ShutdownDrops`).
+        let _drops = crate::sched::blocker::ShutdownDrops::enter();
         while !self.shared.injector.is_empty() {
             if let crossbeam_deque::Steal::Success(r) = self.shared.injector.steal() {
                 crate::sched::worker::cancel_runnable(r);

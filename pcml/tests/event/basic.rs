@@ -453,6 +453,47 @@ fn select_macro_arms_borrow_and_mutate_locals() {
 }
 
 #[test]
+fn select_macro_block_bodies_may_end_with_a_comma() {
+    // `=> { .. },` as in a `match`: every kind of arm, in the middle and last, and the
+    // default arms, in `select!`, `select_biased!` and `select_async!`.
+    let (a, b) = (Mailbox::new(), Mailbox::new());
+    let mut log = Vec::new();
+    a.send(1u32);
+    pcml::select! {
+        recv(a) -> v => { log.push(v); },
+        v = b.recv_evt() => { log.push(v); },
+    }
+    b.send(2u32);
+    pcml::select_biased! {
+        recv(a) -> v => { log.push(v); },
+        recv(b) -> v => { log.push(v); },
+        default => { log.push(0); },
+    }
+    pcml::select! {
+        recv(a) -> v => { log.push(v); },
+        default(std::time::Duration::from_millis(1)) => { log.push(3); },
+    }
+    let ch = Chan::<u32>::new();
+    pcml::select! {
+        send(ch, 9) -> _r => { log.push(9); },
+        default => { log.push(4); },
+    }
+    pcml::run(move || {
+        let m = Mailbox::new();
+        m.send(5u32);
+        let got = pcml::spawn_task(async move {
+            pcml::select_async! {
+                recv(m) -> v => { v },
+            }
+        })
+        .join()
+        .unwrap();
+        log.push(got);
+        assert_eq!(log, [1, 2, 3, 4, 5]);
+    });
+}
+
+#[test]
 fn select_macro_send_arms_and_event_arms() {
     pcml::run(|| {
         let (out, back) = (Chan::new(), Chan::new());

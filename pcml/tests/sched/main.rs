@@ -14,6 +14,7 @@ mod join_evt;
 mod metrics;
 mod mp_procs;
 mod panic;
+mod shutdown;
 mod spawn;
 mod stack;
 mod steal;

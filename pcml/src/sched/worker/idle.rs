@@ -384,6 +384,9 @@ impl Context {
     /// Drops everything left on this proc, fibers on their home proc as decision 2 requires.
     pub(super) fn shutdown(&self) {
         self.shutting_down.set(true);
+        // Queued tasks and unstarted fibers are dropped on this proc's thread, outside any
+        // pcml thread: a destructor of theirs that would block panics (see `ShutdownDrops`).
+        let _drops = crate::sched::blocker::ShutdownDrops::enter();
         self.drain_inbox();
         // Unstarted work: dropping a body completes its join state as cancelled.
         if let Some(f) = self.take_held_if(|_| true) {

@@ -1,0 +1,210 @@
+//! Runtime shutdown beside reentrant destructors: threads dropped at shutdown whose
+//! destructors wake, spawn and send, and fibers unwinding out of a choice.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use pcml::{Chan, Mailbox, Runtime};
+
+fn rt(procs: usize) -> Runtime {
+    Runtime::builder().procs(procs).build().unwrap()
+}
+
+/// On drop: sends on a mailbox (never blocks), spawns a fiber and a task that hold `alive`.
+struct Noisy {
+    mb: Mailbox<u32>,
+    alive: Arc<()>,
+}
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        self.mb.send(1);
+        let a = self.alive.clone();
+        drop(pcml::spawn(move || {
+            let _a = a;
+        }));
+        let a = self.alive.clone();
+        drop(pcml::spawn_task(async move {
+            let _a = a;
+        }));
+    }
+}
+
+/// Main returns while fibers and tasks are blocked (on a mailbox, in `never`, in a `select!`
+/// with an hour's timeout); the ones holding a `Noisy` wake a blocked fiber and spawn a fiber
+/// and a task as shutdown drops them. `block_on` returns, and everything that held `alive`
+/// (what was spawned during the shutdown included) is dropped by then.
+#[test]
+fn destructors_that_wake_and_spawn_at_shutdown_leak_nothing() {
+    for procs in [1, 2, 3] {
+        for _ in 0..20 {
+            let alive = Arc::new(());
+            let started = Arc::new(AtomicUsize::new(0));
+            let (a, s) = (alive.clone(), started.clone());
+            rt(procs)
+                .block_on(move || {
+                    let mb = Mailbox::<u32>::new();
+                    // Blocked on the mailbox when shutdown comes: woken by a Noisy's drop.
+                    for _ in 0..3 {
+                        let (m, a, s) = (mb.clone(), a.clone(), s.clone());
+                        drop(pcml::spawn(move || {
+                            let _a = a;
+                            s.fetch_add(1, Ordering::SeqCst);
+                            loop {
+                                m.recv();
+                            }
+                        }));
+                    }
+                    for _ in 0..3 {
+                        let (m, a, s) = (mb.clone(), a.clone(), s.clone());
+                        drop(pcml::spawn(move || {
+                            let _n = Noisy { mb: m, alive: a };
+                            s.fetch_add(1, Ordering::SeqCst);
+                            pcml::never::<()>().sync();
+                        }));
+                    }
+                    for _ in 0..2 {
+                        let (m, a, s) = (mb.clone(), a.clone(), s.clone());
+                        drop(pcml::spawn_task(async move {
+                            let _n = Noisy { mb: m, alive: a };
+                            s.fetch_add(1, Ordering::SeqCst);
+                            pcml::never::<()>().await;
+                        }));
+                    }
+                    while s.load(Ordering::SeqCst) < 8 {
+                        pcml::yield_now();
+                    }
+                    let c = Chan::<u32>::new();
+                    let a2 = a.clone();
+                    drop(pcml::spawn(move || {
+                        let _a = a2;
+                        pcml::select! {
+                            recv(c) -> _v => {},
+                            _ = pcml::time::timeout_evt(Duration::from_secs(3600)) => {},
+                        }
+                    }));
+                    pcml::yield_now();
+                })
+                .unwrap();
+            assert_eq!(
+                Arc::strong_count(&alive),
+                1,
+                "procs {procs}: something leaked"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_fiber_panicking_out_of_a_select_runs_destructors_that_spawn_and_join() {
+    rt(2)
+        .block_on(|| {
+            let c = Chan::<u32>::new();
+            let c2 = c.clone();
+            let h = pcml::spawn(move || {
+                struct SpawnsOnDrop;
+                impl Drop for SpawnsOnDrop {
+                    fn drop(&mut self) {
+                        // Runs while its fiber unwinds from the panic below.
+                        assert_eq!(pcml::spawn(|| 5).join().unwrap(), 5);
+                    }
+                }
+                let _d = SpawnsOnDrop;
+                let v: u32 = pcml::select! {
+                    recv(c2) -> v => v,
+                };
+                panic!("got {v}");
+            });
+            c.send(3);
+            let e = h.join().unwrap_err();
+            assert_eq!(e.panic_message(), Some("got 3"));
+        })
+        .unwrap();
+}
+
+/// Sends on a channel when dropped: blocks until a receiver comes (none ever does).
+struct SendsOnDrop(Chan<u32>);
+impl Drop for SendsOnDrop {
+    fn drop(&mut self) {
+        self.0.send(1);
+    }
+}
+
+/// Runs `f` on a thread of its own; fails the test if it has not returned within a minute
+/// (a hang, not a slow run: `f` needs milliseconds).
+fn returns(f: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let runner = std::thread::spawn(move || {
+        f();
+        let _ = done.send(());
+    });
+    let outcome = finished.recv_timeout(Duration::from_secs(60));
+    assert!(
+        outcome != Err(std::sync::mpsc::RecvTimeoutError::Timeout),
+        "block_on hung in the runtime's shutdown"
+    );
+    runner.join().unwrap();
+}
+
+/// What a runtime's shutdown drops outside any pcml thread (here an async task blocked in an
+/// `.await`) has a destructor that blocks. Nothing is left to wake it: the blocking call
+/// panics, the task's join reports the panic, and `block_on` returns (it hung in the
+/// runtime's drop).
+#[test]
+fn a_destructor_that_blocks_at_shutdown_panics_instead_of_hanging() {
+    for procs in [1, 2] {
+        returns(move || {
+            let (tx, rx) = std::sync::mpsc::channel();
+            rt(procs)
+                .block_on(move || {
+                    let started = Mailbox::new();
+                    let s = started.clone();
+                    let g = SendsOnDrop(Chan::new());
+                    let awaiting = pcml::spawn_task(async move {
+                        let _g = g;
+                        s.send(());
+                        pcml::never::<()>().await;
+                    });
+                    started.recv();
+                    tx.send(awaiting).unwrap();
+                })
+                .unwrap();
+            let e = rx.recv().unwrap().join().unwrap_err();
+            let msg = e.panic_message().unwrap_or_else(|| panic!("{e}"));
+            assert!(msg.contains("send would block"), "procs {procs}: {msg}");
+            assert!(msg.contains("runtime shutdown"), "procs {procs}: {msg}");
+        });
+    }
+}
+
+/// As above, for a task still queued and a fiber not yet started when main returns: dropped
+/// from the proc's queue by the proc itself (where the blocking call hung the proc, and so
+/// `block_on`'s join of it), unless the proc ran them first. Either way `block_on` returns
+/// and their joins say they did not finish.
+#[test]
+fn a_queued_thread_whose_destructor_blocks_does_not_hang_shutdown() {
+    for _ in 0..20 {
+        returns(|| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            rt(1)
+                .block_on(move || {
+                    let g = SendsOnDrop(Chan::new());
+                    let queued = pcml::spawn_task(async move {
+                        let _g = g;
+                    });
+                    let g = SendsOnDrop(Chan::new());
+                    let unstarted = pcml::spawn(move || drop(g));
+                    // Main returns without a yield: both are still queued.
+                    tx.send([queued, unstarted]).unwrap();
+                })
+                .unwrap();
+            for h in rx.recv().unwrap() {
+                let e = h.join().unwrap_err();
+                match e.panic_message() {
+                    Some(msg) => assert!(msg.contains("send would block"), "{msg}"),
+                    None => assert!(e.is_cancelled(), "{e}"),
+                }
+            }
+        });
+    }
+}
