@@ -140,7 +140,17 @@ impl Ctx<'_> {
     /// 62.8 (36-189) (1.00x). The CPU time the spawner's thread spent per spawn+join did
     /// not move with the busy loop (median 24.6 ns quiet, 21.2 ns beside it): the longer
     /// runs average the share of a core the OS gives over many of its time slices, as Go's
-    /// longer runs do.
+    /// longer runs do. In the suite (`--only spawn,parpingpong,pingpong,primes --procs 1,2
+    /// --co-runner 1 --peers go --runs 6 --rounds 2`, 3 alternations with the suite before
+    /// this and the co-runner's own session, load 9-16), the spawn row's 2-proc busy over
+    /// quiet read 0.90x, 0.92x and 0.93x against 0.43x, 0.64x and 0.40x, the parallel
+    /// ping-pong's 1.00x, 0.66x and 0.86x against 0.40x, 0.79x and 0.66x, and the ping-pong's
+    /// 0.81x, 0.74x and 0.74x against 1.44x, 1.23x and 0.86x (a busy row faster than the
+    /// quiet one: short runs that happened to have a core); the quiet rows read less on the
+    /// loaded machine (spawn on one proc 24-25 M threads/s against 38-53 M), being averages
+    /// now; with the cores to themselves (`chrt -f 1`, 2 alternations) one proc's spawn read
+    /// 51 M and 46 M against 56 M and 61 M (within the spread, 31-66 M against 34-66 M),
+    /// and the parallel ping-pong on 2 procs over 1 1.27x and 1.36x against 1.21x and 1.22x.
     pub fn fit_span(&self, n: u64, probe: impl FnOnce(u64) -> Result<Vec<Sample>>) -> Result<u64> {
         let small = (n / 50).max(2);
         let samples = probe(small)?;
