@@ -278,3 +278,34 @@ mod tables {
         assert!(!Goal::AtMost(5.0).met(6.0));
     }
 }
+
+/// A co-runner process (`pcml-bench --busy-loop`) leaves the session of whoever started it,
+/// as another job on the machine is in a session of its own (see `coload`), and stops when
+/// killed.
+#[test]
+fn a_co_runner_runs_in_a_session_of_its_own() {
+    // The session id is the sixth field of /proc/PID/stat, after the parenthesised name.
+    fn session(pid: u32) -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        rest.split(' ').nth(3)?.parse().ok()
+    }
+    let ours = session(std::process::id()).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pcml-bench"))
+        .arg(pcml_bench::coload::BUSY_FLAG)
+        .spawn()
+        .unwrap();
+    // The co-runner calls setsid first thing; wait for it to have run.
+    let mut its = session(child.id());
+    while its == Some(ours) {
+        std::thread::yield_now();
+        its = session(child.id());
+    }
+    assert_eq!(
+        its,
+        Some(child.id() as u64),
+        "a co-runner leads its own session"
+    );
+    child.kill().unwrap();
+    assert!(!child.wait().unwrap().success());
+}

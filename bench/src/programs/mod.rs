@@ -124,6 +124,52 @@ impl Ctx<'_> {
         Ok(fitted.clamp(small.min(n), n))
     }
 
+    /// As [`fit`](Self::fit), but also raises `n` so that a run takes at least a fifth of a
+    /// second (two with `--full`; at the tests' tiny sizes nothing is raised), still
+    /// within the run budget: for the rows that a co-runner's rows are compared with (the
+    /// scheduler-placed rows of [`multicore_rows`](Self::multicore_rows)).
+    ///
+    /// Why: a run of a few milliseconds measures whether the OS gave the program a core
+    /// during those milliseconds, not the rate it runs at, and on a shared machine that is
+    /// all or nothing. pcml's spawn+join at its quick size (500,000) took 10-20 ms a run,
+    /// while Go's runs of the same rows take 0.1-1 s. The one-proc spawn+join loop
+    /// (`examples/spawn1`, 2 procs) on the 2-core VM at load 14-16 from other sessions, 8
+    /// alternations without and beside a busy loop (in a session of its own, see
+    /// `coload`), ns a spawn+join, median (min-max): 500,000 a run, 65.5 (20-450) quiet and
+    /// 93.4 (46-267) beside it (busy over quiet 0.70x); 10,000,000 a run, 63.2 (31-112) and
+    /// 62.8 (36-189) (1.00x). The CPU time the spawner's thread spent per spawn+join did
+    /// not move with the busy loop (median 24.6 ns quiet, 21.2 ns beside it): the longer
+    /// runs average the share of a core the OS gives over many of its time slices, as Go's
+    /// longer runs do. In the suite (`--only spawn,parpingpong,pingpong,primes --procs 1,2
+    /// --co-runner 1 --peers go --runs 6 --rounds 2`, 3 alternations with the suite before
+    /// this and the co-runner's own session, load 9-16), the spawn row's 2-proc busy over
+    /// quiet read 0.90x, 0.92x and 0.93x against 0.43x, 0.64x and 0.40x, the parallel
+    /// ping-pong's 1.00x, 0.66x and 0.86x against 0.40x, 0.79x and 0.66x, and the ping-pong's
+    /// 0.81x, 0.74x and 0.74x against 1.44x, 1.23x and 0.86x (a busy row faster than the
+    /// quiet one: short runs that happened to have a core); the quiet rows read less on the
+    /// loaded machine (spawn on one proc 24-25 M threads/s against 38-53 M), being averages
+    /// now; with the cores to themselves (`chrt -f 1`, 2 alternations) one proc's spawn read
+    /// 51 M and 46 M against 56 M and 61 M (within the spread, 31-66 M against 34-66 M),
+    /// and the parallel ping-pong on 2 procs over 1 1.27x and 1.36x against 1.21x and 1.22x.
+    pub fn fit_span(&self, n: u64, probe: impl FnOnce(u64) -> Result<Vec<Sample>>) -> Result<u64> {
+        let small = (n / 50).max(2);
+        let samples = probe(small)?;
+        let Some(s) = samples.first() else {
+            return Ok(n);
+        };
+        let per_op = (s.seconds / s.ops.max(1) as f64).max(1e-12);
+        let (span, budget) = if self.cfg.full {
+            (2.0, 5.0)
+        } else {
+            (0.2, 0.5)
+        };
+        let most = ((budget / per_op) as u64).max(small.min(n));
+        if self.cfg.tiny {
+            return Ok(most.clamp(small.min(n), n));
+        }
+        Ok(((span / per_op) as u64).max(n).min(most))
+    }
+
     /// Whether pcml and the peers run on `procs` procs in this invocation.
     pub fn has_procs(&self, procs: usize) -> bool {
         self.cfg.procs.contains(&procs)

@@ -178,7 +178,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         Some("msgs"),
         RATE,
         &|p, runs| {
-            let n = ctx.fit(n, |k| fibers_spawned(p, k, 1))?;
+            let n = ctx.fit_span(n, |k| fibers_spawned(p, k, 1))?;
             fibers_spawned(p, n, runs)
         },
         &|p, runs| {

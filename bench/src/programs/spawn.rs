@@ -124,7 +124,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
         Some("threads"),
         RATE,
         &|p, runs| {
-            let n = ctx.fit(n1, |k| fiber_spawn_join(p, Placement::Any, k, 1))?;
+            let n = ctx.fit_span(n1, |k| fiber_spawn_join(p, Placement::Any, k, 1))?;
             fiber_spawn_join(p, Placement::Any, n, runs)
         },
         &|p, runs| {

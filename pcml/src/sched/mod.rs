@@ -247,6 +247,23 @@
 //!   against the other sessions, so a second thread adds no share of the cores; dealt and
 //!   undealt runs of the same batches at load 6 read medians of 14.3 M (68 runs) and
 //!   15.3 M (19).
+//!
+//!   What a program that in effect runs on one proc (a spawn+join loop: the joiner takes its
+//!   held child back) loses beside a busy process is its share of a core, not work, and no
+//!   placement on 2 procs buys it back. The one-proc spawn+join loop (`examples/spawn1 2000000
+//!   1`) at load 14-18 from other sessions, 6 alternations: the spawner's CPU time per
+//!   spawn+join was 24.6 ns quiet and 21.2 ns beside a busy loop (medians), while its share of
+//!   a core (CPU time over wall time) fell from 0.41 to 0.31; the other threads of the 2-proc
+//!   runtime (the idle proc, the watchdog) added a median of 0.65 ns of CPU time a spawn+join
+//!   (0.1-2.2, quiet and busy alike). With the program at `SCHED_FIFO` priority on CPU 0 (no
+//!   other session's thread could take its core) and `yes` on CPU 1, the busy loop cost nothing
+//!   measurable, pcml's 25-31 ns against 19-29 ns, Go's one-thread spawn 0.38-0.45 s against
+//!   0.36-0.46 s a million: no cost of shared hardware (caches, a host core's other
+//!   hyperthread) showed. The bench's co-runner, in the bench's own session, had cut that share
+//!   further (to 0.24) under the kernel's per-session weights, and its runs of 10-20 ms
+//!   measured whether the OS gave a core during them at all; the bench now starts co-runners in
+//!   sessions of their own and sizes the compared runs to a fifth of a second (the bench's
+//!   `coload`, `Ctx::fit_span`).
 //! - **A held fiber wakes nobody.** Since no proc may take it for `HELD_GRACE`, a spawn
 //!   does not wake an idle proc for it (work pushed on a deque does). Instead, while some
 //!   proc spawns (its held slot's ticket moves) or holds a fiber, one idle proc, the
