@@ -498,6 +498,22 @@ fn a_remote_proc_busy_elsewhere_does_not_hold_up_a_choice() {
     assert!(local >= 1_998, "the local sender won {local} of 2,000");
 }
 
+/// A receiver's body for the receiver fairness test: counts the 1s it receives, ignores 0s
+/// (the start-up message), and ends at anything else.
+fn count_ones(ch: pcml::Chan<u8>, got: Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
+    move || {
+        loop {
+            match ch.recv() {
+                0 => {}
+                1 => {
+                    got.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => break,
+            }
+        }
+    }
+}
+
 /// The chooser as the sending side: a choice between sending to a receiver on the chooser's
 /// own proc and to one on the other proc, each always ready to receive again. Neither
 /// receiver gets fewer than a third of the messages.
@@ -514,28 +530,8 @@ fn a_choice_between_a_local_and_a_remote_receiver_is_fair() {
                     let (got_remote, got_local) =
                         (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
                     let (gr, gl) = (got_remote.clone(), got_local.clone());
-                    let remote_receiver = pcml::spawn_on(1 - here, move || {
-                        loop {
-                            match a2.recv() {
-                                0 => {}
-                                1 => {
-                                    gr.fetch_add(1, Ordering::Relaxed);
-                                }
-                                _ => break,
-                            }
-                        }
-                    });
-                    let local_receiver = pcml::spawn_on(here, move || {
-                        loop {
-                            match b2.recv() {
-                                0 => {}
-                                1 => {
-                                    gl.fetch_add(1, Ordering::Relaxed);
-                                }
-                                _ => break,
-                            }
-                        }
-                    });
+                    let remote_receiver = pcml::spawn_on(1 - here, count_ones(a2, gr));
+                    let local_receiver = pcml::spawn_on(here, count_ones(b2, gl));
                     // Both receivers are running (each has received once) before the count begins.
                     a.send(0);
                     b.send(0);
