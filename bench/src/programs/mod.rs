@@ -96,6 +96,19 @@ pub struct Ctx<'a> {
     pub peers: &'a Peers,
 }
 
+/// The probe run of [`Ctx::fit`] and [`Ctx::fit_span`]: `probe(n / 50)` (at least 2), and
+/// the count it ran with the seconds an operation took; `None` if it gave no sample.
+fn probe_per_op(
+    n: u64,
+    probe: impl FnOnce(u64) -> Result<Vec<Sample>>,
+) -> Result<Option<(u64, f64)>> {
+    let small = (n / 50).max(2);
+    let samples = probe(small)?;
+    Ok(samples
+        .first()
+        .map(|s| (small, (s.seconds / s.ops.max(1) as f64).max(1e-12))))
+}
+
 impl Ctx<'_> {
     /// `quick` in the quick suite, `full` with `--full`.
     pub fn size(&self, quick: u64, full: u64) -> u64 {
@@ -113,15 +126,20 @@ impl Ctx<'_> {
     /// a slow configuration (a cross-proc hand-off that parks and wakes a proc per message)
     /// cannot stall the suite. The count used is printed in the row's "runs x ops".
     pub fn fit(&self, n: u64, probe: impl FnOnce(u64) -> Result<Vec<Sample>>) -> Result<u64> {
-        let small = (n / 50).max(2);
-        let samples = probe(small)?;
-        let Some(s) = samples.first() else {
+        let Some((small, per_op)) = probe_per_op(n, probe)? else {
             return Ok(n);
         };
-        let per_op = s.seconds / s.ops.max(1) as f64;
-        let budget = if self.cfg.full { 5.0 } else { 0.5 };
-        let fitted = (budget / per_op.max(1e-12)) as u64;
-        Ok(fitted.clamp(small.min(n), n))
+        let (_, budget) = self.run_seconds();
+        Ok(((budget / per_op) as u64).clamp(small.min(n), n))
+    }
+
+    /// The least and the most seconds a fitted run takes: (0.2, 0.5) quick, (2, 5) full.
+    fn run_seconds(&self) -> (f64, f64) {
+        if self.cfg.full {
+            (2.0, 5.0)
+        } else {
+            (0.2, 0.5)
+        }
     }
 
     /// As [`fit`](Self::fit), but also raises `n` so that a run takes at least a fifth of a
@@ -152,17 +170,10 @@ impl Ctx<'_> {
     /// 51 M and 46 M against 56 M and 61 M (within the spread, 31-66 M against 34-66 M),
     /// and the parallel ping-pong on 2 procs over 1 1.27x and 1.36x against 1.21x and 1.22x.
     pub fn fit_span(&self, n: u64, probe: impl FnOnce(u64) -> Result<Vec<Sample>>) -> Result<u64> {
-        let small = (n / 50).max(2);
-        let samples = probe(small)?;
-        let Some(s) = samples.first() else {
+        let Some((small, per_op)) = probe_per_op(n, probe)? else {
             return Ok(n);
         };
-        let per_op = (s.seconds / s.ops.max(1) as f64).max(1e-12);
-        let (span, budget) = if self.cfg.full {
-            (2.0, 5.0)
-        } else {
-            (0.2, 0.5)
-        };
+        let (span, budget) = self.run_seconds();
         let most = ((budget / per_op) as u64).max(small.min(n));
         if self.cfg.tiny {
             return Ok(most.clamp(small.min(n), n));
