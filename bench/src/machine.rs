@@ -21,7 +21,8 @@ pub struct Machine {
     pub erlang: String,
     /// SML/NJ version, or "not installed".
     pub sml: String,
-    /// The git commit of the workspace, if known.
+    /// The commit the binary was built from (`git describe` at build time), and the checkout's
+    /// commit at run time where that differs.
     pub commit: String,
     /// When the run started, UTC, `YYYY-MM-DD HH:MM`.
     pub date: String,
@@ -190,17 +191,7 @@ impl Machine {
                     .unwrap_or_else(|| format!("installed at {} (version unknown)", sml.display())),
                 None => absent(),
             },
-            commit: first_line(
-                "git",
-                &[
-                    "-C",
-                    env!("CARGO_MANIFEST_DIR"),
-                    "describe",
-                    "--always",
-                    "--dirty",
-                ],
-            )
-            .unwrap_or_else(|| "unknown".to_string()),
+            commit: commit_label(),
             date: utc(now),
             load: std::fs::read_to_string("/proc/loadavg")
                 .ok()
@@ -208,5 +199,26 @@ impl Machine {
             parallelism: 0.0,
             line_round_trip_ns: None,
         }
+    }
+}
+
+/// The commit the binary was built from (recorded by the build script), and the checkout's own
+/// commit at run time where that differs, so a binary copied aside and run later still names the
+/// code it measured.
+fn commit_label() -> String {
+    let built = env!("PCML_BENCH_BUILT_FROM");
+    let now = first_line(
+        "git",
+        &[
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "describe",
+            "--always",
+            "--dirty",
+        ],
+    );
+    match now {
+        Some(now) if now != built => format!("{built} (built from; the checkout is now at {now})"),
+        _ => built.to_string(),
     }
 }
