@@ -224,13 +224,15 @@
 //!   now reads 0.58x, 0.54x and 0.48x (Go's own 1.01x, 0.86x, 0.88x, from a 2-proc
 //!   figure of 6-7 M); the spawn, ping-pong and primes rows within their noise.
 //! - **Beside a busy process a dealt burst runs at the speed of one proc.** With one busy
-//!   loop on a 2-core machine, three threads ready to run could each have 2/3 of a core,
-//!   and the two halves of a burst of independent pairs finish in 3/4 of the time one core
-//!   takes. They do not: a proc woken by a futex while every CPU is busy runs on its
-//!   waker's CPU (the wake-affine placement, 99.7% of the wake-ups measured, see "Explicit
-//!   placement on a busy machine" below), so both procs share the dealer's core while the
-//!   busy loop keeps the other, and the kernel does not move a thread to even out two
-//!   threads on one core against one on the other within a run of tens of milliseconds.
+//!   loop on a 2-core machine, three threads ready to run could each have 2/3 of a core
+//!   if the kernel shared the cores by thread, and the two halves of a burst of independent
+//!   pairs would finish in 3/4 of the time one core takes. It shares them by session where
+//!   the busy loop is in a session of its own (below), and even in one session a proc
+//!   woken by a futex while every CPU is busy runs on its waker's CPU (the wake-affine
+//!   placement, 99.7% of the wake-ups measured, see "Explicit placement on a busy machine"
+//!   below), so both procs share the dealer's core while the busy loop keeps the other,
+//!   and the kernel does not move a thread to even out two threads on one core against
+//!   one on the other within a run of tens of milliseconds.
 //!   Measured and not kept: taking the dealer's CPU out of the receiver thread's CPU mask
 //!   for the wake-up (`sched_setaffinity`, the mask given back right after; a wider mask
 //!   moves no thread), on a crowded machine only. At load 17 the receiver ended its run
@@ -247,6 +249,34 @@
 //!   against the other sessions, so a second thread adds no share of the cores; dealt and
 //!   undealt runs of the same batches at load 6 read medians of 14.3 M (68 runs) and
 //!   15.3 M (19).
+//!
+//!   The bench's co-runner is such a session (a busy loop that leaves the bench's session,
+//!   see the bench's `coload`), and beside it the two procs get one core between them, not
+//!   4/3, whatever they do: the kernel balances the CPUs by the sessions' weights, and a
+//!   session's weight is shared by its threads, so both procs on one CPU and the busy loop
+//!   on the other is the balance it keeps (a proc on the busy loop's CPU would hold a third
+//!   of it, and the kernel moves it off). `examples/parpp.rs 400000 spawn warm` prints each
+//!   thread's CPU time and wait for a core over the run (`/proc/self/task/*/schedstat`) and
+//!   the cores used (all threads' CPU time over the wall time), 6 alternations at load 1-3:
+//!   on 2 procs quiet, 46.3 M msgs/s (40.6-53.9 M) on 1.81 cores (1.39-1.91); beside a busy
+//!   loop in a session of its own, 28.0 M (15.5-33.9 M) on 0.99 cores (0.56-1.00), each
+//!   proc's thread waiting about as long as it ran; beside one in the program's own
+//!   session, 32.2 M (18.5-35.5 M) on 1.12 cores (0.64-1.36); one proc 29.6 M quiet and
+//!   27.4 M beside the other session's loop, on 1.00 and 0.98 cores. The procs do not
+//!   waste their core: quiet, 25.6 M msgs/s a core used, beside the loop 28.3 M (medians),
+//!   with 3-8 parks a run and no steal. Go's 2-proc peer is given one core too (its CPU
+//!   time over the wall time beside the loop, `time bench/peers/run.sh go parpingpong
+//!   4000000 2`: 0.61-1.01, median 0.66), so a 2-proc row beside one busy session can
+//!   read at most about one proc's figure, and its busy/quiet ratio at most about the
+//!   inverse of its quiet 2-proc speed-up: a runtime whose 2-proc row scales less (Go's
+//!   quiet 2-proc parallel ping-pong used 0.93-1.97 cores, median 1.03, in those runs)
+//!   loses less of it. Measured and not kept: each proc's thread pinned to its own CPU
+//!   (`sched_setaffinity`, so that the kernel cannot put both on one CPU), 6 alternations
+//!   of the example: beside the busy loop 27.0 M msgs/s (25.0-34.0 M) against 25.6 M
+//!   (19.3-28.5 M), but quiet 32.0 M (24.1-41.2 M) against 41.3 M (36.8-46.2 M), since a
+//!   pinned proc cannot leave a CPU that another session's thread takes, and the proc
+//!   that ends its pairs first cannot help the other; in the bench (one run each, load
+//!   2-4) the quiet parallel ping-pong on 2 procs fell from 1.71x of one proc to 1.12x.
 //!
 //!   What a program that in effect runs on one proc (a spawn+join loop: the joiner takes its
 //!   held child back) loses beside a busy process is its share of a core, not work, and no
