@@ -281,7 +281,10 @@ pub fn load(
             Some(d) if !stopping => (d - now).min(STALL),
             _ => STALL,
         };
-        poll.poll(&mut events, Some(wait)).map_err(io("poll"))?;
+        match poll.poll(&mut events, Some(wait)) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => r.map_err(io("poll"))?,
+        }
         if events.is_empty() && wait == STALL {
             return Err(format!("no answer from the server for {STALL:?}"));
         }
