@@ -5,26 +5,61 @@
 //! machine's cores with the server, as it does in every loopback measurement. Skipped with a
 //! note when `wrk` is not installed (Debian: `apt-get install wrk`).
 //!
+//! Beside the requests per second, each run gives the server's CPU time per request (the
+//! bench process's CPU time during the `wrk` run: the server's threads, the bench's own
+//! thread only waits) and the share of the run's two cores `wrk` used (its CPU time, as the
+//! process's child): where `wrk` takes a core or more, the load sets much of the figure, and
+//! the CPU time per request is the server's efficiency the load cannot hide.
+//!
 //! The answer: `wrk` must report no socket errors and no non-2xx responses.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::process::Command;
+use std::time::Duration;
 
 use super::{Ctx, pcml_against_tokio, tokio_for};
-use crate::runner::{Error, Metric, Result, Sample};
+use crate::runner::{Error, Metric, Result, Sample, Stats};
 use crate::table::{Row, Section};
 
 #[path = "../../../pcml/examples/support/hyper_server.rs"]
 mod hyper_server;
 
 const METRIC: Metric = Metric::Rate { unit: "requests/s" };
+const CPU_METRIC: Metric = Metric::NsPerOp {
+    op: "request of server CPU",
+};
+
+/// What one run cost besides its requests: per run, the server's CPU time as a sample (its
+/// seconds and the requests served), and `wrk`'s CPU time over the run's time (the cores it
+/// used).
+type Costs = RefCell<Vec<(Sample, f64)>>;
+
+/// The user and system CPU time so far of this process's threads, ended ones included
+/// (`RUSAGE_SELF`), or of its waited-for children (`RUSAGE_CHILDREN`); zero where it cannot be
+/// read.
+fn cpu_time(who: libc::c_int) -> Duration {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we pass.
+    let (rc, ru) = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        let rc = libc::getrusage(who, &mut ru);
+        (rc, ru)
+    };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
 
 /// Load threads and connections of `wrk`.
 const WRK_THREADS: usize = 2;
 const CONNECTIONS: usize = 100;
 
-/// One `wrk` run of `secs` seconds against `addr`: requests done and the seconds they took.
-fn wrk(addr: SocketAddr, secs: u64) -> Result<Sample> {
+/// One `wrk` run of `secs` seconds against `addr`: requests done and the seconds they took;
+/// adds to `costs` what the run cost the server and `wrk`.
+fn wrk(addr: SocketAddr, secs: u64, costs: &Costs) -> Result<Sample> {
+    let (server_then, wrk_then) = (cpu_time(libc::RUSAGE_SELF), cpu_time(libc::RUSAGE_CHILDREN));
     let out = Command::new("wrk")
         .arg(format!("-t{WRK_THREADS}"))
         .arg(format!("-c{CONNECTIONS}"))
@@ -32,6 +67,10 @@ fn wrk(addr: SocketAddr, secs: u64) -> Result<Sample> {
         .arg(format!("http://{addr}/"))
         .output()
         .map_err(|e| Error::Failed(format!("wrk: {e}")))?;
+    let (server_cpu, wrk_cpu) = (
+        cpu_time(libc::RUSAGE_SELF).saturating_sub(server_then),
+        cpu_time(libc::RUSAGE_CHILDREN).saturating_sub(wrk_then),
+    );
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     if !out.status.success() {
         return Err(Error::Failed(format!("wrk failed: {text}")));
@@ -52,6 +91,15 @@ fn wrk(addr: SocketAddr, secs: u64) -> Result<Sample> {
     let secs_text = words.nth(2).unwrap_or("").trim_end_matches(',');
     let seconds = parse_duration(secs_text)
         .ok_or_else(|| Error::Failed(format!("wrk: cannot read the time in {line:?}")))?;
+    if !server_cpu.is_zero() && seconds > 0.0 {
+        let cpu = Sample {
+            seconds: server_cpu.as_secs_f64(),
+            ops,
+        };
+        costs
+            .borrow_mut()
+            .push((cpu, wrk_cpu.as_secs_f64() / seconds));
+    }
     Ok(Sample { seconds, ops })
 }
 
@@ -70,7 +118,7 @@ fn parse_duration(s: &str) -> Option<f64> {
 }
 
 /// The pcml server on `procs` procs for one `wrk` run.
-fn measure_pcml(procs: usize, secs: u64) -> Result<Sample> {
+fn measure_pcml(procs: usize, secs: u64, costs: &Costs) -> Result<Sample> {
     let stop = pcml::CVar::new();
     let s = stop.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -90,7 +138,7 @@ fn measure_pcml(procs: usize, secs: u64) -> Result<Sample> {
     let addr = rx
         .recv()
         .map_err(|_| Error::Failed("the pcml server did not start".into()))?;
-    let sample = wrk(addr, secs);
+    let sample = wrk(addr, secs, costs);
     stop.signal();
     server
         .join()
@@ -99,7 +147,7 @@ fn measure_pcml(procs: usize, secs: u64) -> Result<Sample> {
 }
 
 /// The tokio server on `workers` workers (0: `current_thread`) for one `wrk` run.
-fn measure_tokio(workers: usize, secs: u64) -> Result<Sample> {
+fn measure_tokio(workers: usize, secs: u64, costs: &Costs) -> Result<Sample> {
     let rt = hyper_server::tokio_runtime(workers).map_err(|e| Error::Failed(e.to_string()))?;
     if workers == 0 {
         // A current_thread runtime runs only inside block_on: serve from a thread of its own.
@@ -118,7 +166,7 @@ fn measure_tokio(workers: usize, secs: u64) -> Result<Sample> {
         let addr = rx
             .recv()
             .map_err(|_| Error::Failed("the tokio server did not start".into()))?;
-        let sample = wrk(addr, secs);
+        let sample = wrk(addr, secs, costs);
         let _ = stop_tx.send(());
         server
             .join()
@@ -130,7 +178,7 @@ fn measure_tokio(workers: usize, secs: u64) -> Result<Sample> {
         .map_err(|e| Error::Failed(e.to_string()))?;
     let addr = l.local_addr().map_err(|e| Error::Failed(e.to_string()))?;
     rt.spawn(hyper_server::serve_tokio(l));
-    let sample = wrk(addr, secs);
+    let sample = wrk(addr, secs, costs);
     rt.shutdown_background();
     sample
 }
@@ -156,6 +204,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             }
             continue;
         }
+        let (ours, theirs): (Costs, Costs) = Default::default();
         pcml_against_tokio(
             ctx,
             sec,
@@ -164,9 +213,77 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             p,
             &format!("{secs} s per run"),
             ("hyper requests/s", 1.0),
-            || measure_pcml(p, secs),
-            || measure_tokio(workers, secs),
+            || measure_pcml(p, secs, &ours),
+            || measure_tokio(workers, secs, &theirs),
         )?;
+        server_cpu_rows(sec, &prog, p, &ours.borrow(), &theirs.borrow());
     }
     Ok(())
+}
+
+/// The rows of the server's CPU time per request on pcml and on tokio (`p` procs), from the
+/// same runs as the requests per second, with `wrk`'s share of the cores in each row's note,
+/// and their ratio: tokio's over pcml's, above 1 where pcml's server spends less.
+fn server_cpu_rows(
+    sec: &mut Section,
+    prog: &str,
+    p: usize,
+    ours: &[(Sample, f64)],
+    theirs: &[(Sample, f64)],
+) {
+    let prog = format!("{prog}, server CPU");
+    for (system, runs) in [("pcml tasks", ours), ("tokio", theirs)] {
+        let samples: Vec<Sample> = runs.iter().map(|r| r.0).collect();
+        let cores: Vec<f64> = runs.iter().map(|r| r.1).collect();
+        let mut note = "the server's CPU time per request, same runs".to_string();
+        if let Some(c) = Stats::of(&cores) {
+            note += &format!(
+                "; wrk meanwhile kept {:.2} cores busy ({:.2} - {:.2})",
+                c.median, c.min, c.max
+            );
+        }
+        sec.rows
+            .push(Row::measured(&prog, system, Some(p), CPU_METRIC, &samples).with_note(&note));
+    }
+    sec.add_ratio(
+        &format!("hyper server CPU per request, tokio / pcml, {p} procs"),
+        (&prog, "tokio", Some(p)),
+        (&prog, "pcml tasks", Some(p)),
+        None,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::runner::Sample;
+    use crate::table::Section;
+
+    #[test]
+    fn the_server_cpu_rows_give_tokios_time_over_pcmls_and_wrks_cores() {
+        let run = |seconds: f64, cores: f64| {
+            (
+                Sample {
+                    seconds,
+                    ops: 1_000,
+                },
+                cores,
+            )
+        };
+        let mut sec = Section::new("servers", "servers", "");
+        let ours = [run(0.010, 0.9), run(0.012, 1.1), run(0.011, 1.0)];
+        let theirs = [run(0.011, 1.0), run(0.011, 1.0), run(0.011, 1.0)];
+        super::server_cpu_rows(&mut sec, "hyper", 2, &ours, &theirs);
+        assert_eq!(sec.rows.len(), 2);
+        let note = &sec.rows[0].note;
+        assert!(
+            note.contains("kept 1.00 cores busy (0.90 - 1.10)"),
+            "{note}"
+        );
+        let ratio = &sec.ratios[0];
+        assert_eq!(
+            ratio.label,
+            "hyper server CPU per request, tokio / pcml, 2 procs"
+        );
+        assert!((ratio.value.clone().unwrap() - 1.0).abs() < 1e-9);
+    }
 }
