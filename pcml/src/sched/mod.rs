@@ -620,7 +620,7 @@
 //!
 //!   What is left of a hop beside a busy loop is the OS's own price, not the scheduler's: two
 //!   parked procs that take turns on one core pay a futex wake-up, a futex wait and a switch
-//!   of OS threads a hop, whatever the runtime does around them, and a spin or a
+//!   of OS threads a hop, whatever the runtime does around them, and a spin (above) or a
 //!   `sched_yield` instead of the park is worse (below). `examples/pingpong2 N threads` hands a
 //!   counter between two plain OS threads that park until it is their turn
 //!   (`std::thread::park`): alternated with `pingpong2 50000 placed 2 1`, 6 runs each, all
@@ -638,7 +638,13 @@
 //!   before the park, was measured and not kept: `pingpong2 50000 placed 2 2` beside `yes`
 //!   at load 9-16, 3 alternations, took 8.1-290 us a message with 1, 4 or 16 yields against
 //!   9.5-25 us parking at once: the OS then no longer moves a woken proc onto its waker's
-//!   core, and a proc left beside the busy loop waits for it a time slice at a time. Looking
+//!   core, and a proc left beside the busy loop waits for it a time slice at a time. Nor was
+//!   one `sched_yield` by a proc that has just woken a sleeping proc on a crowded machine,
+//!   before its next turn (to run the wakee, put on the waker's core, at once, so that its
+//!   reply finds the waker awake): beside `yes` at load 6-9, 6 alternations, `cross_spawn
+//!   20000 2` took 6.2-301 us a child (7 of 18 runs over 40 us) against 5.0-35 us, the yield
+//!   handing the core to the busy loop whenever it shared it; the ping-pong moved within its
+//!   noise (5.1-21 us a message against 6.0-16 us). Looking
 //!   at `/proc/loadavg` every 5 ms instead of every 500 us (fewer system calls on the idle
 //!   path) moved the same figures within their noise (3.75-4.43 us against 3.95-4.57 us
 //!   under `chrt -f 1`). Only fewer OS threads make a hop cheaper on such a machine
