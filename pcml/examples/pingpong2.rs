@@ -6,7 +6,43 @@
 //! a runtime of PROCS procs (2); MODE `placed` puts the pinger on proc 0 and the ponger on the
 //! last of PROCS procs, as the bench's paper-placed row does (with more procs than cores, on
 //! two OS threads). RUNS runs (3), each printed with its steals, cross-proc wake-ups and parks.
+//! MODE `threads` runs no runtime: two plain OS threads hand a counter back and forth, each
+//! parking until it is its turn (`std::thread::park`, a futex), the floor of any hop between
+//! two procs whose threads sleep while they wait (see the `sched` docs, "Explicit placement
+//! on a busy machine"); alternate it with `placed` to compare the two in the same moment.
 use pcml::chan::Chan;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `n` round trips between two OS threads that park until it is their turn; ns a message.
+fn os_threads(n: u64) -> f64 {
+    // Odd values: the second thread's turn; even: the first's. Release stores pair with the
+    // Acquire loads of the waiter.
+    let turn = Arc::new(AtomicU64::new(0));
+    let wait = |turn: &AtomicU64, want: u64| {
+        while turn.load(Ordering::Acquire) != want {
+            std::thread::park();
+        }
+    };
+    let first = std::thread::current();
+    let t2 = turn.clone();
+    let second = std::thread::spawn(move || {
+        for i in 0..n {
+            wait(&t2, 2 * i + 1);
+            t2.store(2 * i + 2, Ordering::Release);
+            first.unpark();
+        }
+    });
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        turn.store(2 * i + 1, Ordering::Release);
+        second.thread().unpark();
+        wait(&turn, 2 * i + 2);
+    }
+    let e = start.elapsed();
+    second.join().unwrap();
+    e.as_nanos() as f64 / (2 * n) as f64
+}
 
 fn main() {
     let arg = |i: usize| std::env::args().nth(i);
@@ -16,6 +52,15 @@ fn main() {
     let placed = mode == "placed";
     let procs: usize = arg(3).and_then(|s| s.parse().ok()).unwrap_or(2);
     let runs: usize = arg(4).and_then(|s| s.parse().ok()).unwrap_or(3);
+    if mode == "threads" {
+        for _ in 0..runs {
+            println!(
+                "2 OS threads: {:.0} ns per message (futex hand-off)",
+                os_threads(n)
+            );
+        }
+        return;
+    }
     let rt = pcml::Runtime::builder()
         .procs(if spawn || placed { procs } else { 2 })
         .build()

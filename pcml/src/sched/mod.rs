@@ -618,6 +618,38 @@
 //!   4.0 M) on one thread against 0.03-0.15 M (median 0.07 M) on two, before the crowding
 //!   test.
 //!
+//!   What is left of a hop beside a busy loop is the OS's own price, not the scheduler's: two
+//!   parked procs that take turns on one core pay a futex wake-up, a futex wait and a switch
+//!   of OS threads a hop, whatever the runtime does around them, and a spin (above) or a
+//!   `sched_yield` instead of the park is worse (below). `examples/pingpong2 N threads` hands a
+//!   counter between two plain OS threads that park until it is their turn
+//!   (`std::thread::park`): alternated with `pingpong2 50000 placed 2 1`, 6 runs each, all
+//!   under `chrt -f 1` beside a `chrt -f 1 yes` (so that the other programs of the loaded
+//!   2-core machine, load 9-12, do not set the pace: the busy loop keeps one core and the two
+//!   procs share the other), the placed ping-pong took 3.36-4.31 us a message (median 3.63)
+//!   against 2.94-3.82 us (median 3.50) between the bare threads, and `cross_spawn 20000 2`
+//!   (two hops a child) 7.0-10.7 us a child (median 8.1); without `chrt`, beside `yes` at
+//!   load 9-12, 4.8-13.5 us (median 7.8) against 3.0-10.3 us (median 8.6). Against a quiet
+//!   hop of about 400 ns (both procs spinning on a core each), that floor bounds the
+//!   busy/quiet ratio of a paper-placed row to about 0.1x, which is what the bench's rows
+//!   show (0.08x-0.13x); Go keeps 0.5x-1.0x because it moves the goroutines onto the
+//!   thread that has the core, which a started fiber cannot do (see `fiber`). Yielding the
+//!   core instead of parking, a few `sched_yield`s with a look at the inbox after each
+//!   before the park, was measured and not kept: `pingpong2 50000 placed 2 2` beside `yes`
+//!   at load 9-16, 3 alternations, took 8.1-290 us a message with 1, 4 or 16 yields against
+//!   9.5-25 us parking at once: the OS then no longer moves a woken proc onto its waker's
+//!   core, and a proc left beside the busy loop waits for it a time slice at a time. Nor was
+//!   one `sched_yield` by a proc that has just woken a sleeping proc on a crowded machine,
+//!   before its next turn (to run the wakee, put on the waker's core, at once, so that its
+//!   reply finds the waker awake): beside `yes` at load 6-9, 6 alternations, `cross_spawn
+//!   20000 2` took 6.2-301 us a child (7 of 18 runs over 40 us) against 5.0-35 us, the yield
+//!   handing the core to the busy loop whenever it shared it; the ping-pong moved within its
+//!   noise (5.1-21 us a message against 6.0-16 us). Looking
+//!   at `/proc/loadavg` every 5 ms instead of every 500 us (fewer system calls on the idle
+//!   path) moved the same figures within their noise (3.75-4.43 us against 3.95-4.57 us
+//!   under `chrt -f 1`). Only fewer OS threads make a hop cheaper on such a machine
+//!   ([`Builder::carrier_threads`], above), at the price of the second core.
+//!
 //! ## Fair choice across procs
 //!
 //! A choice picks uniformly among the branches enabled when it looks (see `event`), but that
