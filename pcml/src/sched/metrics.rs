@@ -121,11 +121,14 @@ pub struct ProcMetrics {
     /// threads outside the runtime.
     pub inbox_wakes: u64,
     /// Blocks of spawns this proc dealt to another proc (see "Many long-lived fibers are
-    /// dealt out in long blocks" in the [`sched`](crate::sched) docs).
+    /// dealt out in long blocks" in the [`sched`](crate::sched) docs), whole or the rest of
+    /// one kept at first and dealt at a later offer.
     pub blocks_dealt: u64,
-    /// Blocks it kept because its thread had waited for a core since the last decision.
+    /// Offers of a block it refused because its thread had waited for a core since the last
+    /// offer (a kept block is offered again halfway through, so one block may count 2).
     pub blocks_kept_waited: u64,
-    /// Blocks it kept because the receiving proc's thread would have found no core free.
+    /// Offers of a block it refused because the receiving proc's thread would have found no
+    /// core free (counted as `blocks_kept_waited` is).
     pub blocks_kept_no_core: u64,
     /// Bursts of spawns this proc split with idle procs before starting them (see "A burst
     /// of spawns is split with idle procs" in the [`sched`](crate::sched) docs).

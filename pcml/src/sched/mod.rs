@@ -334,7 +334,32 @@
 //!   while any of its procs is), plus this runtime's with the receiver's awake, are at
 //!   most the cores (where either count cannot be read, every block stays). A block the
 //!   tests keep leaves the turn with the thread it was for: the next block is offered to
-//!   that thread again, so that a kept first block does not also send the second home. Each proc counts the blocks it dealt and those it kept, by reason
+//!   that thread again, so that a kept first block does not also send the second home.
+//!   A kept block is offered once more halfway through (after 50 of its spawns,
+//!   `SPILL_RETRY`), and its second half goes if both tests pass then, the turn moving on
+//!   as for a block dealt whole. Both tests read the machine at one
+//!   instant, and one thread runnable for a moment beside the spawner (another program's
+//!   compiler, say) kept a whole block, a tenth of the chain, on a machine that
+//!   had the cores: in runs of `examples/primes.rs spawn 1000 2` on the machine shared
+//!   with other builds (load 2-3), 0 to 500 filters of 1,000 went to proc 1, and the runs
+//!   that dealt fewer took longer (a median of 44 ms over 30 runs, the 17 with four or
+//!   five blocks on proc 1 32-48 ms, the 2 with none 51 and 62 ms, against a median of 51
+//!   ms on one proc; a busier moment both keeps blocks and slows a run, so not all of that
+//!   is the layout's).
+//!   With the second offer, 3 alternations of 8 runs at load 5-6: 9 of 24 runs with four
+//!   or five blocks on proc 1 against 7 of 24, 8 runs in which a second offer dealt a half
+//!   block, medians 52.1, 45.3 and 35.7 ms against 51.3, 49.4 and 49.0 ms; beside `yes`
+//!   neither dealt a block (48.5, 48.6, 60.7 ms against 52.4, 47.6, 58.8 ms). In the bench
+//!   (`pcml-bench --only primes --procs 1,2 --co-runner 1 --peers go --runs 6 --rounds 2`,
+//!   4 alternations at load 5-13, 1-proc medians from 82 to 159 ms) the 2-proc row over
+//!   the 1-proc row read 1.32x, 1.68x, 1.01x and 1.01x against 0.96x, 1.28x, 0.87x and
+//!   1.23x, and beside the busy loop 1.63x, 0.81x, 1.31x and 0.98x against 1.02x, 0.79x,
+//!   1.06x and 1.37x: within the machine's noise, no cost seen. An offer every 20 spawns
+//!   (up to four more a block) dealt about as much (a mean of 294 filters on proc 1 in the
+//!   same alternations, against 284 with the halfway offer and 259 with none) but reads the
+//!   two counts 36 more times a run where every offer is refused (beside a busy process),
+//!   each pair of reads some 40 us at that load.
+//!   Each proc counts the blocks it dealt and the offers it refused, by reason
 //!   (`ProcMetrics::blocks_dealt`, `blocks_kept_waited`, `blocks_kept_no_core`, which
 //!   `examples/primes.rs` prints). The second test is for a co-runner:
 //!   a spawner whose partner proc is parked has its core to itself beside one busy

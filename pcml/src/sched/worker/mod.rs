@@ -459,6 +459,7 @@ pub(crate) struct Context {
     /// started fibers first lived here (see `spill_to`).
     spilled: Cell<usize>,
     spill_target: Cell<usize>,
+    spill_wanted: Cell<usize>,
     spill_turn: Cell<usize>,
     sched_watched: Cell<bool>,
     sched_seen: Cell<(u64, u64)>,
@@ -633,6 +634,7 @@ impl Context {
             fibers: FiberTable::new(),
             spilled: Cell::new(0),
             spill_target: Cell::new(index),
+            spill_wanted: Cell::new(index),
             spill_turn: Cell::new(0),
             sched_watched: Cell::new(false),
             sched_seen: Cell::new((0, 0)),

@@ -217,7 +217,19 @@ impl Context {
         }
         let n = self.spilled.get();
         self.spilled.set(n.wrapping_add(1));
-        if n % SPILL_BLOCK == 0 {
+        let at = n % SPILL_BLOCK;
+        if at != 0 {
+            // A block kept here is offered again after `SPILL_RETRY` spawns: the tests read
+            // the machine at one instant, and a thread that was runnable for a moment (a
+            // compiler's, a timer's) kept whole blocks on a machine that had the cores.
+            if at % SPILL_RETRY == 0 {
+                let wanted = self.spill_wanted.get();
+                if wanted != self.spill_target.get() && self.cores_to_spare(wanted) {
+                    self.spill_turn.set(self.spill_turn.get().wrapping_add(1));
+                    self.spill_target.set(wanted);
+                }
+            }
+        } else {
             let turn = self.spill_turn.get();
             // The turn goes round the OS threads, not the procs: procs of one carrier share
             // its core, so a block dealt to this carrier's other procs would only add hops
@@ -226,6 +238,7 @@ impl Context {
             let (carrier, carriers) = (self.me().carrier, self.shared.carriers());
             let c = (carrier + 1 + turn) % carriers;
             let to = if c == carrier { self.index } else { c };
+            self.spill_wanted.set(to);
             // A block stays here when this thread waited for a core: the procs' threads
             // would not all run at once, and a chain pinned across them would go at the
             // pace of the one the OS left waiting.
@@ -1041,6 +1054,9 @@ const SPILL_FROM: usize = 100;
 const SPILL_WATCH: usize = SPILL_FROM / 2;
 /// Fibers in each such block.
 const SPILL_BLOCK: usize = 100;
+/// Spawns between two offers of a block that the tests kept here (see `spill_to`): one
+/// more offer, halfway through the block, for its second half.
+const SPILL_RETRY: usize = 50;
 
 /// This thread's CPU time and run-queue wait in ns, by the kernel's count.
 fn schedstat() -> Option<(u64, u64)> {
@@ -1053,6 +1069,7 @@ fn schedstat() -> Option<(u64, u64)> {
 mod tests {
     use std::cell::Cell;
 
+    use super::{SPILL_BLOCK, SPILL_RETRY};
     use crate::chan::Chan;
 
     thread_local! {
@@ -1129,7 +1146,8 @@ mod tests {
 
     #[test]
     fn a_block_kept_here_leaves_the_turn_to_the_proc_it_was_for() {
-        let procs = chain(450, true, 1);
+        // Refused at its start and at each later offer within it.
+        let procs = chain(450, true, 1 + (SPILL_BLOCK / SPILL_RETRY - 1));
         // The first block, for proc 1, is refused and stays on proc 0; the next goes to
         // proc 1 (not back to proc 0 by turn), then proc 0, then proc 1.
         let on = |range, proc| all_on(&procs, range, proc);
@@ -1137,6 +1155,19 @@ mod tests {
         assert!(on(210..290, 1), "{procs:?}");
         assert!(on(310..390, 0), "{procs:?}");
         assert!(on(410..450, 1), "{procs:?}");
+    }
+
+    #[test]
+    fn a_kept_block_is_offered_again_and_its_rest_dealt() {
+        let procs = chain(450, true, 1);
+        // The first block, for proc 1, is refused at its start (chain fiber 99: main and
+        // 99 fibers live on proc 0 then) and dealt at its next offer, `SPILL_RETRY` spawns
+        // later; the turn then goes on as if the whole block had been dealt.
+        let on = |range, proc| all_on(&procs, range, proc);
+        assert!(on(100..140, 0), "{procs:?}");
+        assert!(on(155..190, 1), "{procs:?}");
+        assert!(on(210..290, 0), "{procs:?}");
+        assert!(on(310..390, 1), "{procs:?}");
     }
 
     #[test]
