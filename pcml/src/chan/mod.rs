@@ -135,6 +135,32 @@
 //! a thread-local cache, whose type check and lazily registered destructor cost about 24
 //! instructions a wait more (`examples/taskpp`: 1,550 -> 1,502 a round trip).
 //!
+//! # A channel on cache lines of its own
+//! A channel's state (`ChanInner`) is aligned to 64 bytes, the cache line, so no other object
+//! shares a line with it. Why: the channels and fiber cells of a burst of spawns are all
+//! allocated by the spawning proc, next to each other (a rendezvous channel is 144 bytes with
+//! its reference counts, so with 16-byte allocation every channel straddles two or three
+//! lines and shares the end ones with its neighbours), and after a first burst is freed the
+//! next one reuses those blocks in an order that depends on which thread freed which. The
+//! scheduler then deals half of the burst to another proc, and where a channel used on proc
+//! 0 shares a line with one used on proc 1, the line moves between the two cores on every
+//! message of either (false sharing: inferred from the measurements below, the machine has
+//! no hardware counters to show the misses). On the parallel ping-pong of 8 scheduler-placed pairs on 2 procs
+//! (`examples/parpp 400000 spawn warm`, glibc's allocator, 20 runs alternated with the
+//! unaligned build at load 6 to 9) some runs took up to twice as long on both procs as others,
+//! depending on that layout: 31.4-56.2 M msgs/s (median 46.1) before, 38.3-63.5 (median 49.4)
+//! after; and proc 1's thread, which ran 9.7 ms longer than proc 0's in the median run (and
+//! longer in 15 of 20), now runs as long (median difference -0.1 ms, longer in 9 of 20). The
+//! 1-proc paths keep their instruction counts within one a message (callgrind, difference of
+//! two run lengths: `examples/pingpong1` 649 -> 651 a round trip, `examples/spawn1` 199 a
+//! spawn); making a channel costs about 17 more (`examples/skynet N chan-once`, which makes
+//! one a node: 2,119 -> 2,138 a leaf). Aligning to 128 bytes (crossbeam's `CachePadded` on
+//! x86_64, for prefetchers that fetch lines in pairs) measured no better on the AMD EPYC
+//! machine used (10 runs alternated: median 42.1 against 45.9 at 64 and 43.6 unaligned) and
+//! costs 256 bytes a channel instead of 192 (144 before).
+//! Only the rendezvous channel is aligned so far; the bounded channel and the mailbox are
+//! not.
+//!
 //! # Dead offers
 //! An offer whose sync completed elsewhere stays queued until someone meets it (and drops it)
 //! or a sweep removes it: when a push finds the queue at its threshold, dead offers are removed
@@ -232,6 +258,10 @@ pub struct Chan<T> {
     inner: Arc<ChanInner<T>>,
 }
 
+/// The state of a rendezvous channel. Aligned to the 64-byte cache line so that no other
+/// object (another proc's channel) shares its lines: see the module docs, "A channel on cache
+/// lines of its own".
+#[repr(align(64))]
 pub(crate) struct ChanInner<T> {
     queues: SpinLock<Queues<T>>,
     /// `queues.sendq` length, with the `CLOSED` bit once the channel is closed (Relaxed: a
@@ -2010,5 +2040,22 @@ impl<T> fmt::Debug for Chan<T> {
             )
             .field("closed", &self.inner.is_closed())
             .finish()
+    }
+}
+
+#[cfg(all(test, not(pcml_loom)))]
+mod layout_tests {
+    use super::{Arc, ChanInner};
+
+    /// A channel's state starts a cache line and fills whole lines, so channels used on
+    /// different procs never share one (module docs, "A channel on cache lines of its own").
+    #[test]
+    fn channel_state_is_on_lines_of_its_own() {
+        assert_eq!(std::mem::align_of::<ChanInner<u64>>(), 64);
+        assert_eq!(std::mem::size_of::<ChanInner<u64>>() % 64, 0);
+        let chans: Vec<_> = (0..8).map(|_| ChanInner::<u64>::new_arc()).collect();
+        for ch in &chans {
+            assert_eq!(Arc::as_ptr(ch) as usize % 64, 0);
+        }
     }
 }
