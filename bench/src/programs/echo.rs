@@ -18,9 +18,9 @@
 
 use std::cell::RefCell;
 
-use super::{Ctx, pcml_against_tokio};
+use super::{Ctx, pcml_against_tokio, server_cpu_rows};
 use crate::runner::{Error, Metric, Result, Sample, Stats};
-use crate::table::{Row, Section};
+use crate::table::Section;
 
 #[path = "../../../pcml/examples/support/echo.rs"]
 mod echo_server;
@@ -109,37 +109,33 @@ fn busy_note(busy: &[(f64, f64)]) -> Option<String> {
 }
 
 /// The rows of the server's CPU time per round trip on pcml and on tokio (`p` procs), from
-/// the same runs as the round trips, and their ratio: tokio's over pcml's, above 1 where
-/// pcml's server spends less. Each row's note gives the user-space share of that time.
-fn server_cpu_rows(
+/// the same runs as the round trips, and their ratio (see [`server_cpu_rows`]). Each row's
+/// note gives the user-space share of that time.
+fn cpu_rows(
     sec: &mut Section,
     prog: &str,
     p: usize,
     ours: &[(Sample, f64)],
     theirs: &[(Sample, f64)],
 ) {
-    let prog = format!("{prog}, server CPU");
-    for (system, runs) in [("pcml tasks", ours), ("tokio", theirs)] {
-        let samples: Vec<Sample> = runs.iter().map(|r| r.0).collect();
-        let user: Vec<f64> = runs.iter().map(|r| r.1).collect();
-        let note = match Stats::of(&user) {
+    let what = "the server threads' CPU time per round trip, same runs";
+    server_cpu_rows(
+        sec,
+        prog,
+        p,
+        CPU_METRIC,
+        "echo server CPU per round trip",
+        ours,
+        theirs,
+        |user| match user {
             Some(u) => format!(
-                "the server threads' CPU time per round trip, same runs; {:.0}% ({:.0}% - \
-                 {:.0}%) of it in user space",
+                "{what}; {:.0}% ({:.0}% - {:.0}%) of it in user space",
                 u.median * 100.0,
                 u.min * 100.0,
                 u.max * 100.0
             ),
-            None => "the server threads' CPU time per round trip, same runs".to_string(),
-        };
-        sec.rows
-            .push(Row::measured(&prog, system, Some(p), CPU_METRIC, &samples).with_note(&note));
-    }
-    sec.add_ratio(
-        &format!("echo server CPU per round trip, tokio / pcml, {p} procs"),
-        (&prog, "tokio", Some(p)),
-        (&prog, "pcml tasks", Some(p)),
-        None,
+            None => what.to_string(),
+        },
     );
 }
 
@@ -162,7 +158,7 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             || measure(Server::Pcml(p), secs, &busy, &ours),
             || measure(Server::Tokio(p), secs, &busy, &theirs),
         )?;
-        server_cpu_rows(sec, &prog, p, &ours.borrow(), &theirs.borrow());
+        cpu_rows(sec, &prog, p, &ours.borrow(), &theirs.borrow());
     }
     sec.notes.push(format!(
         "echo: {CONNECTIONS} connections from one thread of the bench process with no runtime \
@@ -240,7 +236,7 @@ mod tests {
         let mut sec = Section::new("servers", "servers", "");
         let ours = [run(0.010, 0.1), run(0.012, 0.2), run(0.011, 0.1)];
         let theirs = [run(0.022, 0.1), run(0.020, 0.1), run(0.024, 0.1)];
-        super::server_cpu_rows(&mut sec, "echo", 1, &ours, &theirs);
+        super::cpu_rows(&mut sec, "echo", 1, &ours, &theirs);
         assert_eq!(sec.rows.len(), 2);
         assert!(
             sec.rows[0]

@@ -18,8 +18,8 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 
-use super::{Ctx, pcml_against_tokio, tokio_for};
-use crate::runner::{Error, Metric, Result, Sample, Stats};
+use super::{Ctx, pcml_against_tokio, server_cpu_rows, tokio_for};
+use crate::runner::{Error, Metric, Result, Sample};
 use crate::table::{Row, Section};
 
 #[path = "../../../pcml/examples/support/hyper_server.rs"]
@@ -216,40 +216,37 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
             || measure_pcml(p, secs, &ours),
             || measure_tokio(workers, secs, &theirs),
         )?;
-        server_cpu_rows(sec, &prog, p, &ours.borrow(), &theirs.borrow());
+        cpu_rows(sec, &prog, p, &ours.borrow(), &theirs.borrow());
     }
     Ok(())
 }
 
 /// The rows of the server's CPU time per request on pcml and on tokio (`p` procs), from the
 /// same runs as the requests per second, with `wrk`'s share of the cores in each row's note,
-/// and their ratio: tokio's over pcml's, above 1 where pcml's server spends less.
-fn server_cpu_rows(
+/// and their ratio (see [`server_cpu_rows`]).
+fn cpu_rows(
     sec: &mut Section,
     prog: &str,
     p: usize,
     ours: &[(Sample, f64)],
     theirs: &[(Sample, f64)],
 ) {
-    let prog = format!("{prog}, server CPU");
-    for (system, runs) in [("pcml tasks", ours), ("tokio", theirs)] {
-        let samples: Vec<Sample> = runs.iter().map(|r| r.0).collect();
-        let cores: Vec<f64> = runs.iter().map(|r| r.1).collect();
-        let mut note = "the server's CPU time per request, same runs".to_string();
-        if let Some(c) = Stats::of(&cores) {
-            note += &format!(
-                "; wrk meanwhile kept {:.2} cores busy ({:.2} - {:.2})",
+    let what = "the server's CPU time per request, same runs";
+    server_cpu_rows(
+        sec,
+        prog,
+        p,
+        CPU_METRIC,
+        "hyper server CPU per request",
+        ours,
+        theirs,
+        |cores| match cores {
+            Some(c) => format!(
+                "{what}; wrk meanwhile kept {:.2} cores busy ({:.2} - {:.2})",
                 c.median, c.min, c.max
-            );
-        }
-        sec.rows
-            .push(Row::measured(&prog, system, Some(p), CPU_METRIC, &samples).with_note(&note));
-    }
-    sec.add_ratio(
-        &format!("hyper server CPU per request, tokio / pcml, {p} procs"),
-        (&prog, "tokio", Some(p)),
-        (&prog, "pcml tasks", Some(p)),
-        None,
+            ),
+            None => what.to_string(),
+        },
     );
 }
 
@@ -272,7 +269,7 @@ mod tests {
         let mut sec = Section::new("servers", "servers", "");
         let ours = [run(0.010, 0.9), run(0.012, 1.1), run(0.011, 1.0)];
         let theirs = [run(0.011, 1.0), run(0.011, 1.0), run(0.011, 1.0)];
-        super::server_cpu_rows(&mut sec, "hyper", 2, &ours, &theirs);
+        super::cpu_rows(&mut sec, "hyper", 2, &ours, &theirs);
         assert_eq!(sec.rows.len(), 2);
         let note = &sec.rows[0].note;
         assert!(

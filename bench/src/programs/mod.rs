@@ -660,6 +660,38 @@ pub fn tokio_for(procs: usize) -> (usize, &'static str) {
     }
 }
 
+/// A server's CPU time per unit of work on pcml and on tokio (`p` procs), as rows of `prog`'s
+/// "server CPU" (`metric`), and the ratio "`ratio`, tokio / pcml, `p` procs": above 1 where
+/// pcml's server spends less. `ours` and `theirs` hold, per run, the server's CPU time as a
+/// sample and one more figure of that run, which `note` turns into the rows' note (it is given
+/// their median and range, or `None` without runs).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn server_cpu_rows(
+    sec: &mut Section,
+    prog: &str,
+    p: usize,
+    metric: Metric,
+    ratio: &str,
+    ours: &[(Sample, f64)],
+    theirs: &[(Sample, f64)],
+    note: impl Fn(Option<crate::runner::Stats>) -> String,
+) {
+    let prog = format!("{prog}, server CPU");
+    for (system, runs) in [("pcml tasks", ours), ("tokio", theirs)] {
+        let samples: Vec<Sample> = runs.iter().map(|r| r.0).collect();
+        let extra: Vec<f64> = runs.iter().map(|r| r.1).collect();
+        let note = note(crate::runner::Stats::of(&extra));
+        sec.rows
+            .push(Row::measured(&prog, system, Some(p), metric, &samples).with_note(&note));
+    }
+    sec.add_ratio(
+        &format!("{ratio}, tokio / pcml, {p} procs"),
+        (&prog, "tokio", Some(p)),
+        (&prog, "pcml tasks", Some(p)),
+        None,
+    );
+}
+
 /// A server program on pcml against the same program on tokio, on `p` procs: the configured
 /// number of runs of each, alternating so that both see the same machine; then their rows
 /// (`per_run` says how long a run is) and the ratio "`what` on pcml / on tokio" with its goal.
