@@ -830,7 +830,9 @@
 //! on a proc it is dropped with the proc's queues, and off the procs the spawn (`spawn`,
 //! `try_spawn`, `spawn_on`, `spawn_task`, `spawn_blocking`, an actor's spawn) cancels it at
 //! once: its body is dropped on the spot and its join reports a cancellation
-//! ([`JoinError::is_cancelled`]). Either way the spawn returns a handle and does not panic
+//! ([`JoinError::is_cancelled`]). (A blocking job spawned by a proc's shutdown may still run:
+//! the blocking pool stops after the procs, and cancels the jobs still queued when it does.)
+//! Either way the spawn returns a handle and does not panic
 //! (a guard that spawns a clean-up or notifies a supervisor cannot handle a panic, and one
 //! during another unwind aborts the process), and nothing of the new thread leaks.
 //!

@@ -991,15 +991,39 @@ where
     crate::log::spawned(id, crate::log::Kind::Blocking, Location::caller());
     let join = JoinState::new(id);
     let handle = JoinHandle::new(join.clone());
+    let mut job = BlockingJob { f: Some(f), join };
     BlockingPool::submit(
         &shared,
         Box::new(move || {
+            let f = job.f.take().expect("pcml: a blocking job ran twice");
             let outcome = catch_unwind(AssertUnwindSafe(f))
                 .map_err(|p| crate::sched::panic::join_error(id, p));
-            join.complete(outcome);
+            job.join.complete(outcome);
         }),
     );
     handle
+}
+
+/// A `spawn_blocking` job and its join state. Dropped unrun (the pool's shutdown drops what
+/// is still queued), it completes the join as cancelled, so its joiner does not wait for ever.
+struct BlockingJob<F, T> {
+    /// Taken by the run.
+    f: Option<F>,
+    join: Arc<JoinState<T>>,
+}
+
+impl<F, T> Drop for BlockingJob<F, T> {
+    fn drop(&mut self) {
+        let Some(f) = self.f.take() else {
+            return;
+        };
+        // As `FiberCell::cancel`: a panicking destructor is the job's outcome.
+        let outcome = match catch_unwind(AssertUnwindSafe(|| drop(f))) {
+            Ok(()) => JoinError::cancelled(self.join.id),
+            Err(p) => crate::sched::panic::join_error(self.join.id, p),
+        };
+        self.join.complete(Err(outcome));
+    }
 }
 
 /// Lets the other runnable threads of this proc run, then continues.

@@ -217,15 +217,16 @@ impl Drop for Counted {
     }
 }
 
-/// On drop: spawns a fiber (with `spawn` and `try_spawn`), a task and a fiber placed on proc
-/// 0, each holding a [`Counted`], and sends their handles out.
+/// On drop: spawns a fiber (with `spawn` and `try_spawn`), a task, a fiber placed on proc 0
+/// and a blocking job, each holding a [`Counted`], and sends their handles out (with whether
+/// the thread may run even if the spawn came at shutdown).
 struct SpawnsOnDropAtShutdown {
-    out: std::sync::mpsc::Sender<pcml::JoinHandle<()>>,
+    out: std::sync::mpsc::Sender<(pcml::JoinHandle<()>, bool)>,
     dropped: Arc<AtomicUsize>,
 }
 
 /// How many bodies a [`SpawnsOnDropAtShutdown`] spawns.
-const SPAWNED: usize = 4;
+const SPAWNED: usize = 5;
 
 impl Drop for SpawnsOnDropAtShutdown {
     fn drop(&mut self) {
@@ -237,7 +238,16 @@ impl Drop for SpawnsOnDropAtShutdown {
         let task = pcml::spawn_task(async move { drop(c) });
         let c = Counted(self.dropped.clone());
         let placed = pcml::spawn_on(0, move || drop(c));
-        for h in [fiber, tried, task, placed] {
+        let c = Counted(self.dropped.clone());
+        let job = pcml::spawn_blocking(move || drop(c));
+        // A blocking job may run: the blocking pool outlives the procs' shutdown.
+        for h in [
+            (fiber, false),
+            (tried, false),
+            (task, false),
+            (placed, false),
+            (job, true),
+        ] {
             self.out.send(h).unwrap();
         }
     }
@@ -248,7 +258,7 @@ impl Drop for SpawnsOnDropAtShutdown {
 /// where `may_run`: a guard dropped before the shutdown spawned in a live runtime), and each
 /// body was dropped once. Returns how many were cancelled.
 fn check_spawned_at_shutdown(
-    handles: std::sync::mpsc::Receiver<pcml::JoinHandle<()>>,
+    handles: std::sync::mpsc::Receiver<(pcml::JoinHandle<()>, bool)>,
     dropped: &AtomicUsize,
     guards: usize,
     may_run: bool,
@@ -256,9 +266,9 @@ fn check_spawned_at_shutdown(
     let handles: Vec<_> = handles.try_iter().collect();
     assert_eq!(handles.len(), guards * SPAWNED);
     let mut cancelled = 0;
-    for h in handles {
+    for (h, job) in handles {
         match h.join() {
-            Ok(()) => assert!(may_run, "a thread spawned at shutdown ran"),
+            Ok(()) => assert!(may_run || job, "a thread spawned at shutdown ran"),
             Err(e) => {
                 assert!(e.is_cancelled(), "{e}");
                 cancelled += 1;
