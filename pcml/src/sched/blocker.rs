@@ -276,7 +276,9 @@ impl ShutdownDrops {
         }
     }
 
-    fn active() -> bool {
+    /// Whether the calling thread drops what a runtime's shutdown left (also read by the
+    /// spawns, which cancel what they would start there: see `spawn::cancelled_at_shutdown`).
+    pub(crate) fn active() -> bool {
         SHUTDOWN_DROPS.with(|d| d.get())
     }
 }

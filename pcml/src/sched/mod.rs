@@ -819,6 +819,23 @@
 //! other while the rest runs, are found from the wait-for graph (see `waitfor`):
 //! [`deadlocks`], [`Runtime::deadlocks`], [`Builder::report_deadlocks`].
 //!
+//! # What a destructor may do at shutdown
+//!
+//! Shutdown drops the threads left when main returns: started fibers are unwound on their
+//! procs, queued tasks and unstarted fibers are dropped by their procs, and what is left after
+//! the procs stop (tasks waiting in an `.await`, the injector) by `Runtime`'s drop, on the
+//! thread that called `block_on`. Their destructors may send without blocking, wake other
+//! threads and spawn; they must not block (a blocking call there panics, as nothing is left
+//! to wake it, and the panic is that thread's join error). A thread spawned there never runs:
+//! on a proc it is dropped with the proc's queues, and off the procs the spawn (`spawn`,
+//! `try_spawn`, `spawn_on`, `spawn_task`, `spawn_blocking`, an actor's spawn) cancels it at
+//! once: its body is dropped on the spot and its join reports a cancellation
+//! ([`JoinError::is_cancelled`]). (A blocking job spawned by a proc's shutdown may still run:
+//! the blocking pool stops after the procs, and cancels the jobs still queued when it does.)
+//! Either way the spawn returns a handle and does not panic
+//! (a guard that spawns a clean-up or notifies a supervisor cannot handle a panic, and one
+//! during another unwind aborts the process), and nothing of the new thread leaks.
+//!
 //! # Invariants
 //! - See `worker` for the run-queue and sleep invariants, `owed` for the turns owed across
 //!   procs, `join` for results, `blocker` for wake-ups.

@@ -726,7 +726,38 @@ impl Runtime {
     /// nothing is left to wake it, so the blocking call panics instead, and that panic is the
     /// thread's join error. A started fiber's stack is unwound; a destructor that blocks there
     /// panics too, and a destructor that panics during an unwind aborts the process, as
-    /// anywhere in Rust.
+    /// anywhere in Rust. A destructor may spawn: the new thread never runs, it is cancelled
+    /// (its body dropped, its join a cancellation), and the spawn does not panic (see the
+    /// [scheduler docs](crate::sched#what-a-destructor-may-do-at-shutdown)).
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    ///
+    /// /// Reports its owner's end by spawning a clean-up.
+    /// struct Guard(mpsc::Sender<pcml::JoinHandle<()>>);
+    /// impl Drop for Guard {
+    ///     fn drop(&mut self) {
+    ///         self.0.send(pcml::spawn_task(async {})).unwrap();
+    ///     }
+    /// }
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let rt = pcml::Runtime::builder().procs(1).build().unwrap();
+    /// rt.block_on(move || {
+    ///     let ready = pcml::Mailbox::new();
+    ///     let r = ready.clone();
+    ///     let waiting = pcml::spawn_task(async move {
+    ///         let _g = Guard(tx);
+    ///         r.send(());
+    ///         pcml::never::<()>().await;
+    ///     });
+    ///     ready.recv();
+    ///     drop(waiting);
+    /// })
+    /// .unwrap();
+    /// // The shutdown dropped the waiting task; its guard's spawn was cancelled at once.
+    /// assert!(rx.recv().unwrap().join().unwrap_err().is_cancelled());
+    /// ```
     ///
     /// # Panics
     /// If called from inside a pcml runtime (it would block a proc), or with main's panic.

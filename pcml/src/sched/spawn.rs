@@ -599,15 +599,42 @@ pub(crate) fn current_runtime() -> Option<Arc<Shared>> {
     with_current_shared(|s| s.cloned())
 }
 
-/// [`with_current_shared`] for operations that need a runtime: panics, naming `what`, outside
-/// one.
-fn with_runtime<R>(what: &str, f: impl FnOnce(&Arc<Shared>) -> R) -> R {
-    with_current_shared(|shared| match shared {
-        Some(shared) => f(shared),
-        None => panic!(
-            "{what} called outside a pcml runtime; start one with pcml::run or Runtime::block_on"
-        ),
-    })
+#[cold]
+#[inline(never)]
+fn no_runtime(what: &str) -> ! {
+    panic!("{what} called outside a pcml runtime; start one with pcml::run or Runtime::block_on")
+}
+
+/// Whether a spawn by the calling thread comes from a destructor run by a runtime's shutdown
+/// off its procs (`Runtime`'s drop of the tasks and fibers the procs left), where there is no
+/// current runtime and none left to run a new thread: see [`cancelled_at_shutdown`].
+#[inline]
+fn spawning_at_shutdown() -> bool {
+    crate::sched::blocker::ShutdownDrops::active()
+}
+
+/// The handle of a thread spawned by a destructor that a runtime's shutdown runs off its
+/// procs: the thread can never run (the procs are gone), so it is cancelled at once, as the
+/// threads the shutdown drops are. `body` (the closure or future) is dropped here, and a
+/// destructor of it that panics is the thread's outcome, as in [`FiberBody::cancel`]. No
+/// panic ("called outside a pcml runtime") and no error: a destructor cannot handle one, and
+/// a panic in it aborts the process if another panic is unwinding.
+#[cold]
+#[inline(never)]
+fn cancelled_at_shutdown<B, T>(body: B, kind: crate::log::Kind, site: Site) -> JoinHandle<T>
+where
+    T: Send + 'static,
+{
+    let id = ThreadId::next();
+    crate::log::spawned(id, kind, site);
+    let join = JoinState::new(id);
+    let handle = JoinHandle::new(join.clone());
+    let outcome = match catch_unwind(AssertUnwindSafe(|| drop(body))) {
+        Ok(()) => JoinError::cancelled(id),
+        Err(p) => crate::sched::panic::join_error(id, p),
+    };
+    join.complete(Err(outcome));
+    handle
 }
 
 /// `FiberCell::proc` for a fiber that may run on any proc.
@@ -710,7 +737,9 @@ fn spawn_failed(e: SpawnError) -> ! {
 ///
 /// The fiber is unstarted until a proc picks it up (any idle proc may steal it; see also [the
 /// held fiber](crate::fiber#the-held-fiber)); it gets its stack when it first runs. Fails when
-/// no stack could be had now (see the crate docs on the fiber cap) or outside a runtime.
+/// no stack could be had now (see the crate docs on the fiber cap) or outside a runtime. In a
+/// destructor that a runtime's shutdown runs it returns a handle of a fiber cancelled at once
+/// (see [what a destructor may do at shutdown](crate::sched#what-a-destructor-may-do-at-shutdown)).
 ///
 /// ```
 /// pcml::run(|| {
@@ -739,7 +768,12 @@ where
         check_on_proc(ctx)?;
         return Ok(spawn_here(ctx, f, site));
     }
-    let shared = blocking::current_shared().ok_or(SpawnError::NoRuntime)?;
+    let Some(shared) = blocking::current_shared() else {
+        if spawning_at_shutdown() {
+            return Ok(cancelled_at_shutdown(f, crate::log::Kind::Fiber, site));
+        }
+        return Err(SpawnError::NoRuntime);
+    };
     check_capacity(&shared)?;
     let (fiber, handle) = new_fiber(f, shared.id, ANY_PROC, None, site);
     shared.count_live(1);
@@ -752,7 +786,9 @@ where
 ///
 /// # Panics
 /// Outside a runtime, or when no fiber stack can be had, with a message that says which limit
-/// was hit and how to raise it; see [`try_spawn`] for the error value instead.
+/// was hit and how to raise it; see [`try_spawn`] for the error value instead. Not in a
+/// destructor that a runtime's shutdown runs: the fiber is then cancelled at once (see [what a
+/// destructor may do at shutdown](crate::sched#what-a-destructor-may-do-at-shutdown)).
 ///
 /// ```
 /// pcml::run(|| {
@@ -819,7 +855,12 @@ where
     T: Send + 'static,
 {
     with_current_shared(|shared| {
-        let shared = shared.ok_or(SpawnError::NoRuntime)?;
+        let Some(shared) = shared else {
+            if spawning_at_shutdown() {
+                return Ok(cancelled_at_shutdown(f, crate::log::Kind::Fiber, site));
+            }
+            return Err(SpawnError::NoRuntime);
+        };
         let procs = shared.procs.len();
         if proc >= procs {
             return Err(SpawnError::NoSuchProc { proc, procs });
@@ -861,7 +902,9 @@ where
 /// Use tasks for very many threads (each costs only its future); use `.await` inside them.
 ///
 /// # Panics
-/// Outside a pcml runtime.
+/// Outside a pcml runtime; not in a destructor that a runtime's shutdown runs, where the task
+/// is cancelled at once (see [what a destructor may do at
+/// shutdown](crate::sched#what-a-destructor-may-do-at-shutdown)).
 ///
 /// ```
 /// pcml::run(|| {
@@ -888,8 +931,10 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_runtime("pcml::spawn_task", |shared| {
-        crate::task::spawn_on_runtime(shared, fut, site)
+    with_current_shared(|shared| match shared {
+        Some(shared) => crate::task::spawn_on_runtime(shared, fut, site),
+        None if spawning_at_shutdown() => cancelled_at_shutdown(fut, crate::log::Kind::Task, site),
+        None => no_runtime("pcml::spawn_task"),
     })
 }
 
@@ -902,8 +947,17 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_runtime("pcml::actor::spawn_async", |shared| {
-        crate::task::spawn_detached_on_runtime(shared, fut, before, site)
+    with_current_shared(|shared| match shared {
+        Some(shared) => crate::task::spawn_detached_on_runtime(shared, fut, before, site),
+        None if spawning_at_shutdown() => {
+            // Nobody joins it: its outcome is dropped with the handle.
+            drop(cancelled_at_shutdown::<F, ()>(
+                fut,
+                crate::log::Kind::Task,
+                site,
+            ));
+        }
+        None => no_runtime("pcml::actor::spawn_async"),
     })
 }
 
@@ -911,7 +965,9 @@ where
 /// not stall a proc. Its handle joins like any other.
 ///
 /// # Panics
-/// Outside a pcml runtime.
+/// Outside a pcml runtime; not in a destructor that a runtime's shutdown runs, where the job
+/// is cancelled at once (see [what a destructor may do at
+/// shutdown](crate::sched#what-a-destructor-may-do-at-shutdown)).
 ///
 /// ```
 /// pcml::run(|| {
@@ -925,20 +981,49 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let shared = with_runtime("pcml::spawn_blocking", Arc::clone);
+    let Some(shared) = current_runtime() else {
+        if spawning_at_shutdown() {
+            return cancelled_at_shutdown(f, crate::log::Kind::Blocking, Location::caller());
+        }
+        no_runtime("pcml::spawn_blocking")
+    };
     let id = ThreadId::next();
     crate::log::spawned(id, crate::log::Kind::Blocking, Location::caller());
     let join = JoinState::new(id);
     let handle = JoinHandle::new(join.clone());
+    let mut job = BlockingJob { f: Some(f), join };
     BlockingPool::submit(
         &shared,
         Box::new(move || {
+            let f = job.f.take().expect("pcml: a blocking job ran twice");
             let outcome = catch_unwind(AssertUnwindSafe(f))
                 .map_err(|p| crate::sched::panic::join_error(id, p));
-            join.complete(outcome);
+            job.join.complete(outcome);
         }),
     );
     handle
+}
+
+/// A `spawn_blocking` job and its join state. Dropped unrun (the pool's shutdown drops what
+/// is still queued), it completes the join as cancelled, so its joiner does not wait for ever.
+struct BlockingJob<F, T> {
+    /// Taken by the run.
+    f: Option<F>,
+    join: Arc<JoinState<T>>,
+}
+
+impl<F, T> Drop for BlockingJob<F, T> {
+    fn drop(&mut self) {
+        let Some(f) = self.f.take() else {
+            return;
+        };
+        // As `FiberCell::cancel`: a panicking destructor is the job's outcome.
+        let outcome = match catch_unwind(AssertUnwindSafe(|| drop(f))) {
+            Ok(()) => JoinError::cancelled(self.join.id),
+            Err(p) => crate::sched::panic::join_error(self.join.id, p),
+        };
+        self.join.complete(Err(outcome));
+    }
 }
 
 /// Lets the other runnable threads of this proc run, then continues.

@@ -208,3 +208,145 @@ fn a_queued_thread_whose_destructor_blocks_does_not_hang_shutdown() {
         });
     }
 }
+
+/// Counts its drops: held by the bodies spawned at shutdown, to see that none leaks.
+struct Counted(Arc<AtomicUsize>);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// On drop: spawns a fiber (with `spawn` and `try_spawn`), a task, a fiber placed on proc 0
+/// and a blocking job, each holding a [`Counted`], and sends their handles out (with whether
+/// the thread may run even if the spawn came at shutdown).
+struct SpawnsOnDropAtShutdown {
+    out: std::sync::mpsc::Sender<(pcml::JoinHandle<()>, bool)>,
+    dropped: Arc<AtomicUsize>,
+}
+
+/// How many bodies a [`SpawnsOnDropAtShutdown`] spawns.
+const SPAWNED: usize = 5;
+
+impl Drop for SpawnsOnDropAtShutdown {
+    fn drop(&mut self) {
+        let c = Counted(self.dropped.clone());
+        let fiber = pcml::spawn(move || drop(c));
+        let c = Counted(self.dropped.clone());
+        let tried = pcml::try_spawn(move || drop(c)).expect("a spawn at shutdown succeeds");
+        let c = Counted(self.dropped.clone());
+        let task = pcml::spawn_task(async move { drop(c) });
+        let c = Counted(self.dropped.clone());
+        let placed = pcml::spawn_on(0, move || drop(c));
+        let c = Counted(self.dropped.clone());
+        let job = pcml::spawn_blocking(move || drop(c));
+        // A blocking job may run: the blocking pool outlives the procs' shutdown.
+        for h in [
+            (fiber, false),
+            (tried, false),
+            (task, false),
+            (placed, false),
+            (job, true),
+        ] {
+            self.out.send(h).unwrap();
+        }
+    }
+}
+
+/// Checks what became of the threads that the [`SpawnsOnDropAtShutdown`] guards spawned: each
+/// spawn returned a handle (it did not panic), each join reports a cancellation (or success,
+/// where `may_run`: a guard dropped before the shutdown spawned in a live runtime), and each
+/// body was dropped once. Returns how many were cancelled.
+fn check_spawned_at_shutdown(
+    handles: std::sync::mpsc::Receiver<(pcml::JoinHandle<()>, bool)>,
+    dropped: &AtomicUsize,
+    guards: usize,
+    may_run: bool,
+) -> usize {
+    let handles: Vec<_> = handles.try_iter().collect();
+    assert_eq!(handles.len(), guards * SPAWNED);
+    let mut cancelled = 0;
+    for (h, job) in handles {
+        match h.join() {
+            Ok(()) => assert!(may_run || job, "a thread spawned at shutdown ran"),
+            Err(e) => {
+                assert!(e.is_cancelled(), "{e}");
+                cancelled += 1;
+            }
+        }
+    }
+    assert_eq!(dropped.load(Ordering::SeqCst), guards * SPAWNED);
+    cancelled
+}
+
+/// An async task left waiting when main returns is dropped by the runtime's drop, outside the
+/// procs; a guard of its future that spawns there gets handles of threads cancelled at once
+/// (it panicked: "called outside a pcml runtime"), and the task itself ends cancelled.
+#[test]
+fn a_pending_task_whose_destructor_spawns_is_cancelled_without_a_panic() {
+    for procs in [1, 2] {
+        returns(move || {
+            let (out, spawned) = std::sync::mpsc::channel();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let d = dropped.clone();
+            rt(procs)
+                .block_on(move || {
+                    let started = Mailbox::new();
+                    let s = started.clone();
+                    let g = SpawnsOnDropAtShutdown { out, dropped: d };
+                    let waiting = pcml::spawn_task(async move {
+                        let _g = g;
+                        s.send(());
+                        pcml::never::<()>().await;
+                    });
+                    started.recv();
+                    tx.send(waiting).unwrap();
+                })
+                .unwrap();
+            let e = rx.recv().unwrap().join().unwrap_err();
+            assert!(e.is_cancelled(), "procs {procs}: {e}");
+            assert_eq!(
+                check_spawned_at_shutdown(spawned, &dropped, 1, false),
+                SPAWNED
+            );
+        });
+    }
+}
+
+/// As above, for a task still queued and a fiber not yet started when main returns (dropped
+/// by their proc's shutdown, or by the runtime's drop).
+#[test]
+fn a_queued_thread_whose_destructor_spawns_is_cancelled_without_a_panic() {
+    for _ in 0..20 {
+        returns(|| {
+            let (out, spawned) = std::sync::mpsc::channel();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let d = dropped.clone();
+            rt(1)
+                .block_on(move || {
+                    let g = SpawnsOnDropAtShutdown {
+                        out: out.clone(),
+                        dropped: d.clone(),
+                    };
+                    let queued = pcml::spawn_task(async move {
+                        let _g = g;
+                    });
+                    let g = SpawnsOnDropAtShutdown { out, dropped: d };
+                    let unstarted = pcml::spawn(move || drop(g));
+                    // Main returns without a yield: both are still queued.
+                    tx.send([queued, unstarted]).unwrap();
+                })
+                .unwrap();
+            let mut ran = 0;
+            for h in rx.recv().unwrap() {
+                match h.join() {
+                    Ok(()) => ran += 1,
+                    Err(e) => assert!(e.is_cancelled(), "{e}"),
+                }
+            }
+            check_spawned_at_shutdown(spawned, &dropped, 2, ran > 0);
+        });
+    }
+}
