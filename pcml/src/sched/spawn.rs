@@ -449,6 +449,8 @@ where
                 Err(p) => Err(crate::sched::panic::join_error(self.join.id, p)),
             }
         })?;
+        // Read before the cell is freed below: the log line comes after.
+        let id = self.join.id;
         if self.join.is_untouched() {
             // SAFETY: the joiner holds the only reference left (the handle's; the held one
             // was forgotten above) and gives it up here, as `join_held` promises. Nothing in
@@ -460,7 +462,7 @@ where
             unsafe { self.free() };
         }
         // Ended without its join state (the joiner takes the outcome straight).
-        crate::log::exited(self.join.id, outcome.as_ref().err());
+        crate::log::exited(id, outcome.as_ref().err());
         Some(outcome)
     }
 }
