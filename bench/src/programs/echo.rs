@@ -175,7 +175,6 @@ pub fn run(ctx: &Ctx<'_>, sec: &mut Section) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::echo_server::{self, CONNECTIONS, MSG, Server};
-    use crate::runner::Sample;
     use crate::table::Section;
 
     #[test]
@@ -224,15 +223,7 @@ mod tests {
 
     #[test]
     fn the_server_cpu_rows_give_tokios_time_over_pcmls() {
-        let run = |seconds: f64, user: f64| {
-            (
-                Sample {
-                    seconds,
-                    ops: 1_000,
-                },
-                user,
-            )
-        };
+        let run = super::super::cpu_run;
         let mut sec = Section::new("servers", "servers", "");
         let ours = [run(0.010, 0.1), run(0.012, 0.2), run(0.011, 0.1)];
         let theirs = [run(0.022, 0.1), run(0.020, 0.1), run(0.024, 0.1)];

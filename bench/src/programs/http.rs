@@ -252,20 +252,11 @@ fn cpu_rows(
 
 #[cfg(test)]
 mod tests {
-    use crate::runner::Sample;
     use crate::table::Section;
 
     #[test]
     fn the_server_cpu_rows_give_tokios_time_over_pcmls_and_wrks_cores() {
-        let run = |seconds: f64, cores: f64| {
-            (
-                Sample {
-                    seconds,
-                    ops: 1_000,
-                },
-                cores,
-            )
-        };
+        let run = super::super::cpu_run;
         let mut sec = Section::new("servers", "servers", "");
         let ours = [run(0.010, 0.9), run(0.012, 1.1), run(0.011, 1.0)];
         let theirs = [run(0.011, 1.0), run(0.011, 1.0), run(0.011, 1.0)];

@@ -692,6 +692,19 @@ pub(crate) fn server_cpu_rows(
     );
 }
 
+/// A run of a server for the tests of [`server_cpu_rows`]: 1,000 units of work in `seconds`
+/// of server CPU, and the run's other figure.
+#[cfg(test)]
+pub(crate) fn cpu_run(seconds: f64, other: f64) -> (Sample, f64) {
+    (
+        Sample {
+            seconds,
+            ops: 1_000,
+        },
+        other,
+    )
+}
+
 /// A server program on pcml against the same program on tokio, on `p` procs: the configured
 /// number of runs of each, alternating so that both see the same machine; then their rows
 /// (`per_run` says how long a run is) and the ratio "`what` on pcml / on tokio" with its goal.
