@@ -218,40 +218,36 @@ impl Context {
         let n = self.spilled.get();
         self.spilled.set(n.wrapping_add(1));
         let at = n % SPILL_BLOCK;
-        if at != 0 {
-            // A block kept here is offered again after `SPILL_RETRY` spawns: the tests read
-            // the machine at one instant, and a thread that was runnable for a moment (a
-            // compiler's, a timer's) kept whole blocks on a machine that had the cores.
-            if at % SPILL_RETRY == 0 {
-                let wanted = self.spill_wanted.get();
-                if wanted != self.spill_target.get() && self.cores_to_spare(wanted) {
-                    self.spill_turn.set(self.spill_turn.get().wrapping_add(1));
-                    self.spill_target.set(wanted);
-                }
-            }
-        } else {
-            let turn = self.spill_turn.get();
+        if at == 0 {
             // The turn goes round the OS threads, not the procs: procs of one carrier share
             // its core, so a block dealt to this carrier's other procs would only add hops
             // on the same thread. Another carrier's block goes to its first proc, this
             // carrier's stays here.
             let (carrier, carriers) = (self.me().carrier, self.shared.carriers());
-            let c = (carrier + 1 + turn) % carriers;
+            let c = (carrier + 1 + self.spill_turn.get()) % carriers;
             let to = if c == carrier { self.index } else { c };
             self.spill_wanted.set(to);
-            // A block stays here when this thread waited for a core: the procs' threads
-            // would not all run at once, and a chain pinned across them would go at the
-            // pace of the one the OS left waiting.
-            let to = if to == self.index || self.cores_to_spare(to) {
-                self.spill_turn.set(turn.wrapping_add(1));
-                to
-            } else {
-                self.index
-            };
-            self.spill_target.set(to);
+            self.spill_target.set(self.index);
+            self.offer_block(to);
+        } else if at % SPILL_RETRY == 0 && self.spill_wanted.get() != self.spill_target.get() {
+            // A block kept here is offered again after `SPILL_RETRY` spawns: the tests read
+            // the machine at one instant, and a thread that was runnable for a moment (a
+            // compiler's, a timer's) kept whole blocks on a machine that had the cores.
+            self.offer_block(self.spill_wanted.get());
         }
         let to = self.spill_target.get();
         (to != self.index).then_some(to)
+    }
+
+    /// Deals the rest of the current block to proc `to` and moves the turn on, unless the
+    /// tests keep it here: a block stays here when this thread waited for a core (the procs'
+    /// threads would not all run at once, and a chain pinned across them would go at the pace
+    /// of the one the OS left waiting). A block for this proc itself is always taken.
+    fn offer_block(&self, to: usize) {
+        if to == self.index || self.cores_to_spare(to) {
+            self.spill_turn.set(self.spill_turn.get().wrapping_add(1));
+            self.spill_target.set(to);
+        }
     }
 
     /// Whether this proc's thread spent at most a tenth of its time since the last call
