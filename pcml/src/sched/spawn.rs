@@ -365,13 +365,7 @@ where
     fn cancel(&self) {
         // SAFETY: the caller claimed the cell.
         let f = self.f.with_mut(|f| unsafe { (*f).take() });
-        // A destructor of the closure's captures that panics is the thread's outcome; it
-        // must not stop the shutdown that cancels the fiber.
-        let outcome = match catch_unwind(AssertUnwindSafe(|| drop(f))) {
-            Ok(()) => JoinError::cancelled(self.join.id),
-            Err(p) => crate::sched::panic::join_error(self.join.id, p),
-        };
-        self.join.complete(Err(outcome));
+        complete_cancelled(&self.join, f);
     }
 }
 
@@ -631,12 +625,19 @@ where
     crate::log::spawned(id, kind, site);
     let join = JoinState::new(id);
     let handle = JoinHandle::new(join.clone());
+    complete_cancelled(&join, body);
+    handle
+}
+
+/// Completes `join` as cancelled, dropping the thread's `body` (closure or future) first. A
+/// destructor of it that panics is the thread's outcome instead; it must not stop the
+/// shutdown (or the spawn) that cancels the thread.
+fn complete_cancelled<B, T>(join: &JoinState<T>, body: B) {
     let outcome = match catch_unwind(AssertUnwindSafe(|| drop(body))) {
-        Ok(()) => JoinError::cancelled(id),
-        Err(p) => crate::sched::panic::join_error(id, p),
+        Ok(()) => JoinError::cancelled(join.id),
+        Err(p) => crate::sched::panic::join_error(join.id, p),
     };
     join.complete(Err(outcome));
-    handle
 }
 
 /// `FiberCell::proc` for a fiber that may run on any proc.
@@ -1016,15 +1017,9 @@ struct BlockingJob<F, T> {
 
 impl<F, T> Drop for BlockingJob<F, T> {
     fn drop(&mut self) {
-        let Some(f) = self.f.take() else {
-            return;
-        };
-        // As `FiberCell::cancel`: a panicking destructor is the job's outcome.
-        let outcome = match catch_unwind(AssertUnwindSafe(|| drop(f))) {
-            Ok(()) => JoinError::cancelled(self.join.id),
-            Err(p) => crate::sched::panic::join_error(self.join.id, p),
-        };
-        self.join.complete(Err(outcome));
+        if let Some(f) = self.f.take() {
+            complete_cancelled(&self.join, f);
+        }
     }
 }
 
