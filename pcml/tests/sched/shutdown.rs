@@ -350,3 +350,64 @@ fn a_queued_thread_whose_destructor_spawns_is_cancelled_without_a_panic() {
         });
     }
 }
+
+/// On drop: spawns a fiber actor and an async actor, each holding a [`Counted`], and sends
+/// their pids out.
+struct SpawnsActorsOnDrop {
+    out: std::sync::mpsc::Sender<pcml::actor::Pid<u32>>,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drop for SpawnsActorsOnDrop {
+    fn drop(&mut self) {
+        let c = Counted(self.dropped.clone());
+        let fiber = pcml::actor::spawn(move |mut ctx: pcml::actor::Ctx<u32>| {
+            let _c = c;
+            ctx.receive();
+        });
+        let c = Counted(self.dropped.clone());
+        let task = pcml::actor::spawn_async(move |mut ctx: pcml::actor::Ctx<u32>| async move {
+            let _c = c;
+            ctx.recv().await;
+        });
+        self.out.send(fiber).unwrap();
+        self.out.send(task).unwrap();
+    }
+}
+
+/// The actor spawns of a destructor that shutdown runs off the procs (a pending task's guard)
+/// return pids at once, of actors that never run: their bodies are dropped, their mailboxes
+/// closed (a send fails instead of queuing a message nobody reads), and they are not alive.
+#[test]
+fn actors_spawned_by_a_destructor_at_shutdown_never_run_and_refuse_messages() {
+    for procs in [1, 2] {
+        returns(move || {
+            let (out, spawned) = std::sync::mpsc::channel();
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let d = dropped.clone();
+            rt(procs)
+                .block_on(move || {
+                    let started = Mailbox::new();
+                    let s = started.clone();
+                    let g = SpawnsActorsOnDrop { out, dropped: d };
+                    drop(pcml::spawn_task(async move {
+                        let _g = g;
+                        s.send(());
+                        pcml::never::<()>().await;
+                    }));
+                    started.recv();
+                })
+                .unwrap();
+            let pids: Vec<_> = spawned.try_iter().collect();
+            assert_eq!(pids.len(), 2, "procs {procs}");
+            for pid in pids {
+                assert!(
+                    !pid.is_alive(),
+                    "procs {procs}: an actor spawned at shutdown lives"
+                );
+                assert_eq!(pid.send(7).unwrap_err().0, 7, "procs {procs}");
+            }
+            assert_eq!(dropped.load(Ordering::SeqCst), 2, "procs {procs}");
+        });
+    }
+}
