@@ -73,10 +73,23 @@
 //! 23.0 us on 2 procs (tokio `multi_thread(2)`: 21.4 us). `strace -c -f` over 100 x 200
 //! round trips on 1 proc: 30,376 `epoll_wait` and 1,836 `futex` calls before, 11,296 and
 //! 1,111 after, tokio 7,538 and none; on 2 procs 26,077 and 3,762 before, 10,162 and 503
-//! after. An earlier try had the idle proc sleep on an epoll set of its own holding the
-//! poller's descriptor while the driver thread still blocked in the poller: both woke for
-//! every event and raced for it, and it measured slower than the futex park (23.6 k against
-//! 30.0 k round trips/s). Here only one thread ever blocks in the poller.
+//! after. The same `strace -c -f examples/echo_load pcml 1 0 200` today (its load reads only
+//! what a readiness event announced; the machine at load 10-12): 11,008 `epoll_wait` and 269
+//! `futex` calls on 1 proc, tokio 12,583 and 4; on 2 procs 6,948 and 5,781, tokio
+//! `multi_thread(2)` 9,352 and 9,908. An earlier try had the idle proc sleep on an epoll set
+//! of its own holding the poller's descriptor while the driver thread still blocked in the
+//! poller: both woke for every event and raced for it, and it measured slower than the futex
+//! park (23.6 k against 30.0 k round trips/s). Here only one thread ever blocks in the
+//! poller.
+//!
+//! Under the hyper server of `examples/hyper_server` (`wrk -t2 -c100` on loopback; `perf stat
+//! --per-thread` of the `syscalls` tracepoints over a 4 s run), a request costs the proc on 1
+//! proc one `recvfrom` (0.0004 of them failing), one `writev`, 0.049 `epoll_wait` (0.017 that
+//! found nothing: an idle proc's looks) and 0.009 `pread64` (the crowding look,
+//! `worker::crowd`): 2.062 system calls in all, against 2.024 on tokio's `current_thread`
+//! (0.018 `epoll_wait`). The watchdog's thread adds 0.004 a request (100 wake-ups a second,
+//! each a timed `futex` wait and a read of a proc's CPU clock) and this driver's backstop
+//! thread 0.0002. On 2 procs: 2.126 against tokio's 2.073.
 //!
 //! # Differences from the paper
 //! Seed 004 calls `select` before each blocking operation on the proc that performs it and
