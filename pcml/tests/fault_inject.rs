@@ -457,6 +457,10 @@ fn child_proc_threads_cannot_start() {
 /// for 1024 thread stacks), `build` returns `BuildError::Thread` saying so, after stopping
 /// the procs it had started, and a smaller runtime still works.
 #[test]
+#[cfg_attr(
+    pcml_tsan,
+    ignore = "ThreadSanitizer cannot run under an address-space limit (`ulimit -v`)"
+)]
 fn a_proc_thread_that_cannot_start_is_a_build_error() {
     // Under the limit, any allocation that needs more address space fails, also one made by
     // a proc thread that has just started while the builder meets the limit: Rust then aborts

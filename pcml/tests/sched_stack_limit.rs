@@ -39,6 +39,11 @@ fn max_map_count() -> Option<usize> {
 }
 
 #[test]
+#[cfg_attr(
+    pcml_tsan,
+    ignore = "ThreadSanitizer is not told of fiber switches, so the frames of thousands of \
+              blocked fibers overflow its shadow call stack of the proc's thread"
+)]
 fn exhausting_fiber_stacks_is_an_error_and_the_runtime_recovers() {
     // Reaching the cap maps about max_map_count / 2 stacks; past a few hundred thousand that
     // costs gigabytes of touched pages, so the test runs only where the cap is near Linux's

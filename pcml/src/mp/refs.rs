@@ -11,7 +11,7 @@
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A count of the references to the cell that contains it; see the module docs.
 pub(crate) struct RefCount(AtomicUsize);
@@ -49,7 +49,7 @@ impl RefCount {
         }
         // Ours was the last after all (the others were dropped since the load). Acquire:
         // orders the free after every holder's Release decrement.
-        fence(Ordering::Acquire);
+        acquire_after_last(&self.0);
         true
     }
 
@@ -67,6 +67,25 @@ impl RefCount {
     pub(crate) fn set(&self, n: usize) {
         self.0.store(n, Ordering::Relaxed);
     }
+}
+
+/// Orders what follows (the free) after every Release decrement of `count`, once the
+/// caller's `fetch_sub` took it to 0: a fence, as `Arc::drop` does.
+#[cfg(not(pcml_tsan))]
+#[inline(always)]
+fn acquire_after_last(_count: &AtomicUsize) {
+    std::sync::atomic::fence(Ordering::Acquire);
+}
+
+/// Under ThreadSanitizer (`cfg(pcml_tsan)`, set by the build script), which does not model
+/// fences: an Acquire load of the count instead, as std's `Arc` does under TSan. It reads
+/// the 0 our `fetch_sub` wrote (nobody else holds a reference to write another); every
+/// earlier holder's Release decrement heads a release sequence that our read-modify-write
+/// continues, so the load synchronizes with all of them, as the fence does.
+#[cfg(pcml_tsan)]
+#[inline(always)]
+fn acquire_after_last(count: &AtomicUsize) {
+    let _ = count.load(Ordering::Acquire);
 }
 
 /// A value that keeps the count of its own references (for [`Counted`]).

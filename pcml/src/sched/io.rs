@@ -121,7 +121,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mio::event::Source;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Interest, Poll, Token, Waker};
 use slab::Slab;
 
 use crate::sched::worker::{self, ProcShared, Shared};
@@ -146,8 +146,12 @@ pub(crate) enum Dir {
 
 /// One runtime's (or the fallback's) poller: the registry, the sources, the driver thread.
 pub(crate) struct Driver {
-    /// A clone of the poller's registry (the `Poll` itself is owned by the driver thread).
-    registry: mio::Registry,
+    /// The poller. Every `epoll_ctl` and `epoll_wait` goes through its one descriptor, never
+    /// a duplicate (`Registry::try_clone` duplicates it with `fcntl(F_DUPFD_CLOEXEC)`):
+    /// ThreadSanitizer orders a registration before the waits that may return its token by
+    /// the descriptor, and it does not follow that `fcntl`, so with a duplicate it reported
+    /// every dispatch's read of an `Entry` as a race with its allocation.
+    poll: Poll,
     /// Wakes the driver thread out of `poll` to stop it.
     waker: Waker,
     /// Registered sources, by slab key (for `finish` and the count; dispatch goes through
@@ -204,10 +208,9 @@ impl Driver {
     /// Creates a poller and starts its driver thread: runtime `owner`'s, or the fallback.
     fn start(name: String, owner: Option<u64>) -> io::Result<Arc<Driver>> {
         let poll = Poll::new()?;
-        let registry = poll.registry().try_clone()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
         let driver = Arc::new(Driver {
-            registry,
+            poll,
             waker,
             sources: Mutex::new(Slab::new()),
             polling: AtomicBool::new(false),
@@ -227,11 +230,9 @@ impl Driver {
             // A runtime's procs poll its driver themselves: its thread is only a backstop.
             // The fallback's thread blocks in `epoll_wait` for the threads it serves.
             if d.owner.is_some() {
-                // The registry's descriptor keeps the poller open.
-                drop(poll);
                 d.run_backstop()
             } else {
-                d.run(poll)
+                d.run()
             }
         })?;
         *lock(&driver.thread) = Some(handle);
@@ -239,35 +240,21 @@ impl Driver {
     }
 
     /// The fallback driver thread's loop.
-    fn run(&self, mut poll: Poll) {
-        let mut events = Events::with_capacity(256);
+    fn run(&self) {
+        let mut polled = Polled::new();
         loop {
             // The only thread that polls the fallback, but a deregistering thread may hold
             // the section for a moment to free entries.
             let section = self.poll_section();
-            if let Err(e) = poll.poll(&mut events, None) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
+            // A signal's interruption collects nothing and is no error.
+            if let Err(e) = polled.wait(self.registry(), -1) {
                 // Nothing sensible to retry: stop, and let every waiter see its source closed
                 // rather than hang.
                 crate::log::io_driver_error("the I/O driver stopped: epoll_wait failed", &e);
                 break;
             }
-            for ev in events.iter() {
-                if ev.token() == WAKER {
-                    continue;
-                }
-                // SAFETY: the token was collected in this poll section, which is still held.
-                unsafe {
-                    self.dispatch(
-                        ev.token().0,
-                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
-                        ev.is_writable() || ev.is_write_closed() || ev.is_error(),
-                        ev.is_read_closed() || ev.is_error(),
-                    );
-                }
-            }
+            // SAFETY: collected in `section`, held until after the dispatch.
+            unsafe { polled.dispatch(self) };
             drop(section);
             // Acquire: pairs with the Release store in `shutdown`.
             if self.stopped.load(Ordering::Acquire) {
@@ -363,7 +350,7 @@ impl Driver {
         // An error: the next look will see the events. The waker's event, if it came, is
         // stale: the proc it was meant for waits in the poller only in a section of its own,
         // and takes its token itself.
-        let _ = polled.wait(&self.registry, 0);
+        let _ = polled.wait(self.registry(), 0);
         // SAFETY: collected in `section`, held until after the dispatch.
         let n = unsafe { polled.dispatch(self) };
         drop(section);
@@ -488,7 +475,7 @@ impl Driver {
             // No event of this section is left undispatched between two waits: released
             // entries may go (a waker's event asked for that, `release`).
             self.free_released();
-            if let Err(e) = polled.wait(&self.registry, ms) {
+            if let Err(e) = polled.wait(self.registry(), ms) {
                 // Not expected (the descriptor is ours): sleep on the futex instead, and
                 // leave the poller to the others and the backstop.
                 if !self.proc_poll_failed.swap(true, Ordering::Relaxed) {
@@ -581,7 +568,7 @@ impl Driver {
             self.registered.store(sources.len(), Ordering::Relaxed);
             key
         };
-        if let Err(e) = self.registry.register(
+        if let Err(e) = self.registry().register(
             &mut src,
             entry.token(),
             Interest::READABLE | Interest::WRITABLE,
@@ -628,6 +615,11 @@ impl Driver {
                 .iter()
                 .for_each(|sh| sh.kick()),
         }
+    }
+
+    /// The poller's registry: its descriptor, for `epoll_ctl` and `epoll_wait` (see `poll`).
+    fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
     }
 
     /// Sources registered now (a hint for deadlock detection).
@@ -801,8 +793,8 @@ impl<S: Source, R: Readiness> Registered<S, R> {
 impl<S: Source, R: Readiness> Drop for Registered<S, R> {
     fn drop(&mut self) {
         // The driver may have stopped; deregistering through its registry is still valid
-        // (the registry holds its own descriptor of the poller).
-        let deregistered = self.driver.registry.deregister(&mut self.source);
+        // (the driver, which this registration holds, keeps the poller open).
+        let deregistered = self.driver.registry().deregister(&mut self.source);
         {
             let mut sources = lock(&self.driver.sources);
             // The same allocation (compared by address: one side is a trait object).
@@ -889,8 +881,8 @@ impl<'a> Polled<'a> {
     /// no limit); replaces what `self` held. An error collects nothing, and is returned
     /// unless it was a signal's interruption.
     fn wait(&mut self, registry: &mio::Registry, ms: i32) -> io::Result<()> {
-        // SAFETY: `evs` is valid for writes of CAP entries; the descriptor is the registry's
-        // own duplicate of the poller's, open while the registry lives.
+        // SAFETY: `evs` is valid for writes of CAP entries; the descriptor is the poller's,
+        // open while the registry (borrowed from it) lives.
         let n = unsafe {
             libc::epoll_wait(
                 std::os::fd::AsRawFd::as_raw_fd(registry),

@@ -248,7 +248,9 @@ fn wait_for(rx: &std::sync::mpsc::Receiver<String>, what: &str, f: impl Fn(&str)
 #[test]
 fn a_flood_is_bounded_and_the_others_keep_being_served() {
     const SILENT: usize = 100;
-    let (addr, stop, server) = start(Duration::from_secs(60));
+    // The watcher never speaks: an idle limit that a slow run (ThreadSanitizer's takes over
+    // a minute) could reach would show it the door mid-flood.
+    let (addr, stop, server) = start(Duration::from_secs(3600));
     let mut w = Client::connect(addr);
     assert_eq!(w.line().unwrap(), "welcome, you are guest0");
     let watcher = watch(w);
@@ -332,7 +334,9 @@ fn a_flood_is_bounded_and_the_others_keep_being_served() {
         "{most} bytes queued at the peak"
     );
     let hwm = vm_hwm_kib();
-    assert!(hwm < 256 * 1024, "peak RSS {hwm} KiB");
+    // Under ThreadSanitizer (`cfg(pcml_tsan)`) the resident set also holds its shadow
+    // memory, several times the program's own: the queue bound above still holds there.
+    assert!(cfg!(pcml_tsan) || hwm < 256 * 1024, "peak RSS {hwm} KiB");
     eprintln!("flood: {sent} lines of 4 KB; queued peak {most} B; VmHWM {hwm} KiB");
 
     drop(silent);
