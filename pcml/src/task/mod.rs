@@ -77,11 +77,11 @@
 //!
 //! | operation | pcml | tokio | example |
 //! | --- | ---: | ---: | --- |
-//! | spawn a task and await its `JoinHandle` | 605 | 1,735 | `taskspawn [tokio] N` |
-//! | skynet, per leaf, sums returned through join handles | 965 | 1,646 | `skynet N tasks-once` / `tokio-once` |
-//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 2,095 | - | `skynet N chan-once` |
-//! | ping-pong round trip, `recv_async`/`send_async` | 1,225 | 2,113 | `taskpp async N` / `taskpp tokio N` |
-//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,310 | 2,113 | `taskpp N` |
+//! | spawn a task and await its `JoinHandle` | 552 | 1,735 | `taskspawn [tokio] N` |
+//! | skynet, per leaf, sums returned through join handles | 906 | 1,646 | `skynet N tasks-once` / `tokio-once` |
+//! | skynet, per leaf, sums sent over channels (`send_evt(..).await`) | 1,990 | - | `skynet N chan-once` |
+//! | ping-pong round trip, `recv_async`/`send_async` | 1,079 | 2,113 | `taskpp async N` / `taskpp tokio N` |
+//! | ping-pong round trip, `recv_evt().await`/`send_evt(v).await` | 1,169 | 2,113 | `taskpp N` |
 //!
 //! (Measured 2026-11-25, runs of 20,000 and 60,000 operations, or 10,000 and 100,000 leaves;
 //! the skynet row of join handles 2026-12-01, when it had grown to 1,063 (tokio 1,646): the
@@ -97,7 +97,17 @@
 //! a thread-local cache, and a waker's wake-up was made inline in the partner's `unblock`;
 //! then 2026-12-02, the same lengths, from 1,422, 1,334 and 2,163 when the worker's turn
 //! came to run a task inline, an async wait's offer to be taken inline, and a wake-up on a
-//! one-proc runtime to take a path of its own: see `sched::worker`'s `wake_here`.)
+//! one-proc runtime to take a path of its own: see `sched::worker`'s `wake_here`. All rows
+//! 2026-12-02 again, runs of 20,000 and 60,000 round trips or spawns, and 10,000 and 100,000
+//! leaves: from 1,201, 1,291, 559, 914 and 2,110 on the day's `main` (the earlier figures
+//! had drifted) when a one-proc turn came to read its empty private queues without their
+//! `RefCell` borrow flags and to take the task on top of its own stack as a `TaskRef`
+//! (`sched::worker`'s `pop_own_task`), not as an `Option<Runnable>` moved through the stack
+//! and tested for a fiber twice. That was 15% in time: `pcml-bench --only pingpong --procs
+//! 1,2 --no-peers --runs 6 --rounds 2` under `chrt -f 1`, four runs alternated with the
+//! former build at load 8 to 10, put the `.await` ping-pong on one proc at 20.3 to 20.7 M
+//! messages a second (medians of the runs) against 17.4 to 17.9 M, 1.74x to 1.76x tokio's
+//! `current_thread` rate in the same runs against 1.50x to 1.54x.)
 //!
 //! (tokio's ping-pong is over two `mpsc::channel(1)`s: it has no rendezvous channel.) So a
 //! value handed to a parent is cheapest through the child's join handle, and a hot loop on
@@ -121,6 +131,17 @@
 //! before, 1,689 after). The rest: eight are the `Arc` clone and drop of the channel that each
 //! of the four events takes (an `Event` owns its channel), four the channel's queue lock and
 //! four the task's state (the wake-up, and the end of a poll that goes idle).
+//!
+//! What those locked instructions cost in time was measured with builds made for the
+//! measurement only, not sound in general: one whose channel events took no `Arc` count (8
+//! locked instructions and 23 instructions fewer a round trip) ran `taskpp 300000 1 3` in a
+//! median of 72.3 ns a message against 77.5 (30 runs each, alternated, at load 4 to 5, the
+//! spread 52 to 93 ns for both), and one whose task state changes were plain loads and
+//! stores as well (4 locked instructions left) in 71.3. So an uncontended locked
+//! instruction costs this machine (AMD EPYC, a VM) about a nanosecond (10 ns a round trip
+//! for the first 8 and 23 other instructions, 2 ns for the next 4), not the 20 cycles first
+//! assumed: worth removing only where that adds almost no instructions (the per-proc cache
+//! of channel counts described in the `chan` docs added 92 a round trip).
 //!
 //! A wake-up costs about 135 instructions on one proc (the channel's `unblock`, the waker's
 //! state transition, and the push on the proc's run queue), inlined from the waker down to

@@ -230,3 +230,57 @@ fn a_sibling_run_in_its_parents_poll_may_wait_for_another() {
         assert_eq!(sum, 511, "{procs} procs");
     }
 }
+
+#[test]
+fn a_fiber_spawned_by_a_talking_task_runs_before_the_pair_goes_on() {
+    // On one proc the pair keeps one of its tasks on top of the proc's own stack at every
+    // turn, and the turn takes that task straight off the stack only when nothing comes
+    // before it: a fiber one of them spawns (held for the next turn, or placed on the proc
+    // with `spawn_on`) runs first, and stops the pair within a few round trips.
+    for placed in [false, true] {
+        let rounds = one_proc()
+            .block_on(move || {
+                let stop = Arc::new(AtomicBool::new(false));
+                let (ping, pong) = (
+                    pcml::chan::Chan::<u64>::new(),
+                    pcml::chan::Chan::<u64>::new(),
+                );
+                let (ping2, pong2) = (ping.clone(), pong.clone());
+                pcml::spawn_task(async move {
+                    loop {
+                        let v = ping2.recv_evt().await;
+                        if v == u64::MAX {
+                            break;
+                        }
+                        pong2.send_evt(v + 1).await;
+                    }
+                });
+                pcml::spawn_task(async move {
+                    let mut rounds = 0u64;
+                    while !stop.load(Ordering::Relaxed) && rounds < 1_000_000 {
+                        if rounds == 10 {
+                            let s = stop.clone();
+                            let set = move || s.store(true, Ordering::Relaxed);
+                            drop(if placed {
+                                pcml::spawn_on(0, set)
+                            } else {
+                                pcml::spawn(set)
+                            });
+                        }
+                        ping.send_evt(rounds).await;
+                        assert_eq!(pong.recv_evt().await, rounds + 1);
+                        rounds += 1;
+                    }
+                    ping.send_evt(u64::MAX).await;
+                    rounds
+                })
+                .join()
+                .unwrap()
+            })
+            .unwrap();
+        assert!(
+            (11..1_000).contains(&rounds),
+            "placed {placed}: {rounds} round trips"
+        );
+    }
+}

@@ -105,6 +105,11 @@ impl Context {
             return true;
         }
         self.release_deferred();
+        if let Some(task) = self.pop_own_task() {
+            // A one-proc runtime's task on top of its own stack: what `new_work` would take.
+            self.run_task(task);
+            return true;
+        }
         if let Some(r) = self.new_work() {
             // The hot path of task ping-pong: the run inline in the loop (out of line, its
             // call and the moves of the `Runnable` into it cost a 1-proc `.await` ping-pong
