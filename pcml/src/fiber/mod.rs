@@ -84,7 +84,7 @@ pub(crate) enum Suspend {
 pub(crate) type Resume = bool;
 
 /// The coroutine type of a fiber.
-pub(crate) type Coroutine = corosensei::Coroutine<Resume, Suspend, ()>;
+pub(crate) type Coroutine = corosensei::Coroutine<Resume, Suspend, (), stack::FiberStack>;
 /// What a running fiber suspends through.
 pub(crate) type Yielder = corosensei::Yielder<Resume, Suspend>;
 

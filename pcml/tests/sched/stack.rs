@@ -53,6 +53,50 @@ fn deep_recursion_fits_in_a_big_stack() {
     assert_eq!(v, 100_000);
 }
 
+/// A fiber can use its whole stack size, whatever offset its stack's top starts at (the
+/// stacks' colours, see `fiber::stack`): 20 fibers alive at once on one proc, each on a
+/// stack of its own, each recurse through 60 KiB of a 64 KiB stack.
+#[test]
+fn every_fiber_can_use_nearly_its_whole_stack_size() {
+    /// Recurses until the frames reach `bytes` below `top`; returns the depth.
+    #[inline(never)]
+    fn dig(top: usize, bytes: usize) -> u64 {
+        let pad = std::hint::black_box([0u8; 256]);
+        let here = std::hint::black_box(&pad) as *const _ as usize;
+        if top - here >= bytes {
+            return 1;
+        }
+        dig(top, bytes) + u64::from(pad[7]) + 1
+    }
+    let rt = Runtime::builder()
+        .procs(1)
+        .stack_size(64 * 1024)
+        .build()
+        .unwrap();
+    rt.block_on(|| {
+        let (dug, gate) = (pcml::Chan::<u64>::new(), pcml::Chan::<()>::new());
+        let hs: Vec<_> = (0..20)
+            .map(|_| {
+                let (dug, gate) = (dug.clone(), gate.clone());
+                pcml::spawn(move || {
+                    let top = std::hint::black_box(&gate) as *const _ as usize;
+                    dug.send(dig(top, 60 * 1024));
+                    // Stay alive (holding the stack) until all have dug.
+                    gate.recv();
+                })
+            })
+            .collect();
+        for _ in 0..20 {
+            assert!(dug.recv() > 100);
+        }
+        for _ in 0..20 {
+            gate.send(());
+        }
+        hs.into_iter().for_each(|h| h.join().unwrap());
+    })
+    .unwrap();
+}
+
 /// Spawns spinning fibers one at a time, each started before the next, until `try_spawn`
 /// fails; returns how many were running then and the error.
 fn fill_until_error(stop: Arc<AtomicBool>) -> (usize, SpawnError, Vec<pcml::JoinHandle<()>>) {

@@ -476,7 +476,7 @@ impl Context {
                 // keeps the object alive (`waitfor`'s invariants).
                 let wait = unsafe { o.as_ref() }.wait_for(&waiter);
                 let handle = e.handle.get();
-                let stack = e.guard.1..e.guard.1.saturating_add(self.shared.stack_size);
+                let stack = crate::fiber::stack::span(e.guard.1, self.shared.stack_size);
                 edges.push(crate::sched::waitfor::Edge {
                     id: e.id,
                     token: waiter.token,
