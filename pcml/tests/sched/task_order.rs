@@ -107,8 +107,12 @@ fn a_woken_parent_runs_while_its_children_keep_spawning() {
 }
 
 /// A pair of tasks that talk over channels until `stop` is set (or `LIMIT` round trips);
-/// the pinger returns the round trips made.
-fn talking_pair(stop: Arc<AtomicBool>) -> pcml::JoinHandle<u64> {
+/// the pinger calls `each` with the round's number before it, and returns the round trips
+/// made.
+fn talking_pair(
+    stop: Arc<AtomicBool>,
+    each: impl Fn(u64) + Send + 'static,
+) -> pcml::JoinHandle<u64> {
     const LIMIT: u64 = 1_000_000;
     let (ping, pong) = (
         pcml::chan::Chan::<u64>::new(),
@@ -127,6 +131,7 @@ fn talking_pair(stop: Arc<AtomicBool>) -> pcml::JoinHandle<u64> {
     pcml::spawn_task(async move {
         let mut rounds = 0;
         while !stop.load(Ordering::Relaxed) && rounds < LIMIT {
+            each(rounds);
             ping.send_evt(rounds).await;
             assert_eq!(pong.recv_evt().await, rounds + 1);
             rounds += 1;
@@ -151,7 +156,7 @@ fn a_task_queued_below_a_talking_pair_runs() {
                     let stop = Arc::new(AtomicBool::new(false));
                     let s = stop.clone();
                     pcml::spawn_task(async move { s.store(true, Ordering::Relaxed) });
-                    talking_pair(stop).await.unwrap()
+                    talking_pair(stop, |_| {}).await.unwrap()
                 })
                 .join()
                 .unwrap()
@@ -241,38 +246,17 @@ fn a_fiber_spawned_by_a_talking_task_runs_before_the_pair_goes_on() {
         let rounds = one_proc()
             .block_on(move || {
                 let stop = Arc::new(AtomicBool::new(false));
-                let (ping, pong) = (
-                    pcml::chan::Chan::<u64>::new(),
-                    pcml::chan::Chan::<u64>::new(),
-                );
-                let (ping2, pong2) = (ping.clone(), pong.clone());
-                pcml::spawn_task(async move {
-                    loop {
-                        let v = ping2.recv_evt().await;
-                        if v == u64::MAX {
-                            break;
-                        }
-                        pong2.send_evt(v + 1).await;
+                let s = stop.clone();
+                talking_pair(stop, move |round| {
+                    if round == 10 {
+                        let s = s.clone();
+                        let set = move || s.store(true, Ordering::Relaxed);
+                        drop(if placed {
+                            pcml::spawn_on(0, set)
+                        } else {
+                            pcml::spawn(set)
+                        });
                     }
-                });
-                pcml::spawn_task(async move {
-                    let mut rounds = 0u64;
-                    while !stop.load(Ordering::Relaxed) && rounds < 1_000_000 {
-                        if rounds == 10 {
-                            let s = stop.clone();
-                            let set = move || s.store(true, Ordering::Relaxed);
-                            drop(if placed {
-                                pcml::spawn_on(0, set)
-                            } else {
-                                pcml::spawn(set)
-                            });
-                        }
-                        ping.send_evt(rounds).await;
-                        assert_eq!(pong.recv_evt().await, rounds + 1);
-                        rounds += 1;
-                    }
-                    ping.send_evt(u64::MAX).await;
-                    rounds
                 })
                 .join()
                 .unwrap()
