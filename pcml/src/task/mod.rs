@@ -608,20 +608,10 @@ where
     fn drop_future(&self) {
         // SAFETY: the procs have stopped, so no thread holds the task in RUNNING.
         let fut = self.future.with_mut(|f| unsafe { (*f).take() });
-        let unfinished = fut.is_some();
         // A future whose destructor panics must not stop the shutdown (the other tasks, the
         // blocking pool and the I/O driver are still to be dropped): the panic becomes the
         // task's outcome.
-        let dropped = catch_unwind(AssertUnwindSafe(|| drop(fut)));
-        self.header.state.store(DONE, Ordering::Release);
-        if unfinished {
-            let outcome = match dropped {
-                Ok(()) => crate::JoinError::cancelled(self.header.id),
-                Err(p) => crate::sched::panic::join_error(self.header.id, p),
-            };
-            crate::sched::metrics::count_task(-1);
-            self.join.complete(self.header.id, Err(outcome));
-        }
+        self.drop_and_complete(fut, crate::JoinError::cancelled);
     }
 }
 
@@ -638,18 +628,27 @@ where
     fn cancel_aborted(&self) -> TaskRun {
         // SAFETY: we hold the task in RUNNING, so we alone touch `future`. Dropped in place.
         let fut = self.future.with_mut(|f| unsafe { (*f).take() });
-        // A panicking destructor is the future's last act: it is reported as the task's
-        // outcome instead of the cancellation.
+        self.drop_and_complete(fut, crate::JoinError::aborted);
+        TaskRun::Finished
+    }
+
+    /// Drops `fut`, the future just taken out of the task (`None` if it had finished),
+    /// marks the task done and, if there was a future, completes the join with `reason`'s
+    /// error; a panicking destructor is the future's last act, reported as the outcome
+    /// instead.
+    fn drop_and_complete(&self, fut: Option<F>, reason: fn(ThreadId) -> crate::JoinError) {
+        let unfinished = fut.is_some();
         let dropped = catch_unwind(AssertUnwindSafe(|| drop(fut)));
         // Release: nothing reads the future after DONE; orders the drop before it.
         self.header.state.store(DONE, Ordering::Release);
-        let outcome = match dropped {
-            Ok(()) => crate::JoinError::aborted(self.header.id),
-            Err(p) => crate::sched::panic::join_error(self.header.id, p),
-        };
-        crate::sched::metrics::count_task(-1);
-        self.join.complete(self.header.id, Err(outcome));
-        TaskRun::Finished
+        if unfinished {
+            let outcome = match dropped {
+                Ok(()) => reason(self.header.id),
+                Err(p) => crate::sched::panic::join_error(self.header.id, p),
+            };
+            crate::sched::metrics::count_task(-1);
+            self.join.complete(self.header.id, Err(outcome));
+        }
     }
 
     /// Cancels the task (`JoinHandle::abort`): flags it, then wakes it, so that its next run
