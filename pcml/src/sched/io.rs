@@ -55,8 +55,11 @@
 //!   on the futex, and a longer one wakes at the whole millisecond before its deadline and
 //!   parks again for the rest.
 //! - A spinning proc takes a non-blocking look (`Driver::poll_now`, Go's `netpoll(0)`) between
-//!   its looks for work, and a busy proc every 32nd turn, with the timers, unless a proc waits
-//!   in the poller (the kernel wakes that one) or another thread holds the poll section.
+//!   its looks for work, and a busy proc every 64th turn (every other timers' turn, see
+//!   `worker::IO_EVERY`), unless a proc waits in the poller (the kernel wakes that one) or
+//!   another thread holds the poll section. Every 32nd turn cost a 2-proc hyper server 7% more
+//!   CPU time a request: its procs' cores were each shared with a `wrk` thread, which took
+//!   the core at every response written.
 //! - The driver's thread (`Driver::run_backstop`) never blocks in `epoll_wait`: it wakes every
 //!   1 ms to 100 ms (doubling while it finds nothing) and looks only if no proc looked since
 //!   its last wake and none waits in the poller: every proc is then busy in one long turn

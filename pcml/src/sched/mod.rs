@@ -79,7 +79,11 @@
 //!   that watched such a batch for 20 us before it took half cost a 2-proc echo server of
 //!   100 connections 30% of its CPU time (`examples/echo_load pcml 2`, 5 runs alternated at
 //!   load 9-11: 28.9 us of CPU a round trip with the grace, 20.4 us without, tokio's
-//!   `multi_thread(2)` 20.3 us).
+//!   `multi_thread(2)` 20.3 us). A sleeping proc is woken for such a batch only while the
+//!   machine has a core to spare (the crowding test of the spin, below): on a crowded
+//!   machine the wake-up takes a core from another runnable thread, often the clients the
+//!   batch answers, and a 2-proc hyper server under `wrk` on 2 cores took 4% less CPU a
+//!   request without it (`Context::io_dispatch` gives the figures).
 //!
 //!   A backlog does not wait for ever, though. An idle proc that has been refused a
 //!   proc's queued work for `STARVED_AFTER` (2 ms, a hundred graces: in practice its next

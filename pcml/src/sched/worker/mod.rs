@@ -233,6 +233,28 @@ const _: () = assert!(TIMER_EVERY.is_power_of_two());
 /// work that waits longer anyway.
 const INJECTOR_EVERY: u32 = 2 * TIMER_EVERY;
 const _: () = assert!(INJECTOR_EVERY % TIMER_EVERY == 0 && INJECTOR_EVERY.is_power_of_two());
+/// Every this many turns a busy proc looks for ready I/O (`Driver::poll_now`, unless an idle
+/// proc waits in the poller; tokio's workers look every 61 ticks). A multiple of `TIMER_EVERY`,
+/// tested inside the timers' branch of `turn` as the injector's turn is.
+///
+/// Every 32nd turn, as the timers, a 2-proc hyper server under `wrk -t2 -c100` on the 2-core
+/// machine settled with each proc sharing its core with one `wrk` thread, and each response the
+/// proc wrote woke that thread, which took the core from the proc at once (a preemption, two
+/// context switches, a request). A busy proc that looks less often leaves more of the events
+/// to the proc that waits in the poller: its server's threads were preempted 0.0055-0.019
+/// times a request instead of 0.014-0.067 (10 alternations), and it took 5,613 ns of CPU a
+/// request instead of 6,017 (tokio `multi_thread(2)`: 5,464) for 178 k requests/s instead of
+/// 169 k (tokio 183 k), each run measured after a 1 s warm-up run. Every 128th turn it took
+/// more again (5,448 ns against 5,288, 6 alternations); one proc moved within the noise
+/// (5,280 ns against 5,274). Measured from a fresh server, as the bench does, the gain is
+/// smaller: with the next rule (an I/O batch wakes a sleeping proc only on an uncrowded
+/// machine), 4,849 ns against 4,949 (tokio 4,642), preemptions 0.004-0.013 a request
+/// against 0.026-0.050 (tokio 0.005-0.021), 8 alternations; and the bench's 2-proc ratios
+/// (`pcml-bench --only http --procs 2 --runs 6`, 5 alternations) moved within their noise:
+/// requests/s 0.923x-0.975x of tokio (median 0.952x) against 0.919x-0.975x (0.951x), tokio's
+/// CPU a request over pcml's 0.924x-0.981x (0.962x) against 0.913x-0.963x (0.951x).
+const IO_EVERY: u32 = 2 * TIMER_EVERY;
+const _: () = assert!(IO_EVERY % TIMER_EVERY == 0 && IO_EVERY.is_power_of_two());
 /// Every this many injector turns (`INJECTOR_EVERY`), a proc runs its oldest new work first
 /// if more is queued above it (`Context::take_oldest_new`): an item below the top of the deque
 /// waits 244 turns at most. Every injector turn cost a skynet of tasks 17 instructions a leaf

@@ -82,8 +82,11 @@ impl Context {
         if tick % TIMER_EVERY == 0 {
             self.fire_due_timers();
             self.check_owed();
-            // Ready I/O, unless an idle proc waits for it in the poller (`sched::io`).
-            self.io_dispatch(|| self.shared.poll_io_busy());
+            // Ready I/O every `IO_EVERY`th turn, unless an idle proc waits for it in the
+            // poller (`sched::io`).
+            if tick % IO_EVERY == 0 {
+                self.io_dispatch(|| self.shared.poll_io_busy());
+            }
             if tick % INJECTOR_EVERY == 0 && self.injector_turn() {
                 return true;
             }
