@@ -11,9 +11,10 @@
 //! Run: `cargo run --release -p pcml --features tokio --example hyper_server -- 127.0.0.1:8080 pcml 2`
 //! (or `tokio` instead of `pcml`: the same service on tokio's multi-thread runtime with that
 //! many workers, or on its `current_thread` runtime given 0), then load it with
-//! `wrk -t2 -c100 -d10s http://127.0.0.1:8080/`. It serves
-//! until interrupted. The `net` tests run it against a plain HTTP client. The example
-//! allocates with mimalloc, as the benchmark does for both servers.
+//! `wrk -t2 -c100 -d10s http://127.0.0.1:8080/`. It serves until interrupted (on pcml, for
+//! `HYPER_SERVER_SECS` seconds if that is set, then it prints each proc's counters of that
+//! time and exits). The `net` tests run it against a plain HTTP client. The example allocates
+//! with mimalloc, as the benchmark does for both servers.
 
 #[path = "support/mi_alloc.rs"]
 mod mi_alloc;
@@ -42,7 +43,23 @@ fn main() {
                     "hyper_server: pcml, {threads} procs, on http://{}/",
                     listener.local_addr().unwrap()
                 );
-                pcml::spawn_task(serve_pcml(listener)).join().unwrap();
+                let server = pcml::spawn_task(serve_pcml(listener));
+                match std::env::var("HYPER_SERVER_SECS")
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                {
+                    // Profiling: serve that long, then print each proc's counters and exit.
+                    Some(secs) => {
+                        let before = pcml::sched::metrics().unwrap();
+                        pcml::time::sleep(std::time::Duration::from_secs_f64(secs));
+                        let m = pcml::sched::metrics().unwrap().since(&before);
+                        for (i, p) in m.procs().iter().enumerate() {
+                            eprintln!("  proc {i}: {p:?}");
+                        }
+                        std::process::exit(0);
+                    }
+                    None => server.join().unwrap(),
+                }
             })
             .unwrap();
         }
