@@ -687,6 +687,17 @@ impl Context {
     }
 }
 
+/// What a turn of a proc's loop did ([`Context::step`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Step {
+    /// It ran a fiber or a task.
+    Ran,
+    /// It found nothing to do.
+    Idle,
+    /// The runtime is shutting down: the loop ends.
+    Stop,
+}
+
 /// One proc's deques, owner ends: new work and woken tasks.
 pub(crate) type ProcDeques = (usize, Deque<Runnable>, Deque<Runnable>);
 
@@ -804,10 +815,21 @@ pub(crate) fn run_worker(
     let _own = crate::sched::outside::OwnThread::enter();
     overflow::install_for_this_thread(&ctx.guard, ctx.shared.stack_size);
     let _clear = ClearContext;
-    while !ctx.shared.is_shutdown() {
-        ctx.drain_inbox();
-        if !ctx.turn() {
-            ctx.idle();
+    // The shutdown flag is read by the turns that fire timers (`Context::step`) and after an
+    // idle look or park, not on every turn.
+    if !ctx.shared.is_shutdown() {
+        loop {
+            ctx.drain_inbox();
+            match ctx.step::<true>() {
+                Step::Ran => {}
+                Step::Idle => {
+                    ctx.idle();
+                    if ctx.shared.is_shutdown() {
+                        break;
+                    }
+                }
+                Step::Stop => break,
+            }
         }
     }
     ctx.shutdown();

@@ -71,6 +71,18 @@ impl Context {
     /// go first.
     #[inline(always)]
     pub(super) fn turn(&self) -> bool {
+        self.step::<false>() == Step::Ran
+    }
+
+    /// [`turn`](Self::turn) for the loop of a proc with an OS thread of its own
+    /// (`run_worker`), which also learns here whether the runtime shut down: if `STOP`, the
+    /// shutdown flag is read on the turns that fire due timers (every `TIMER_EVERY`th), not
+    /// on every turn (a load and a branch of every fiber switch, 4 of a yield's 140
+    /// instructions). A busy proc so stops within `TIMER_EVERY` turns of the flag's store;
+    /// an idle one reads it in its look for work (`has_work_sparing`) and before it parks,
+    /// and its caller reads it again after `idle` returns.
+    #[inline(always)]
+    pub(super) fn step<const STOP: bool>(&self) -> Step {
         // The turn counter, shown to the watchdog (a plain load and store: only this proc
         // writes it).
         let turns = &self.me().watch.turns;
@@ -80,6 +92,9 @@ impl Context {
         // low bits, no countdown of its own to load and store); the injector's turn is a
         // multiple of it, tested only here.
         if tick % TIMER_EVERY == 0 {
+            if STOP && self.shared.is_shutdown() {
+                return Step::Stop;
+            }
             self.fire_due_timers();
             self.check_owed();
             // Ready I/O every `IO_EVERY`th turn, unless an idle proc waits for it in the
@@ -88,7 +103,7 @@ impl Context {
                 self.io_dispatch(|| self.shared.poll_io_busy());
             }
             if tick % INJECTOR_EVERY == 0 && self.injector_turn() {
-                return true;
+                return Step::Ran;
             }
         }
         let prefer_new = self.prefer_new.replace(false);
@@ -105,29 +120,29 @@ impl Context {
             };
         if let Some(slot) = next {
             self.resume_fiber(slot);
-            return true;
+            return Step::Ran;
         }
         self.release_deferred();
         if let Some(task) = self.pop_own_task() {
             // A one-proc runtime's task on top of its own stack: what `new_work` would take.
             self.run_task(task);
-            return true;
+            return Step::Ran;
         }
         if let Some(r) = self.new_work() {
             // The hot path of task ping-pong: the run inline in the loop (out of line, its
             // call and the moves of the `Runnable` into it cost a 1-proc `.await` ping-pong
             // about 40 instructions a round trip).
             self.run_new_inline(r);
-            return true;
+            return Step::Ran;
         }
         let next = self.ready.pop_front();
         if let Some(slot) = next {
             self.resume_fiber(slot);
-            return true;
+            return Step::Ran;
         }
         if let Some(r) = self.woken.pop() {
             self.run_new(r);
-            return true;
+            return Step::Ran;
         }
         // A proc sharing its OS thread takes other procs' work only once none of its carrier
         // has any (`steal_for_carrier`).
@@ -141,9 +156,9 @@ impl Context {
         match stolen {
             Some(r) => {
                 self.run_new(r);
-                true
+                Step::Ran
             }
-            None => false,
+            None => Step::Idle,
         }
     }
 
