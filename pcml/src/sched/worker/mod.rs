@@ -491,6 +491,16 @@ pub(crate) struct Context {
     oldest_turn: Cell<u32>,
     /// Set when a fiber yields: the next pick takes new work before ready fibers.
     prefer_new: Cell<bool>,
+    /// Set by every push of new work onto the held slot (`own_held` or this proc's shared
+    /// one), `own`, `local` or `placed` ([`Context::note_new`]); cleared by `has_new_work`
+    /// when it finds them all empty. So it is set whenever any of them holds something, and
+    /// `has_new_work`, asked at every yield and every other turn, answers false with one
+    /// load while none does, as it nearly always does in a fiber loop. A plain `Cell`: only
+    /// this proc's thread pushes onto them (a fiber placed here from another proc or from
+    /// outside comes through the inbox, which this thread drains into `placed`; the deque's
+    /// and the held slot's other ends only take), and a taker that empties them meanwhile
+    /// leaves it set, which only costs the next look its loads.
+    new_maybe: Cell<bool>,
     next_token: Cell<u64>,
     budget: Cell<u32>,
     /// How many joined tasks run nested inside awaiting tasks' polls right now
@@ -663,6 +673,7 @@ impl Context {
             inbox_buf: RefCell::new(Vec::new()),
             oldest_turn: Cell::new(OLDEST_EVERY),
             prefer_new: Cell::new(false),
+            new_maybe: Cell::new(true),
             next_token: Cell::new(1),
             budget: Cell::new(BUDGET),
             join_depth: Cell::new(0),

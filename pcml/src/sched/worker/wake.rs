@@ -245,6 +245,7 @@ impl Context {
                 Runnable::Fiber(f) if f.body.is_claimed() => drop(f),
                 live => {
                     self.placed.borrow_mut().push_front(live);
+                    self.note_new();
                     return;
                 }
             }
@@ -274,7 +275,10 @@ impl Context {
                     metrics::bump(&me.metrics.inbox_wakes);
                     self.wake_local(slot, token)
                 }
-                InboxMsg::Start(f) => self.placed.borrow_mut().push_back(Runnable::Fiber(f)),
+                InboxMsg::Start(f) => {
+                    self.placed.borrow_mut().push_back(Runnable::Fiber(f));
+                    self.note_new();
+                }
                 InboxMsg::Task(t) => self.wake_here(t),
                 InboxMsg::Abort { slot, id } => self.abort_local(slot, id),
                 InboxMsg::Dump(req) => dumps.push(req),
@@ -569,6 +573,7 @@ impl Context {
             }
             items.into_iter().for_each(|r| deque.push(r));
         }
+        self.note_new();
         if let Some(f) = self.own_held.borrow().as_ref() {
             fiber(f, out);
         }
