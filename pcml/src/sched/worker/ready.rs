@@ -21,7 +21,10 @@ pub(super) struct ReadyQueue {
     head: Cell<usize>,
     /// The count of pushes since the queue was made (wrapping); `tail - head` is the length.
     tail: Cell<usize>,
-    /// The ring; its length is a power of two, never zero.
+    /// The ring's length less one (its length is a power of two, never zero): kept rather
+    /// than computed from the slice's length, a load and a decrement on every push and pop.
+    mask: Cell<usize>,
+    /// The ring.
     buf: UnsafeCell<Box<[usize]>>,
 }
 
@@ -30,6 +33,7 @@ impl ReadyQueue {
         ReadyQueue {
             head: Cell::new(0),
             tail: Cell::new(0),
+            mask: Cell::new(FIRST_CAPACITY - 1),
             buf: UnsafeCell::new(vec![0; FIRST_CAPACITY].into_boxed_slice()),
         }
     }
@@ -44,44 +48,52 @@ impl ReadyQueue {
         self.tail.get() == self.head.get()
     }
 
-    /// The ring's capacity (its length).
-    #[inline(always)]
-    fn capacity(&self) -> usize {
-        // SAFETY: no reference to the ring is alive outside a method of this queue, and no
-        // method of it runs while another does (the queue is not `Sync`, and none calls out).
-        unsafe { (&*self.buf.get()).len() }
-    }
-
     #[inline(always)]
     pub(super) fn push_back(&self, slot: usize) {
         let mut tail = self.tail.get();
-        if tail.wrapping_sub(self.head.get()) == self.capacity() {
-            // Moves the front to index 0 and the back to the old length.
+        if tail.wrapping_sub(self.head.get()) > self.mask.get() {
+            // Full. Moves the front to index 0 and the back to the old length.
             self.grow();
             tail = self.tail.get();
         }
-        // SAFETY: as in `capacity`; the index is masked to the ring's length, a power of two.
+        // SAFETY: no reference to the ring is alive outside a method of this queue, and no
+        // method of it runs while another does (the queue is not `Sync`, and none calls out);
+        // the index is masked to the ring's length less one, a power of two less one.
         unsafe {
             let buf = &mut *self.buf.get();
-            let i = tail & (buf.len() - 1);
-            *buf.get_unchecked_mut(i) = slot;
+            *buf.get_unchecked_mut(tail & self.mask.get()) = slot;
         }
         self.tail.set(tail.wrapping_add(1));
     }
 
     #[inline(always)]
     pub(super) fn pop_front(&self) -> Option<usize> {
-        let head = self.head.get();
-        if head == self.tail.get() {
+        if self.is_empty() {
             return None;
         }
-        // SAFETY: as in `capacity`; the index is masked to the ring's length, a power of two.
+        // SAFETY: just found not empty.
+        Some(unsafe { self.pop_front_nonempty() })
+    }
+
+    /// [`pop_front`](Self::pop_front) for a caller that knows the queue is not empty (it
+    /// just asked `is_empty`, and pushed or popped nothing since): the test of `pop_front`,
+    /// repeated after the caller's, cost a load, a compare and a branch.
+    ///
+    /// # Safety
+    /// The queue must not be empty. (From an empty one it would return a stale slot number
+    /// and make the length wrap: in bounds here, but the slot would go on to
+    /// `resume_fiber`, whose unchecked lookup needs the slot of a started fiber.)
+    #[inline(always)]
+    pub(super) unsafe fn pop_front_nonempty(&self) -> usize {
+        let head = self.head.get();
+        debug_assert_ne!(head, self.tail.get());
+        // SAFETY: as in `push_back`.
         let slot = unsafe {
             let buf = &*self.buf.get();
-            *buf.get_unchecked(head & (buf.len() - 1))
+            *buf.get_unchecked(head & self.mask.get())
         };
         self.head.set(head.wrapping_add(1));
-        Some(slot)
+        slot
     }
 
     pub(super) fn clear(&self) {
@@ -97,8 +109,8 @@ impl ReadyQueue {
             return out;
         }
         let head = self.head.get();
-        let mask = self.capacity() - 1;
-        // SAFETY: as in `capacity`.
+        let mask = self.mask.get();
+        // SAFETY: as in `push_back`.
         let buf = unsafe { &*self.buf.get() };
         out.extend((at..len).map(|k| buf[head.wrapping_add(k) & mask]));
         self.tail.set(head.wrapping_add(at));
@@ -116,13 +128,15 @@ impl ReadyQueue {
     #[inline(never)]
     fn grow(&self) {
         let (head, len) = (self.head.get(), self.len());
-        // SAFETY: as in `capacity`.
+        // SAFETY: as in `push_back`.
         let buf = unsafe { &mut *self.buf.get() };
-        let mask = buf.len() - 1;
+        let mask = self.mask.get();
+        debug_assert_eq!(mask + 1, buf.len());
         let mut new = vec![0; buf.len() * 2].into_boxed_slice();
         for (k, s) in new.iter_mut().take(len).enumerate() {
             *s = buf[head.wrapping_add(k) & mask];
         }
+        self.mask.set(new.len() - 1);
         *buf = new;
         self.head.set(0);
         self.tail.set(len);
