@@ -448,9 +448,17 @@ impl Context {
         // last resume), and the callers name only such slots (above).
         let e = unsafe { self.fibers.get_unchecked(slot) };
         debug_assert_ne!(e.state.get(), FiberState::Running);
-        metrics::bump(&self.me().metrics.resumes);
+        // The stores other threads read first, both through `me`: the metrics' count and the
+        // watchdog's name of the running thread, relaxed hints whose order against this
+        // proc's private stores below nobody can observe (the fiber's and the wake-ups'
+        // `Cell`s are read on this thread alone). Before a store to the slot's `Cell`s, the
+        // compiler loads `me` once for both; after one, which it cannot tell from a store to
+        // `me`, it loaded it again.
+        let me = self.me();
+        metrics::bump(&me.metrics.resumes);
+        // Relaxed: as in `show_running`.
+        me.watch.running.store(e.id.as_u64(), Ordering::Relaxed);
         e.state.set(FiberState::Running);
-        self.show_running(e.id.as_u64());
         self.current.set(Current::Fiber {
             slot,
             id: e.id,
@@ -459,10 +467,8 @@ impl Context {
         });
         self.guard.set(e.guard.0);
         // Cancelled since it last ran: it unwinds as soon as it resumes.
-        let cancelled = e.abort.get();
-        if cancelled {
-            e.abort.set(false);
-        }
+        // (An unconditional store: the test and branch of a conditional one cost more.)
+        let cancelled = e.abort.replace(false);
         // SAFETY: the slot exists and its fiber is not running (we just set its state from a
         // state other than Running); the table does not change while the fiber runs
         // (fibers.rs invariants).
@@ -476,7 +482,9 @@ impl Context {
                 self.prefer_new.set(true);
             }
             CoroutineResult::Yield(Suspend::Block) => {
-                if e.wake_pending.replace(false) {
+                // Cleared only when set: a store saved on the common block.
+                if e.wake_pending.get() {
+                    e.wake_pending.set(false);
                     e.state.set(FiberState::Ready);
                     self.ready.push_back(slot);
                 } else {
