@@ -20,6 +20,7 @@ use slab::Slab;
 use crate::ThreadId;
 use crate::fiber::{Coroutine, Site};
 use crate::sched::waitfor::WaitObject;
+use crate::sched::worker::Current;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FiberState {
@@ -42,6 +43,12 @@ pub(crate) struct FiberSlot {
     pub(crate) abort: Cell<bool>,
     pub(crate) id: ThreadId,
     pub(crate) main: bool,
+    /// This slot's key in the table.
+    pub(crate) key: usize,
+    /// What the proc runs while it runs this fiber itself (not a thread inline on its
+    /// stack): built once here, so that each resume copies it whole (two stores) rather than
+    /// storing its fields one by one (five).
+    pub(crate) current: Current,
     pub(crate) guard: (usize, usize),
     /// Where the fiber was spawned (its body's site, taken when the proc claimed it).
     pub(crate) site: Site,
@@ -129,25 +136,34 @@ impl FiberTable {
         site: Site,
     ) -> usize {
         // SAFETY: the caller guarantees exclusive access to the table.
-        unsafe {
-            (*self.slots.get()).insert(FiberSlot {
-                co: UnsafeCell::new(co),
-                state: Cell::new(FiberState::Ready),
-                token: Cell::new(0),
-                wake_pending: Cell::new(false),
-                abort: Cell::new(false),
+        let slots = unsafe { &mut *self.slots.get() };
+        let key = slots.vacant_key();
+        let inserted = slots.insert(FiberSlot {
+            co: UnsafeCell::new(co),
+            state: Cell::new(FiberState::Ready),
+            token: Cell::new(0),
+            wake_pending: Cell::new(false),
+            abort: Cell::new(false),
+            id,
+            main,
+            key,
+            current: Current::Fiber {
+                slot: key,
                 id,
                 main,
-                guard,
-                site,
-                inline: Cell::new(0),
-                inline_runs: Cell::new(std::ptr::null()),
-                blocked_in: Cell::new(""),
-                blocked_on: Cell::new(None),
-                handle: Cell::new(0),
-                wait_detail: Cell::new(None),
-            })
-        }
+                inlined: 0,
+            },
+            guard,
+            site,
+            inline: Cell::new(0),
+            inline_runs: Cell::new(std::ptr::null()),
+            blocked_in: Cell::new(""),
+            blocked_on: Cell::new(None),
+            handle: Cell::new(0),
+            wait_detail: Cell::new(None),
+        });
+        debug_assert_eq!(inserted, key);
+        inserted
     }
 
     /// How many fibers live here (started and not yet finished).

@@ -459,20 +459,22 @@ impl Context {
         // Relaxed: as in `show_running`.
         me.watch.running.store(e.id.as_u64(), Ordering::Relaxed);
         e.state.set(FiberState::Running);
-        self.current.set(Current::Fiber {
-            slot,
-            id: e.id,
-            main: e.main,
-            inlined: 0,
-        });
+        debug_assert!(matches!(e.current, Current::Fiber { slot: s, inlined: 0, .. } if s == slot));
+        self.current.set(e.current);
         self.guard.set(e.guard.0);
-        // Cancelled since it last ran: it unwinds as soon as it resumes.
-        // (An unconditional store: the test and branch of a conditional one cost more.)
-        let cancelled = e.abort.replace(false);
+        // Cancelled since it last ran: it unwinds as soon as it resumes. (Cleared only when
+        // set: a store saved on every resume.)
+        let cancelled = e.abort.get();
+        if cancelled {
+            e.abort.set(false);
+        }
         // SAFETY: the slot exists and its fiber is not running (we just set its state from a
         // state other than Running); the table does not change while the fiber runs
         // (fibers.rs invariants).
         let result = unsafe { (*e.coroutine()).resume(cancelled) };
+        // Read back from the slot rather than kept across the switch: `slot` kept was a
+        // store (its spill) on every resume.
+        let slot = e.key;
         self.guard.set(0);
         self.current.set(Current::Scheduler);
         match result {
