@@ -106,7 +106,11 @@ impl Context {
                 return Step::Ran;
             }
         }
-        let prefer_new = self.prefer_new.replace(false);
+        let prefer_new = self.prefer_new.get();
+        if prefer_new {
+            // Cleared only when set: a store saved on every turn that no yield preceded.
+            self.prefer_new.set(false);
+        }
         // The ready queue's emptiness first: with no ready fiber (tasks only) the branch on
         // the turn's parity below is never reached, and this one always goes the same way.
         // (Tested first, the parity alternated at every turn: a mispredicted branch a poll
