@@ -7,7 +7,7 @@ use super::*;
 pub(crate) const NO_CLOCK: i32 = i32::MIN;
 
 /// Sources other than pcml threads that may wake a thread of one proc, counted for deadlock
-/// detection (`Shared::is_quiescent`), and the proc's cancelled timers.
+/// detection (`Shared::is_quiescent`).
 ///
 /// Per proc, not one count per runtime: a server arms and cancels a timer on every request
 /// (hyper's header-read timeout), and a runtime-wide count was one cache line that every
@@ -24,9 +24,6 @@ pub(crate) struct WakeSources {
     /// Pending timers of this proc's heap, and 1 while it holds fibers back
     /// (`hold_back_woken`).
     pub(crate) pending: AtomicUsize,
-    /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
-    /// incremented by any thread, reset by the proc.
-    pub(crate) timers_cancelled: AtomicUsize,
 }
 
 /// What a proc shares with the others.
@@ -65,8 +62,8 @@ pub(crate) struct ProcShared {
     /// line of its own: the owner writes it at most spawns and ends, while idle procs poll the
     /// other fields.
     pub(crate) live: CachePadded<AtomicIsize>,
-    /// Sources other than pcml threads that may wake a thread of this proc, and its
-    /// cancelled timers (see [`WakeSources`]); on a line of its own, written by the proc (and
+    /// Sources other than pcml threads that may wake a thread of this proc (see
+    /// [`WakeSources`]); on a line of its own, written by the proc (and
     /// by threads that cancel its timers), away from the fields idle procs poll. Each armed
     /// timer holds a reference to it (to uncount itself), not to the runtime's `Shared`: a
     /// reference count there sat on the line of `Shared`'s first fields, which every proc
