@@ -30,7 +30,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::mp::SpinLock;
 use crate::sched::blocker::Blocker;
-use crate::sched::worker::{Shared, WakeSources};
+use crate::sched::worker::WakeSources;
 
 const PENDING: u8 = 0;
 const FIRED: u8 = 1;
@@ -52,8 +52,27 @@ pub(crate) struct TimerCell {
     waiter: SpinLock<Option<OnFire>>,
     /// The wake sources (`ProcShared::wake`) of the proc whose heap holds this timer, which
     /// count it (none for the fallback thread).
-    owner: Option<Arc<CachePadded<WakeSources>>>,
+    owner: Option<Owner>,
 }
+
+/// A timer's pointer to its proc's wake sources, held without a reference count: a count a
+/// timer was two read-modify-writes on the proc's wake line (the clone when armed, the drop
+/// when the cell was freed). The heap holds the count for all its timers.
+///
+/// # Invariants
+/// The pointee is alive while the cell is pending: a pending cell is in its heap, whose
+/// `TimerHeap::wake` owns the wake sources and which, when dropped, takes every pending cell
+/// out of `PENDING` under its lock (`TimerHeap::drop`), or in a `Due` batch taken off the
+/// heap, which owns them too until it has fired them. So the pointer is followed only by
+/// `cancel`, under the cell's lock, having seen the cell pending.
+#[derive(Clone, Copy)]
+struct Owner(std::ptr::NonNull<WakeSources>);
+
+// SAFETY: `Owner` only points at atomics (`WakeSources` is `Sync`), followed while alive (see
+// the invariants): sending or sharing it is sending or sharing a `&WakeSources`.
+unsafe impl Send for Owner {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Owner {}
 
 impl TimerCell {
     /// Whether the timer has fired.
@@ -96,17 +115,26 @@ impl TimerCell {
         // compaction, which needs nothing else the canceller wrote).
         self.state.store(CANCELLED, Ordering::Relaxed);
         let waiter = w.take();
+        if let Some(owner) = self.owner {
+            // SAFETY: the cell was pending, and the lock is held: its heap (or the batch that
+            // took it off the heap) still owns the wake sources (see `Owner`).
+            let wake = unsafe { owner.0.as_ref() };
+            // SeqCst: as in `fire`. Under the lock, since the heap may go once it is released.
+            wake.pending.fetch_sub(1, Ordering::SeqCst);
+        }
         drop(w);
         // Dropped unlocked: a waker's drop may do anything (free its task).
         drop(waiter);
-        if let Some(wake) = &self.owner {
-            // SeqCst: as in `fire`.
-            wake.pending.fetch_sub(1, Ordering::SeqCst);
-        }
         true
     }
 
-    fn fire(&self) {
+    /// Fires the timer if it is pending; `wake` is its owner's wake sources (from the `Due`
+    /// batch that holds them), none for the fallback thread's.
+    fn fire(&self, wake: Option<&WakeSources>) {
+        debug_assert_eq!(
+            wake.map(|w| w as *const WakeSources),
+            self.owner.map(|o| o.0.as_ptr().cast_const())
+        );
         let mut w = self.waiter.lock();
         // Relaxed: the state changes only under this lock, which orders it here.
         if self.state.load(Ordering::Relaxed) != PENDING {
@@ -123,10 +151,24 @@ impl TimerCell {
             Some(OnFire::Call(f)) => f(),
             None => {}
         }
-        if let Some(wake) = &self.owner {
+        if let Some(wake) = wake {
             // SeqCst: deadlock detection reads this after the wake-up is visible.
             wake.pending.fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// Takes the timer out of `PENDING` for good, as a cancel that counts nothing: its heap
+    /// is being dropped (with its runtime).
+    fn orphan(&self) {
+        let mut w = self.waiter.lock();
+        if self.state.load(Ordering::Relaxed) != PENDING {
+            return;
+        }
+        // Relaxed: as in `cancel`.
+        self.state.store(CANCELLED, Ordering::Relaxed);
+        let waiter = w.take();
+        drop(w);
+        drop(waiter);
     }
 
     fn is_pending(&self) -> bool {
@@ -242,32 +284,28 @@ impl Deadlines {
 /// A proc's deadline heap.
 pub(crate) struct TimerHeap {
     timers: Deadlines,
-    /// The proc that owns this heap.
-    proc: usize,
+    /// The wake sources of the proc that owns this heap, which its timers point at (see
+    /// `Owner`).
+    wake: Arc<CachePadded<WakeSources>>,
 }
 
 impl TimerHeap {
-    pub(crate) fn new(proc: usize) -> Self {
+    /// The heap of the proc whose wake sources are `wake`.
+    pub(crate) fn new(wake: Arc<CachePadded<WakeSources>>) -> Self {
         Self {
             timers: Deadlines::new(),
-            proc,
+            wake,
         }
     }
 
-    /// Arms a timer of `shared` for `deadline` that does `on_fire` (if any).
-    pub(crate) fn arm(
-        &mut self,
-        shared: &Arc<Shared>,
-        deadline: Instant,
-        on_fire: Option<OnFire>,
-    ) -> Arc<TimerCell> {
-        let wake = &shared.procs[self.proc].wake;
+    /// Arms a timer for `deadline` that does `on_fire` (if any).
+    pub(crate) fn arm(&mut self, deadline: Instant, on_fire: Option<OnFire>) -> Arc<TimerCell> {
         // SeqCst: a pending timer is a wake source from now on (deadlock detection).
-        wake.pending.fetch_add(1, Ordering::SeqCst);
+        self.wake.pending.fetch_add(1, Ordering::SeqCst);
         let cell = Arc::new(TimerCell {
             state: AtomicU8::new(PENDING),
             waiter: SpinLock::new(on_fire),
-            owner: Some(wake.clone()),
+            owner: Some(Owner(std::ptr::NonNull::from(&**self.wake))),
         });
         self.timers.push(deadline, cell.clone());
         cell
@@ -288,22 +326,50 @@ impl TimerHeap {
         self.timers.heap.len()
     }
 
-    /// Takes every timer due at `now` off the heap, for the caller to fire (with no borrow of
-    /// the heap held, since firing may arm new timers).
-    pub(crate) fn take_due(&mut self, now: Instant) -> Vec<Arc<TimerCell>> {
-        let mut due = Vec::new();
+    /// Takes every timer due at `now` off the heap, for the caller to fire with [`fire_all`]
+    /// (with no borrow of the heap held, since firing may arm new timers).
+    pub(crate) fn take_due(&mut self, now: Instant) -> Due {
+        let mut cells = Vec::new();
         while let Some(cell) = self.timers.pop_due(now) {
-            due.push(cell);
+            cells.push(cell);
         }
         self.timers.compact();
-        due
+        Due {
+            wake: (!cells.is_empty()).then(|| self.wake.clone()),
+            cells,
+        }
+    }
+}
+
+impl Drop for TimerHeap {
+    /// Leaves no timer pending that points at the wake sources (see `Owner`): the runtime is
+    /// going, and a sleep that outlives it (moved out of it) then finds its timer cancelled.
+    fn drop(&mut self) {
+        for Reverse(e) in self.timers.heap.drain() {
+            e.cell.orphan();
+        }
+    }
+}
+
+/// Timers taken off a heap, due, with what keeps their owner's wake sources alive until they
+/// have fired (see `Owner`).
+pub(crate) struct Due {
+    cells: Vec<Arc<TimerCell>>,
+    /// A reference to the wake sources of the heap, if any cell came off it.
+    wake: Option<Arc<CachePadded<WakeSources>>>,
+}
+
+impl Due {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.cells.is_empty()
     }
 }
 
 /// Fires timers taken off a heap.
-pub(crate) fn fire_all(cells: Vec<Arc<TimerCell>>) {
-    for c in cells {
-        c.fire();
+pub(crate) fn fire_all(due: Due) {
+    let wake = due.wake.as_deref().map(|w| &**w);
+    for c in due.cells {
+        c.fire(wake);
     }
 }
 
@@ -350,7 +416,10 @@ fn fallback_thread(fb: &'static Fallback) {
         }
         if !due.is_empty() {
             drop(timers);
-            fire_all(due);
+            // The fallback's cells have no owner.
+            for c in due {
+                c.fire(None);
+            }
             timers = fb.timers.lock().unwrap();
             continue;
         }
@@ -385,18 +454,18 @@ mod tests {
         let a = cell(&fired);
         assert!(a.cancel());
         assert!(!a.cancel());
-        a.fire();
+        a.fire(None);
         assert!(!a.has_fired());
         assert_eq!(fired.load(Ordering::Relaxed), 0);
         // The waiter went with the cancel.
         assert!(a.waiter.lock().is_none());
 
         let b = cell(&fired);
-        b.fire();
+        b.fire(None);
         assert!(b.has_fired());
         assert_eq!(fired.load(Ordering::Relaxed), 1);
         assert!(!b.cancel());
-        b.fire();
+        b.fire(None);
         assert_eq!(fired.load(Ordering::Relaxed), 1);
     }
 
@@ -407,7 +476,7 @@ mod tests {
             let c = cell(&fired);
             let c2 = c.clone();
             let canceller = std::thread::spawn(move || c2.cancel());
-            c.fire();
+            c.fire(None);
             let cancelled = canceller.join().unwrap();
             assert_eq!(usize::from(cancelled) + fired.load(Ordering::Relaxed), 1);
             assert_eq!(c.has_fired(), !cancelled);
@@ -447,13 +516,52 @@ mod tests {
         }
         assert!(longest <= 4 * live.len() + 1, "heap grew to {longest}");
         // The live timers are all still there, and fire when due.
-        let mut due = Vec::new();
         while let Some(c) = d.pop_due(at) {
-            due.push(c);
+            c.fire(None);
         }
-        fire_all(due);
         assert_eq!(fired.load(Ordering::Relaxed), live.len());
         assert!(live.iter().all(|c| c.has_fired()));
+    }
+
+    /// A timer armed on a proc and cancelled after its runtime: the heap went with the
+    /// runtime and left the timer cancelled, so the cancel follows no pointer to the proc
+    /// (run under `valgrind` to see no read of freed memory). A sleep likewise.
+    #[test]
+    fn a_timer_cancelled_after_its_runtime_is_already_cancelled() {
+        use std::task::{Context, Poll, Waker};
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = fired.clone();
+        // `block_on` consumes the runtime: it is gone when this returns.
+        let (cell, sleep) = crate::Runtime::builder()
+            .procs(1)
+            .build()
+            .unwrap()
+            .block_on(move || {
+                let at = Instant::now() + Duration::from_secs(3600);
+                let cell = crate::sched::worker::arm_timer(
+                    at,
+                    OnFire::Call(Box::new(move || {
+                        f.fetch_add(1, Ordering::Relaxed);
+                    })),
+                );
+                let sleep = crate::spawn_task(async {
+                    let mut s = Box::pin(crate::time::sleep_async(Duration::from_secs(3600)));
+                    let mut cx = Context::from_waker(Waker::noop());
+                    assert_eq!(s.as_mut().poll(&mut cx), Poll::Pending);
+                    // Not the bare future: the task's output is not for awaiting.
+                    Some(s)
+                })
+                .join()
+                .unwrap();
+                (cell, sleep.expect("returned"))
+            })
+            .unwrap();
+        assert!(cell.owner.is_some(), "armed on the proc, not the fallback");
+        assert!(!cell.cancel());
+        assert!(!cell.has_fired());
+        assert!(cell.waiter.lock().is_none());
+        assert_eq!(fired.load(Ordering::Relaxed), 0);
+        drop(sleep);
     }
 
     /// On a proc: a task that arms and cancels a million sleeps leaves the proc's heap short.

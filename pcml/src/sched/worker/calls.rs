@@ -281,11 +281,7 @@ pub(crate) fn run_held<R>(
 /// process-wide fallback timer thread.
 pub(crate) fn arm_timer(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell> {
     match context() {
-        Some(ctx) => ctx
-            .me()
-            .timers
-            .lock()
-            .arm(&ctx.shared, deadline, Some(on_fire)),
+        Some(ctx) => ctx.me().timers.lock().arm(deadline, Some(on_fire)),
         None => crate::sched::timer::arm_fallback(deadline, on_fire),
     }
 }

@@ -64,11 +64,11 @@ pub(crate) struct ProcShared {
     pub(crate) live: CachePadded<AtomicIsize>,
     /// Sources other than pcml threads that may wake a thread of this proc (see
     /// [`WakeSources`]); on a line of its own, written by the proc (and
-    /// by threads that cancel its timers), away from the fields idle procs poll. Each armed
-    /// timer holds a reference to it (to uncount itself), not to the runtime's `Shared`: a
-    /// reference count there sat on the line of `Shared`'s first fields, which every proc
-    /// reads all the time, and a server arms and drops a timer a request on each proc; this
-    /// count is the proc's own, on a line of its own, and written mostly by its own thread.
+    /// by threads that cancel its timers), away from the fields idle procs poll. The proc's
+    /// timer heap holds a reference to it, and each armed timer points at it (to uncount
+    /// itself) with no count of its own (`sched::timer::Owner`): a reference a timer, to the
+    /// runtime's `Shared` at first, then to this, was a count that a server on pcml raised
+    /// and dropped on every request (hyper's header-read timeout).
     pub(crate) wake: Arc<CachePadded<WakeSources>>,
     /// The oldest unstarted fiber spawned on this proc (see `Context::hold_new`); idle procs
     /// may steal it.
