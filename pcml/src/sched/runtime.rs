@@ -564,7 +564,6 @@ impl Builder {
                 .iter()
                 .enumerate()
                 .map(|(i, (d, w))| {
-                    let wake = Arc::new(CachePadded::new(worker::WakeSources::default()));
                     CachePadded::new(ProcShared {
                         stealer: d.stealer(),
                         woken_stealer: w.stealer(),
@@ -573,10 +572,10 @@ impl Builder {
                         carrier: i % carriers,
                         sleeping: AtomicBool::new(false),
                         live: CachePadded::new(AtomicIsize::new(0)),
-                        timers: CachePadded::new(SpinLock::new(TimerHeap::new(wake.clone()))),
-                        wake,
+                        wake: CachePadded::new(Default::default()),
                         held: HeldSlot::new(),
                         watch: CachePadded::new(Default::default()),
+                        timers: CachePadded::new(SpinLock::new(TimerHeap::new())),
                         cpu_clock: std::sync::atomic::AtomicI32::new(NO_CLOCK),
                         os_tid: std::sync::atomic::AtomicI32::new(0),
                         io_batch: AtomicBool::new(false),

@@ -8,15 +8,20 @@
 //! (`Deadlines::compact`), so a loop that arms and cancels timers keeps memory bounded.
 //!
 //! Pending timers count as wake sources for deadlock detection: a thread that sleeps is not
-//! deadlocked.
+//! deadlocked. Nothing counts them as they are armed and cancelled: deadlock detection, once
+//! every proc sleeps, looks in each proc's heap for a pending timer
+//! (`TimerHeap::has_pending`).
 //!
 //! # Invariants
 //! - `TimerCell::state` goes `PENDING -> FIRED` (the owning proc, at the deadline) or
 //!   `PENDING -> CANCELLED` (anyone), once, and only under the cell's `waiter` lock (which
 //!   decides between a firing and a cancel: no compare-and-swap on the state); whoever makes
-//!   that transition takes the waiter and decrements the owning proc's count of wake sources
-//!   (`ProcShared::wake`), which the arming incremented. Reading the state needs no lock.
-//! - The heap is touched only by its proc's worker thread.
+//!   that transition takes the waiter. Reading the state needs no lock.
+//! - A pending timer of a proc is in its heap, or in a batch taken off the heap by a proc that
+//!   is awake until it has fired them (`take_due`, `fire_all`): so when every proc sleeps,
+//!   its pending timers are the pending cells in its heap.
+//! - The heap is touched by its proc's worker thread; by another proc's while the watchdog
+//!   has marked this one as hogged; by deadlock detection once every proc sleeps.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -26,11 +31,8 @@ use std::time::Instant;
 
 use std::sync::{Condvar, Mutex, OnceLock};
 
-use crossbeam_utils::CachePadded;
-
 use crate::mp::SpinLock;
 use crate::sched::blocker::Blocker;
-use crate::sched::worker::WakeSources;
 
 const PENDING: u8 = 0;
 const FIRED: u8 = 1;
@@ -50,29 +52,7 @@ pub(crate) struct TimerCell {
     state: AtomicU8,
     /// What to do when it fires; replaced by an async poller whose waker changed.
     waiter: SpinLock<Option<OnFire>>,
-    /// The wake sources (`ProcShared::wake`) of the proc whose heap holds this timer, which
-    /// count it (none for the fallback thread).
-    owner: Option<Owner>,
 }
-
-/// A timer's pointer to its proc's wake sources, held without a reference count: a count a
-/// timer was two read-modify-writes on the proc's wake line (the clone when armed, the drop
-/// when the cell was freed). The heap holds the count for all its timers.
-///
-/// # Invariants
-/// The pointee is alive while the cell is pending: a pending cell is in its heap, whose
-/// `TimerHeap::wake` owns the wake sources and which, when dropped, takes every pending cell
-/// out of `PENDING` under its lock (`TimerHeap::drop`), or in a `Due` batch taken off the
-/// heap, which owns them too until it has fired them. So the pointer is followed only by
-/// `cancel`, under the cell's lock, having seen the cell pending.
-#[derive(Clone, Copy)]
-struct Owner(std::ptr::NonNull<WakeSources>);
-
-// SAFETY: `Owner` only points at atomics (`WakeSources` is `Sync`), followed while alive (see
-// the invariants): sending or sharing it is sending or sharing a `&WakeSources`.
-unsafe impl Send for Owner {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Owner {}
 
 impl TimerCell {
     /// Whether the timer has fired.
@@ -98,8 +78,10 @@ impl TimerCell {
     ///
     /// The transition is made under the waiter's lock, as `fire`'s is: the lock decides
     /// which of the two makes it (no compare-and-swap on the state besides the lock's own).
-    /// Nothing is counted for the heap's compaction: the heap finds cancelled entries by
-    /// their state (`Deadlines::compact`).
+    /// Nothing is counted, on the owning proc's lines or elsewhere: the heap finds cancelled
+    /// entries by their state (`Deadlines::compact`), and so does deadlock detection
+    /// (`TimerHeap::has_pending`). So a cancel writes only the cell (hyper cancels a timer a
+    /// request, often on another proc than the one that armed it).
     pub(crate) fn cancel(&self) -> bool {
         // Acquire: pairs with the Release store in `fire` (a fired timer is left as it is
         // without the lock); a stale `PENDING` only sends us to the lock, which decides.
@@ -111,30 +93,17 @@ impl TimerCell {
         if self.state.load(Ordering::Relaxed) != PENDING {
             return false;
         }
-        // Relaxed: read under the lock by `fire`, and lock-free by `is_pending` (a hint for
-        // compaction, which needs nothing else the canceller wrote).
-        self.state.store(CANCELLED, Ordering::Relaxed);
+        // Release: pairs with the Acquire load in `is_pending` (deadlock detection, and
+        // compaction, which needs only the state); read under the lock by `fire`.
+        self.state.store(CANCELLED, Ordering::Release);
         let waiter = w.take();
-        if let Some(owner) = self.owner {
-            // SAFETY: the cell was pending, and the lock is held: its heap (or the batch that
-            // took it off the heap) still owns the wake sources (see `Owner`).
-            let wake = unsafe { owner.0.as_ref() };
-            // SeqCst: as in `fire`. Under the lock, since the heap may go once it is released.
-            wake.pending.fetch_sub(1, Ordering::SeqCst);
-        }
         drop(w);
         // Dropped unlocked: a waker's drop may do anything (free its task).
         drop(waiter);
         true
     }
 
-    /// Fires the timer if it is pending; `wake` is its owner's wake sources (from the `Due`
-    /// batch that holds them), none for the fallback thread's.
-    fn fire(&self, wake: Option<&WakeSources>) {
-        debug_assert_eq!(
-            wake.map(|w| w as *const WakeSources),
-            self.owner.map(|o| o.0.as_ptr().cast_const())
-        );
+    fn fire(&self) {
         let mut w = self.waiter.lock();
         // Relaxed: the state changes only under this lock, which orders it here.
         if self.state.load(Ordering::Relaxed) != PENDING {
@@ -151,30 +120,14 @@ impl TimerCell {
             Some(OnFire::Call(f)) => f(),
             None => {}
         }
-        if let Some(wake) = wake {
-            // SeqCst: deadlock detection reads this after the wake-up is visible.
-            wake.pending.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-
-    /// Takes the timer out of `PENDING` for good, as a cancel that counts nothing: its heap
-    /// is being dropped (with its runtime).
-    fn orphan(&self) {
-        let mut w = self.waiter.lock();
-        if self.state.load(Ordering::Relaxed) != PENDING {
-            return;
-        }
-        // Relaxed: as in `cancel`.
-        self.state.store(CANCELLED, Ordering::Relaxed);
-        let waiter = w.take();
-        drop(w);
-        drop(waiter);
     }
 
     fn is_pending(&self) -> bool {
-        // Relaxed: a hint for compaction; the state leaves `PENDING` once, for good, so an
-        // entry seen not pending may be dropped (the cell lives on in its other owners).
-        self.state.load(Ordering::Relaxed) == PENDING
+        // Acquire: pairs with the Release stores in `cancel` and `fire`. The state leaves
+        // `PENDING` once, for good: an entry seen not pending may be dropped (the cell lives
+        // on in its other owners), and one seen pending at worst is kept a while longer (or
+        // delays a deadlock's report to the next look).
+        self.state.load(Ordering::Acquire) == PENDING
     }
 }
 
@@ -284,28 +237,20 @@ impl Deadlines {
 /// A proc's deadline heap.
 pub(crate) struct TimerHeap {
     timers: Deadlines,
-    /// The wake sources of the proc that owns this heap, which its timers point at (see
-    /// `Owner`).
-    wake: Arc<CachePadded<WakeSources>>,
 }
 
 impl TimerHeap {
-    /// The heap of the proc whose wake sources are `wake`.
-    pub(crate) fn new(wake: Arc<CachePadded<WakeSources>>) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             timers: Deadlines::new(),
-            wake,
         }
     }
 
     /// Arms a timer for `deadline` that does `on_fire` (if any).
     pub(crate) fn arm(&mut self, deadline: Instant, on_fire: Option<OnFire>) -> Arc<TimerCell> {
-        // SeqCst: a pending timer is a wake source from now on (deadlock detection).
-        self.wake.pending.fetch_add(1, Ordering::SeqCst);
         let cell = Arc::new(TimerCell {
             state: AtomicU8::new(PENDING),
             waiter: SpinLock::new(on_fire),
-            owner: Some(Owner(std::ptr::NonNull::from(&**self.wake))),
         });
         self.timers.push(deadline, cell.clone());
         cell
@@ -320,6 +265,18 @@ impl TimerHeap {
         self.timers.heap.is_empty()
     }
 
+    /// Whether a timer of this heap is pending: for deadlock detection, once every proc
+    /// sleeps (then this heap holds all of its proc's pending timers: see the module
+    /// invariants). It looks at the entries until it finds a pending one: at most every
+    /// entry, at most four times the live timers (and `COMPACT_MIN`), on a path where every
+    /// proc is idle; in exchange, arming and cancelling count nothing.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.timers
+            .heap
+            .iter()
+            .any(|Reverse(e)| e.cell.is_pending())
+    }
+
     /// How many entries the heap holds, cancelled ones included.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -327,49 +284,21 @@ impl TimerHeap {
     }
 
     /// Takes every timer due at `now` off the heap, for the caller to fire with [`fire_all`]
-    /// (with no borrow of the heap held, since firing may arm new timers).
-    pub(crate) fn take_due(&mut self, now: Instant) -> Due {
-        let mut cells = Vec::new();
+    /// before it sleeps (with no borrow of the heap held, since firing may arm new timers).
+    pub(crate) fn take_due(&mut self, now: Instant) -> Vec<Arc<TimerCell>> {
+        let mut due = Vec::new();
         while let Some(cell) = self.timers.pop_due(now) {
-            cells.push(cell);
+            due.push(cell);
         }
         self.timers.compact();
-        Due {
-            wake: (!cells.is_empty()).then(|| self.wake.clone()),
-            cells,
-        }
-    }
-}
-
-impl Drop for TimerHeap {
-    /// Leaves no timer pending that points at the wake sources (see `Owner`): the runtime is
-    /// going, and a sleep that outlives it (moved out of it) then finds its timer cancelled.
-    fn drop(&mut self) {
-        for Reverse(e) in self.timers.heap.drain() {
-            e.cell.orphan();
-        }
-    }
-}
-
-/// Timers taken off a heap, due, with what keeps their owner's wake sources alive until they
-/// have fired (see `Owner`).
-pub(crate) struct Due {
-    cells: Vec<Arc<TimerCell>>,
-    /// A reference to the wake sources of the heap, if any cell came off it.
-    wake: Option<Arc<CachePadded<WakeSources>>>,
-}
-
-impl Due {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        due
     }
 }
 
 /// Fires timers taken off a heap.
-pub(crate) fn fire_all(due: Due) {
-    let wake = due.wake.as_deref().map(|w| &**w);
-    for c in due.cells {
-        c.fire(wake);
+pub(crate) fn fire_all(cells: Vec<Arc<TimerCell>>) {
+    for c in cells {
+        c.fire();
     }
 }
 
@@ -397,7 +326,6 @@ pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell>
     let cell = Arc::new(TimerCell {
         state: AtomicU8::new(PENDING),
         waiter: SpinLock::new(Some(on_fire)),
-        owner: None,
     });
     // Compacts as a proc's heap does, so the heap stays bounded.
     fb.timers.lock().unwrap().push(deadline, cell.clone());
@@ -416,10 +344,7 @@ fn fallback_thread(fb: &'static Fallback) {
         }
         if !due.is_empty() {
             drop(timers);
-            // The fallback's cells have no owner.
-            for c in due {
-                c.fire(None);
-            }
+            fire_all(due);
             timers = fb.timers.lock().unwrap();
             continue;
         }
@@ -444,7 +369,6 @@ mod tests {
             waiter: SpinLock::new(Some(OnFire::Call(Box::new(move || {
                 fired.fetch_add(1, Ordering::Relaxed);
             })))),
-            owner: None,
         })
     }
 
@@ -454,18 +378,18 @@ mod tests {
         let a = cell(&fired);
         assert!(a.cancel());
         assert!(!a.cancel());
-        a.fire(None);
+        a.fire();
         assert!(!a.has_fired());
         assert_eq!(fired.load(Ordering::Relaxed), 0);
         // The waiter went with the cancel.
         assert!(a.waiter.lock().is_none());
 
         let b = cell(&fired);
-        b.fire(None);
+        b.fire();
         assert!(b.has_fired());
         assert_eq!(fired.load(Ordering::Relaxed), 1);
         assert!(!b.cancel());
-        b.fire(None);
+        b.fire();
         assert_eq!(fired.load(Ordering::Relaxed), 1);
     }
 
@@ -476,7 +400,7 @@ mod tests {
             let c = cell(&fired);
             let c2 = c.clone();
             let canceller = std::thread::spawn(move || c2.cancel());
-            c.fire(None);
+            c.fire();
             let cancelled = canceller.join().unwrap();
             assert_eq!(usize::from(cancelled) + fired.load(Ordering::Relaxed), 1);
             assert_eq!(c.has_fired(), !cancelled);
@@ -517,17 +441,16 @@ mod tests {
         assert!(longest <= 4 * live.len() + 1, "heap grew to {longest}");
         // The live timers are all still there, and fire when due.
         while let Some(c) = d.pop_due(at) {
-            c.fire(None);
+            c.fire();
         }
         assert_eq!(fired.load(Ordering::Relaxed), live.len());
         assert!(live.iter().all(|c| c.has_fired()));
     }
 
-    /// A timer armed on a proc and cancelled after its runtime: the heap went with the
-    /// runtime and left the timer cancelled, so the cancel follows no pointer to the proc
-    /// (run under `valgrind` to see no read of freed memory). A sleep likewise.
+    /// A timer armed on a proc and cancelled after its runtime is gone (and a sleep dropped
+    /// then): the cancel touches only the cell.
     #[test]
-    fn a_timer_cancelled_after_its_runtime_is_already_cancelled() {
+    fn a_timer_can_be_cancelled_after_its_runtime() {
         use std::task::{Context, Poll, Waker};
         let fired = Arc::new(AtomicUsize::new(0));
         let f = fired.clone();
@@ -556,12 +479,26 @@ mod tests {
                 (cell, sleep.expect("returned"))
             })
             .unwrap();
-        assert!(cell.owner.is_some(), "armed on the proc, not the fallback");
-        assert!(!cell.cancel());
+        assert!(cell.cancel());
         assert!(!cell.has_fired());
         assert!(cell.waiter.lock().is_none());
         assert_eq!(fired.load(Ordering::Relaxed), 0);
         drop(sleep);
+    }
+
+    #[test]
+    fn a_heap_has_pending_timers_until_they_are_cancelled() {
+        let mut heap = TimerHeap::new();
+        assert!(!heap.has_pending());
+        let at = Instant::now() + Duration::from_secs(3600);
+        let a = heap.arm(at, None);
+        let b = heap.arm(at, None);
+        assert!(heap.has_pending());
+        a.cancel();
+        assert!(heap.has_pending());
+        b.cancel();
+        assert!(!heap.has_pending());
+        assert_eq!(heap.len(), 2);
     }
 
     /// On a proc: a task that arms and cancels a million sleeps leaves the proc's heap short.
