@@ -25,8 +25,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -52,6 +52,74 @@ pub(crate) struct TimerCell {
     state: AtomicU8,
     /// What to do when it fires; replaced by an async poller whose waker changed.
     waiter: SpinLock<Option<OnFire>>,
+}
+
+/// A reference to a timer cell, one of exactly two: its heap entry's and its waiter's.
+///
+/// Not an `Arc`, whose clone at arming is a read-modify-write and whose two drops are one
+/// each: the count starts at 2 (no write to arm), and the reference dropped last sees the
+/// count at 1 and frees the cell without writing it. So a timer costs one read-modify-write
+/// on its count, the drop of the first reference to go (hyper's header-read timeout: the
+/// sleep's drop, cancelling it; the heap's entry goes later, at compaction).
+///
+/// # Invariants
+/// `refs` is the number of `TimerRef`s to the cell still alive: 2 at `TimerRef::pair`, and
+/// no reference is ever cloned.
+pub(crate) struct TimerRef(NonNull<Counted>);
+
+/// A timer cell with its count of references.
+struct Counted {
+    refs: AtomicUsize,
+    cell: TimerCell,
+}
+
+// SAFETY: a `TimerRef` gives shared access to a `TimerCell` (which is `Send + Sync`: atomics
+// and a spin lock around a `Send` waiter), and frees it from whichever thread drops the last
+// reference, as an `Arc<TimerCell>` does.
+unsafe impl Send for TimerRef {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for TimerRef {}
+
+impl TimerRef {
+    /// The two references to a new cell.
+    fn pair(cell: TimerCell) -> (TimerRef, TimerRef) {
+        let counted = NonNull::from(Box::leak(Box::new(Counted {
+            refs: AtomicUsize::new(2),
+            cell,
+        })));
+        (TimerRef(counted), TimerRef(counted))
+    }
+}
+
+impl std::ops::Deref for TimerRef {
+    type Target = TimerCell;
+
+    fn deref(&self) -> &TimerCell {
+        // SAFETY: the cell lives while a reference does (see `Drop`).
+        unsafe { &self.0.as_ref().cell }
+    }
+}
+
+impl Drop for TimerRef {
+    fn drop(&mut self) {
+        // SAFETY: alive while this reference is.
+        let refs = unsafe { &self.0.as_ref().refs };
+        // Acquire: pairs with the Release decrement of the other reference, so its uses of
+        // the cell happen before the free below. At 1 the other reference is gone, and none
+        // can be made (no clones): this one is the last, and frees with no write.
+        if refs.load(Ordering::Acquire) != 1 {
+            // Release: publishes this reference's uses of the cell to the thread that frees
+            // it (the Acquire load above or the fence below, on the other reference's drop).
+            if refs.fetch_sub(1, Ordering::Release) != 1 {
+                return;
+            }
+            // Acquire: pairs with the other reference's Release decrement (both dropped at
+            // once: this one came second).
+            std::sync::atomic::fence(Ordering::Acquire);
+        }
+        // SAFETY: the last reference (see above), to a cell made by `Box` in `pair`.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
 }
 
 impl TimerCell {
@@ -150,7 +218,7 @@ struct Deadlines {
 struct Entry {
     deadline: Instant,
     seq: u64,
-    cell: Arc<TimerCell>,
+    cell: TimerRef,
 }
 
 impl PartialEq for Entry {
@@ -182,7 +250,7 @@ impl Deadlines {
     /// Adds `cell`, due at `deadline`; compacts first if the heap has outgrown its live timers
     /// (a thread that arms and cancels in a loop may not return to its worker for a long
     /// time, so this is not left to the popping).
-    fn push(&mut self, deadline: Instant, cell: Arc<TimerCell>) {
+    fn push(&mut self, deadline: Instant, cell: TimerRef) {
         self.compact();
         self.seq += 1;
         self.heap.push(Reverse(Entry {
@@ -193,7 +261,7 @@ impl Deadlines {
     }
 
     /// Takes off the heap its earliest entry, if due at `now`.
-    fn pop_due(&mut self, now: Instant) -> Option<Arc<TimerCell>> {
+    fn pop_due(&mut self, now: Instant) -> Option<TimerRef> {
         if self.heap.peek()?.0.deadline > now {
             return None;
         }
@@ -247,12 +315,12 @@ impl TimerHeap {
     }
 
     /// Arms a timer for `deadline` that does `on_fire` (if any).
-    pub(crate) fn arm(&mut self, deadline: Instant, on_fire: Option<OnFire>) -> Arc<TimerCell> {
-        let cell = Arc::new(TimerCell {
+    pub(crate) fn arm(&mut self, deadline: Instant, on_fire: Option<OnFire>) -> TimerRef {
+        let (cell, entry) = TimerRef::pair(TimerCell {
             state: AtomicU8::new(PENDING),
             waiter: SpinLock::new(on_fire),
         });
-        self.timers.push(deadline, cell.clone());
+        self.timers.push(deadline, entry);
         cell
     }
 
@@ -285,7 +353,7 @@ impl TimerHeap {
 
     /// Takes every timer due at `now` off the heap, for the caller to fire with [`fire_all`]
     /// before it sleeps (with no borrow of the heap held, since firing may arm new timers).
-    pub(crate) fn take_due(&mut self, now: Instant) -> Vec<Arc<TimerCell>> {
+    pub(crate) fn take_due(&mut self, now: Instant) -> Vec<TimerRef> {
         let mut due = Vec::new();
         while let Some(cell) = self.timers.pop_due(now) {
             due.push(cell);
@@ -296,7 +364,7 @@ impl TimerHeap {
 }
 
 /// Fires timers taken off a heap.
-pub(crate) fn fire_all(cells: Vec<Arc<TimerCell>>) {
+pub(crate) fn fire_all(cells: Vec<TimerRef>) {
     for c in cells {
         c.fire();
     }
@@ -310,7 +378,7 @@ struct Fallback {
 }
 
 /// Arms a timer on the fallback thread.
-pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell> {
+pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> TimerRef {
     static FALLBACK: OnceLock<&'static Fallback> = OnceLock::new();
     let fb = *FALLBACK.get_or_init(|| {
         let fb: &'static Fallback = Box::leak(Box::new(Fallback {
@@ -323,12 +391,12 @@ pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell>
             .expect("pcml: could not start the timer thread");
         fb
     });
-    let cell = Arc::new(TimerCell {
+    let (cell, entry) = TimerRef::pair(TimerCell {
         state: AtomicU8::new(PENDING),
         waiter: SpinLock::new(Some(on_fire)),
     });
     // Compacts as a proc's heap does, so the heap stays bounded.
-    fb.timers.lock().unwrap().push(deadline, cell.clone());
+    fb.timers.lock().unwrap().push(deadline, entry);
     fb.cvar.notify_one();
     cell
 }
@@ -358,13 +426,13 @@ fn fallback_thread(fb: &'static Fallback) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
     use std::time::Duration;
 
-    /// A cell of no proc (as the fallback thread's are) that counts its firings.
-    fn cell(fired: &Arc<AtomicUsize>) -> Arc<TimerCell> {
+    /// The two references to a cell of no heap that counts its firings.
+    fn cell(fired: &Arc<AtomicUsize>) -> (TimerRef, TimerRef) {
         let fired = fired.clone();
-        Arc::new(TimerCell {
+        TimerRef::pair(TimerCell {
             state: AtomicU8::new(PENDING),
             waiter: SpinLock::new(Some(OnFire::Call(Box::new(move || {
                 fired.fetch_add(1, Ordering::Relaxed);
@@ -372,10 +440,47 @@ mod tests {
         })
     }
 
+    /// The cell goes with its second reference, whichever goes first, on whichever thread
+    /// (run under `valgrind` to see no leak and no use after the free).
+    #[test]
+    fn a_cell_is_freed_with_its_last_reference() {
+        struct Flag(Arc<AtomicUsize>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let freed = Arc::new(AtomicUsize::new(0));
+        let pair = || {
+            let flag = Flag(freed.clone());
+            TimerRef::pair(TimerCell {
+                state: AtomicU8::new(PENDING),
+                waiter: SpinLock::new(Some(OnFire::Call(Box::new(move || drop(flag))))),
+            })
+        };
+        let (a, b) = pair();
+        drop(a);
+        assert_eq!(freed.load(Ordering::Relaxed), 0);
+        drop(b);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+        let (a, b) = pair();
+        drop(b);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+        drop(a);
+        assert_eq!(freed.load(Ordering::Relaxed), 2);
+        for round in 0..1_000 {
+            let (a, b) = pair();
+            let t = std::thread::spawn(move || drop(b));
+            drop(a);
+            t.join().unwrap();
+            assert_eq!(freed.load(Ordering::Relaxed), 3 + round);
+        }
+    }
+
     #[test]
     fn a_cancelled_timer_does_not_fire_and_a_fired_one_does_not_cancel() {
         let fired = Arc::new(AtomicUsize::new(0));
-        let a = cell(&fired);
+        let (a, _entry) = cell(&fired);
         assert!(a.cancel());
         assert!(!a.cancel());
         a.fire();
@@ -384,7 +489,7 @@ mod tests {
         // The waiter went with the cancel.
         assert!(a.waiter.lock().is_none());
 
-        let b = cell(&fired);
+        let (b, _entry) = cell(&fired);
         b.fire();
         assert!(b.has_fired());
         assert_eq!(fired.load(Ordering::Relaxed), 1);
@@ -397,8 +502,7 @@ mod tests {
     fn fire_and_cancel_racing_make_one_transition() {
         for _ in 0..2_000 {
             let fired = Arc::new(AtomicUsize::new(0));
-            let c = cell(&fired);
-            let c2 = c.clone();
+            let (c, c2) = cell(&fired);
             let canceller = std::thread::spawn(move || c2.cancel());
             c.fire();
             let cancelled = canceller.join().unwrap();
@@ -414,8 +518,8 @@ mod tests {
         let at = Instant::now() + Duration::from_secs(3600);
         let mut longest = 0;
         for _ in 0..1_000_000 {
-            let c = cell(&fired);
-            d.push(at, c.clone());
+            let (c, entry) = cell(&fired);
+            d.push(at, entry);
             assert!(c.cancel());
             longest = longest.max(d.heap.len());
         }
@@ -427,14 +531,17 @@ mod tests {
         let fired = Arc::new(AtomicUsize::new(0));
         let mut d = Deadlines::new();
         let at = Instant::now() + Duration::from_secs(3600);
-        let live: Vec<_> = (0..1_000).map(|_| cell(&fired)).collect();
-        for c in &live {
-            d.push(at, c.clone());
-        }
+        let live: Vec<_> = (0..1_000)
+            .map(|_| {
+                let (c, entry) = cell(&fired);
+                d.push(at, entry);
+                c
+            })
+            .collect();
         let mut longest = 0;
         for _ in 0..100_000 {
-            let c = cell(&fired);
-            d.push(at, c.clone());
+            let (c, entry) = cell(&fired);
+            d.push(at, entry);
             c.cancel();
             longest = longest.max(d.heap.len());
         }
