@@ -1,6 +1,7 @@
 //! Per-proc timers, driven by the scheduler (the time layer of Morrisett and Tolmach 1992, section 5).
 //!
-//! A timer lives on the proc that armed it, in a deadline heap that only that proc touches.
+//! A timer lives on the proc that armed it, in a deadline heap that mostly only that proc
+//! touches (see the invariants).
 //! The worker fires due timers between threads, and an idle proc parks exactly until its
 //! earliest deadline. A timer that is cancelled (its sleeper gave up, or a future was dropped)
 //! is marked at once from any thread; the heap drops marked entries when it pops them, and
