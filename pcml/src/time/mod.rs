@@ -50,13 +50,12 @@ pub use self::timeout::{Elapsed, Timeout, timeout};
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
 use crate::sched::blocker::{self, Blocker};
-use crate::sched::timer::{OnFire, TimerCell};
+use crate::sched::timer::{OnFire, TimerRef};
 use crate::sched::worker::{self, Current};
 
 /// The furthest a deadline may lie ahead; longer sleeps are clamped to it.
@@ -97,7 +96,7 @@ pub fn sleep(d: Duration) {
             let deadline = deadline_after(d);
             /// Cancels the armed timer if the sleeper unwinds before it fires (a cancelled
             /// fiber), so it stops counting as a source of wake-ups.
-            struct Armed(Option<Arc<TimerCell>>);
+            struct Armed(Option<TimerRef>);
             impl Drop for Armed {
                 fn drop(&mut self) {
                     if let Some(t) = self.0.take() {
@@ -185,7 +184,7 @@ pub fn sleep_until_async(deadline: Instant) -> Sleep {
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
-    timer: Option<Arc<TimerCell>>,
+    timer: Option<TimerRef>,
 }
 
 impl std::fmt::Debug for Sleep {
@@ -326,7 +325,7 @@ struct TimeoutEvt<O> {
     after: Option<Duration>,
     deadline: Option<Instant>,
     /// The timer armed by `block`, cancelled if another branch wins.
-    timer: Option<Arc<TimerCell>>,
+    timer: Option<TimerRef>,
 }
 
 impl<O> TimeoutEvt<O> {

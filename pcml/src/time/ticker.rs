@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::event::{BaseEvent, Blocked, Event, OwnWaiter, SelfSynch};
-use crate::sched::timer::{OnFire, TimerCell};
+use crate::sched::timer::{OnFire, TimerRef};
 use crate::sched::worker;
 
 use super::{TimeoutEvt, deadline_after};
@@ -344,7 +344,7 @@ struct TickWait {
     tick: Mutex<Option<Instant>>,
     /// The armed timer (replaced when the callback re-arms), and whether the receive lost
     /// (then the callback does not re-arm). Written by `block`, the callback and `cancel`.
-    timer: Mutex<(Option<Arc<TimerCell>>, bool)>,
+    timer: Mutex<(Option<TimerRef>, bool)>,
 }
 
 impl BaseEvent for TickEvt {

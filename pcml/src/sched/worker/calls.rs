@@ -279,13 +279,9 @@ pub(crate) fn run_held<R>(
 
 /// Arms a timer on the current proc that does `on_fire` at `deadline`; off the procs, on the
 /// process-wide fallback timer thread.
-pub(crate) fn arm_timer(deadline: Instant, on_fire: OnFire) -> Arc<TimerCell> {
+pub(crate) fn arm_timer(deadline: Instant, on_fire: OnFire) -> TimerRef {
     match context() {
-        Some(ctx) => ctx
-            .me()
-            .timers
-            .lock()
-            .arm(&ctx.shared, deadline, Some(on_fire)),
+        Some(ctx) => ctx.me().timers.lock().arm(deadline, Some(on_fire)),
         None => crate::sched::timer::arm_fallback(deadline, on_fire),
     }
 }

@@ -95,7 +95,7 @@ use crate::sched::metrics;
 use crate::sched::owed::{self, Check, Owed};
 use crate::sched::runtime::MainSlot;
 use crate::sched::spawn::SpareCell;
-use crate::sched::timer::{OnFire, TimerCell, TimerHeap};
+use crate::sched::timer::{OnFire, TimerHeap, TimerRef};
 use crate::sched::watchdog::{ProcWatch, TASK_BIT};
 use crate::task::{TaskRef, TaskRegistry, TaskRun};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering, fence};

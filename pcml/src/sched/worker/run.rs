@@ -530,7 +530,7 @@ impl Context {
         }
         let now = Instant::now();
         // Locked only to pop: firing wakes threads, which may arm timers on this proc.
-        let due = self.me().timers.lock().take_due(&self.shared, now);
+        let due = self.me().timers.lock().take_due(now);
         fired |= !due.is_empty();
         crate::sched::timer::fire_all(due);
         fired
@@ -548,7 +548,7 @@ impl Context {
             if i == self.index || p.watch.preempt.load(Ordering::Relaxed) == 0 {
                 continue;
             }
-            let due = p.timers.lock().take_due(&self.shared, now);
+            let due = p.timers.lock().take_due(now);
             fired |= !due.is_empty();
             crate::sched::timer::fire_all(due);
         }

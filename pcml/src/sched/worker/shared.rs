@@ -7,26 +7,22 @@ use super::*;
 pub(crate) const NO_CLOCK: i32 = i32::MIN;
 
 /// Sources other than pcml threads that may wake a thread of one proc, counted for deadlock
-/// detection (`Shared::is_quiescent`), and the proc's cancelled timers.
+/// detection (`Shared::is_quiescent`); its pending timers are not counted here, but found in
+/// its heap (`TimerHeap::has_pending`).
 ///
-/// Per proc, not one count per runtime: a server arms and cancels a timer on every request
-/// (hyper's header-read timeout), and a runtime-wide count was one cache line that every
-/// proc wrote with two read-modify-writes a request. The count of proc `p` goes up only on
-/// `p`'s own thread (a timer armed on its heap, fibers it holds back), and down wherever the
-/// source ends (a timer cancelled by any thread). Deadlock detection reads the counts one
-/// at a time only after it saw every proc asleep: then no count can go up, and each count
-/// is at least the number of `p`'s sources still pending (a source is counted before it
-/// exists and uncounted after it ended), so the reading is exact where it matters: it says
-/// zero only if no source is pending. (As for `live`, the check is repeated before a
-/// deadlock is reported.)
+/// Timers are not counted: a server arms and cancels a timer on every request (hyper's
+/// header-read timeout), and a count of them was two read-modify-writes a request, the
+/// cancel's from whatever proc ran the request (first on one runtime-wide line, then on the
+/// arming proc's). The count of proc `p` goes up only on `p`'s own thread (fibers it holds
+/// back), and down on it too. Deadlock detection reads the counts one at a time only after
+/// it saw every proc asleep: then no count can go up, and each count is at least the number
+/// of `p`'s sources still pending (a source is counted before it exists and uncounted after
+/// it ended), so the reading is exact where it matters: it says zero only if no source is
+/// pending. (As for `live`, the check is repeated before a deadlock is reported.)
 #[derive(Default)]
 pub(crate) struct WakeSources {
-    /// Pending timers of this proc's heap, and 1 while it holds fibers back
-    /// (`hold_back_woken`).
+    /// 1 while the proc holds fibers back (`hold_back_woken`).
     pub(crate) pending: AtomicUsize,
-    /// Timers of this proc cancelled and not yet dropped from its heap (drives compaction);
-    /// incremented by any thread, reset by the proc.
-    pub(crate) timers_cancelled: AtomicUsize,
 }
 
 /// What a proc shares with the others.
@@ -65,14 +61,12 @@ pub(crate) struct ProcShared {
     /// line of its own: the owner writes it at most spawns and ends, while idle procs poll the
     /// other fields.
     pub(crate) live: CachePadded<AtomicIsize>,
-    /// Sources other than pcml threads that may wake a thread of this proc, and its
-    /// cancelled timers (see [`WakeSources`]); on a line of its own, written by the proc (and
-    /// by threads that cancel its timers), away from the fields idle procs poll. Each armed
-    /// timer holds a reference to it (to uncount itself), not to the runtime's `Shared`: a
-    /// reference count there sat on the line of `Shared`'s first fields, which every proc
-    /// reads all the time, and a server arms and drops a timer a request on each proc; this
-    /// count is the proc's own, on a line of its own, and written mostly by its own thread.
-    pub(crate) wake: Arc<CachePadded<WakeSources>>,
+    /// Sources other than pcml threads that may wake a thread of this proc (see
+    /// [`WakeSources`]); on a line of its own, written by the proc, away from the fields idle
+    /// procs poll. (Armed timers held a reference to it, to uncount themselves, until timers
+    /// stopped being counted: a reference count that a server on pcml raised and dropped on
+    /// every request.)
+    pub(crate) wake: CachePadded<WakeSources>,
     /// The oldest unstarted fiber spawned on this proc (see `Context::hold_new`); idle procs
     /// may steal it.
     pub(crate) held: HeldSlot<NewFiber>,
@@ -455,6 +449,10 @@ impl Shared {
                 // SeqCst: as above; see `WakeSources` for why a sum of per-proc counts
                 // read one at a time is exact here.
                 p.wake.pending.load(Ordering::SeqCst) == 0
+                    // Every proc sleeps: its pending timers are in its heap (`sched::timer`).
+                    // Locked after the loads above, so the arming of any timer before the
+                    // proc slept is seen.
+                    && !p.timers.lock().has_pending()
                     && p.inbox.is_empty()
                     && p.stealer.is_empty()
                     && p.woken_stealer.is_empty()
