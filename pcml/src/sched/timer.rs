@@ -82,11 +82,14 @@ unsafe impl Send for TimerRef {}
 unsafe impl Sync for TimerRef {}
 
 impl TimerRef {
-    /// The two references to a new cell.
-    fn pair(cell: TimerCell) -> (TimerRef, TimerRef) {
+    /// The two references to a new pending cell that does `on_fire` (if any) when it fires.
+    fn pair(on_fire: Option<OnFire>) -> (TimerRef, TimerRef) {
         let counted = NonNull::from(Box::leak(Box::new(Counted {
             refs: AtomicUsize::new(2),
-            cell,
+            cell: TimerCell {
+                state: AtomicU8::new(PENDING),
+                waiter: SpinLock::new(on_fire),
+            },
         })));
         (TimerRef(counted), TimerRef(counted))
     }
@@ -271,6 +274,15 @@ impl Deadlines {
         Some(e.cell)
     }
 
+    /// Takes off the heap every entry due at `now`, earliest first.
+    fn take_due(&mut self, now: Instant) -> Vec<TimerRef> {
+        let mut due = Vec::new();
+        while let Some(cell) = self.pop_due(now) {
+            due.push(cell);
+        }
+        due
+    }
+
     /// The earliest deadline still in the heap (possibly of a cancelled timer).
     fn next_deadline(&self) -> Option<Instant> {
         self.heap.peek().map(|Reverse(e)| e.deadline)
@@ -317,10 +329,7 @@ impl TimerHeap {
 
     /// Arms a timer for `deadline` that does `on_fire` (if any).
     pub(crate) fn arm(&mut self, deadline: Instant, on_fire: Option<OnFire>) -> TimerRef {
-        let (cell, entry) = TimerRef::pair(TimerCell {
-            state: AtomicU8::new(PENDING),
-            waiter: SpinLock::new(on_fire),
-        });
+        let (cell, entry) = TimerRef::pair(on_fire);
         self.timers.push(deadline, entry);
         cell
     }
@@ -355,10 +364,7 @@ impl TimerHeap {
     /// Takes every timer due at `now` off the heap, for the caller to fire with [`fire_all`]
     /// before it sleeps (with no borrow of the heap held, since firing may arm new timers).
     pub(crate) fn take_due(&mut self, now: Instant) -> Vec<TimerRef> {
-        let mut due = Vec::new();
-        while let Some(cell) = self.timers.pop_due(now) {
-            due.push(cell);
-        }
+        let due = self.timers.take_due(now);
         self.timers.compact();
         due
     }
@@ -392,10 +398,7 @@ pub(crate) fn arm_fallback(deadline: Instant, on_fire: OnFire) -> TimerRef {
             .expect("pcml: could not start the timer thread");
         fb
     });
-    let (cell, entry) = TimerRef::pair(TimerCell {
-        state: AtomicU8::new(PENDING),
-        waiter: SpinLock::new(Some(on_fire)),
-    });
+    let (cell, entry) = TimerRef::pair(Some(on_fire));
     // Compacts as a proc's heap does, so the heap stays bounded.
     fb.timers.lock().unwrap().push(deadline, entry);
     fb.cvar.notify_one();
@@ -407,10 +410,7 @@ fn fallback_thread(fb: &'static Fallback) {
     let mut timers = fb.timers.lock().unwrap();
     loop {
         let now = Instant::now();
-        let mut due = Vec::new();
-        while let Some(cell) = timers.pop_due(now) {
-            due.push(cell);
-        }
+        let due = timers.take_due(now);
         if !due.is_empty() {
             drop(timers);
             fire_all(due);
@@ -433,12 +433,9 @@ mod tests {
     /// The two references to a cell of no heap that counts its firings.
     fn cell(fired: &Arc<AtomicUsize>) -> (TimerRef, TimerRef) {
         let fired = fired.clone();
-        TimerRef::pair(TimerCell {
-            state: AtomicU8::new(PENDING),
-            waiter: SpinLock::new(Some(OnFire::Call(Box::new(move || {
-                fired.fetch_add(1, Ordering::Relaxed);
-            })))),
-        })
+        TimerRef::pair(Some(OnFire::Call(Box::new(move || {
+            fired.fetch_add(1, Ordering::Relaxed);
+        }))))
     }
 
     /// The cell goes with its second reference, whichever goes first, on whichever thread
@@ -454,10 +451,7 @@ mod tests {
         let freed = Arc::new(AtomicUsize::new(0));
         let pair = || {
             let flag = Flag(freed.clone());
-            TimerRef::pair(TimerCell {
-                state: AtomicU8::new(PENDING),
-                waiter: SpinLock::new(Some(OnFire::Call(Box::new(move || drop(flag))))),
-            })
+            TimerRef::pair(Some(OnFire::Call(Box::new(move || drop(flag)))))
         };
         let (a, b) = pair();
         drop(a);
