@@ -55,7 +55,8 @@ fn deep_recursion_fits_in_a_big_stack() {
 
 /// A fiber can use its whole stack size, whatever offset its stack's top starts at (the
 /// stacks' colours, see `fiber::stack`): 20 fibers alive at once on one proc, each on a
-/// stack of its own, each recurse through 60 KiB of a 64 KiB stack.
+/// stack of its own, each recurse through 60 KiB of a 64 KiB stack (52 KiB in an unoptimised
+/// build, where the frames of the fiber's entry, before the closure's, take 6 to 8 KiB).
 #[test]
 fn every_fiber_can_use_nearly_its_whole_stack_size() {
     /// Recurses until the frames reach `bytes` below `top`; returns the depth.
@@ -68,26 +69,28 @@ fn every_fiber_can_use_nearly_its_whole_stack_size() {
         }
         dig(top, bytes) + u64::from(pad[7]) + 1
     }
+    let dig_to = if cfg!(debug_assertions) { 52 } else { 60 } * 1024;
     let rt = Runtime::builder()
         .procs(1)
         .stack_size(64 * 1024)
         .build()
         .unwrap();
-    rt.block_on(|| {
+    rt.block_on(move || {
         let (dug, gate) = (pcml::Chan::<u64>::new(), pcml::Chan::<()>::new());
         let hs: Vec<_> = (0..20)
             .map(|_| {
                 let (dug, gate) = (dug.clone(), gate.clone());
                 pcml::spawn(move || {
                     let top = std::hint::black_box(&gate) as *const _ as usize;
-                    dug.send(dig(top, 60 * 1024));
+                    dug.send(dig(top, dig_to));
                     // Stay alive (holding the stack) until all have dug.
                     gate.recv();
                 })
             })
             .collect();
         for _ in 0..20 {
-            assert!(dug.recv() > 100);
+            // Frames of at least 256 bytes (`pad`, more unoptimised): the recursion ran.
+            assert!(dug.recv() > 50);
         }
         for _ in 0..20 {
             gate.send(());
