@@ -146,6 +146,25 @@ fn returns(f: impl FnOnce() + Send + 'static) {
     runner.join().unwrap();
 }
 
+/// Runs a runtime of `procs` procs whose main fiber starts a task that holds `guard` and
+/// awaits forever, and returns when main does (the runtime shut down with the task pending):
+/// the task's handle, to see how its end was reported.
+fn left_awaiting<G: Send + 'static>(procs: usize, guard: G) -> pcml::JoinHandle<()> {
+    rt(procs)
+        .block_on(move || {
+            let started = Mailbox::new();
+            let s = started.clone();
+            let awaiting = pcml::spawn_task(async move {
+                let _g = guard;
+                s.send(());
+                pcml::never::<()>().await;
+            });
+            started.recv();
+            awaiting
+        })
+        .unwrap()
+}
+
 /// What a runtime's shutdown drops outside any pcml thread (here an async task blocked in an
 /// `.await`) has a destructor that blocks. Nothing is left to wake it: the blocking call
 /// panics, the task's join reports the panic, and `block_on` returns (it hung in the
@@ -154,22 +173,9 @@ fn returns(f: impl FnOnce() + Send + 'static) {
 fn a_destructor_that_blocks_at_shutdown_panics_instead_of_hanging() {
     for procs in [1, 2] {
         returns(move || {
-            let (tx, rx) = std::sync::mpsc::channel();
-            rt(procs)
-                .block_on(move || {
-                    let started = Mailbox::new();
-                    let s = started.clone();
-                    let g = SendsOnDrop(Chan::new());
-                    let awaiting = pcml::spawn_task(async move {
-                        let _g = g;
-                        s.send(());
-                        pcml::never::<()>().await;
-                    });
-                    started.recv();
-                    tx.send(awaiting).unwrap();
-                })
-                .unwrap();
-            let e = rx.recv().unwrap().join().unwrap_err();
+            let e = left_awaiting(procs, SendsOnDrop(Chan::new()))
+                .join()
+                .unwrap_err();
             let msg = e.panic_message().unwrap_or_else(|| panic!("{e}"));
             assert!(msg.contains("send would block"), "procs {procs}: {msg}");
             assert!(msg.contains("runtime shutdown"), "procs {procs}: {msg}");
@@ -287,24 +293,11 @@ fn a_pending_task_whose_destructor_spawns_is_cancelled_without_a_panic() {
     for procs in [1, 2] {
         returns(move || {
             let (out, spawned) = std::sync::mpsc::channel();
-            let (tx, rx) = std::sync::mpsc::channel();
             let dropped = Arc::new(AtomicUsize::new(0));
             let d = dropped.clone();
-            rt(procs)
-                .block_on(move || {
-                    let started = Mailbox::new();
-                    let s = started.clone();
-                    let g = SpawnsOnDropAtShutdown { out, dropped: d };
-                    let waiting = pcml::spawn_task(async move {
-                        let _g = g;
-                        s.send(());
-                        pcml::never::<()>().await;
-                    });
-                    started.recv();
-                    tx.send(waiting).unwrap();
-                })
-                .unwrap();
-            let e = rx.recv().unwrap().join().unwrap_err();
+            let e = left_awaiting(procs, SpawnsOnDropAtShutdown { out, dropped: d })
+                .join()
+                .unwrap_err();
             assert!(e.is_cancelled(), "procs {procs}: {e}");
             assert_eq!(
                 check_spawned_at_shutdown(spawned, &dropped, 1, false),
