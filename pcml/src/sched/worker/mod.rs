@@ -61,8 +61,8 @@
 //!   timer, yield, spend the budget, push work).
 //!
 //! # Invariants
-//! - A started fiber is in exactly one of: running (its coroutine taken out of its slot), its
-//!   proc's `ready` queue (state `Ready`), waiting behind turns owed to its proc (state
+//! - A started fiber is in exactly one of: running (state `Ready`, the slot `current` names),
+//!   its proc's `ready` queue (state `Ready`), waiting behind turns owed to its proc (state
 //!   `Ready`, in `owed`), or blocked (state `Blocked`, coroutine in its slot).
 //! - A fiber's `token` is non-zero only while it is blocking or blocked; the first wake-up that
 //!   carries it sets it to zero, so a repeated or stale wake-up does nothing.

@@ -453,7 +453,8 @@ impl Context {
         // SAFETY: a started fiber keeps its slot until it ends (the removal below, after its
         // last resume), and the callers name only such slots (above).
         let e = unsafe { self.fibers.get_unchecked(slot) };
-        debug_assert_ne!(e.state.get(), FiberState::Running);
+        // Ready, and stays so while it runs (see `FiberState`).
+        debug_assert_eq!(e.state.get(), FiberState::Ready);
         // The stores other threads read first, both through `me`: the metrics' count and the
         // watchdog's name of the running thread, relaxed hints whose order against this
         // proc's private stores below nobody can observe (the fiber's and the wake-ups'
@@ -464,7 +465,6 @@ impl Context {
         metrics::bump(&me.metrics.resumes);
         // Relaxed: as in `show_running`.
         me.watch.running.store(e.id.as_u64(), Ordering::Relaxed);
-        e.state.set(FiberState::Running);
         debug_assert!(matches!(e.current, Current::Fiber { slot: s, inlined: 0, .. } if s == slot));
         self.current.set(e.current);
         self.guard.set(e.guard.0);
@@ -489,7 +489,7 @@ impl Context {
         self.current.set(Current::Scheduler);
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
-                e.state.set(FiberState::Ready);
+                // Still `Ready` (`FiberState`).
                 self.ready.push_back(slot);
                 // The next pick prefers new work only if there may be some (`new_maybe`):
                 // without any, the flag would change no pick, and its store and the next
@@ -505,7 +505,7 @@ impl Context {
                 // Cleared only when set: a store saved on the common block.
                 if e.wake_pending.get() {
                     e.wake_pending.set(false);
-                    e.state.set(FiberState::Ready);
+                    // Still `Ready` (`FiberState`).
                     self.ready.push_back(slot);
                 } else {
                     e.state.set(FiberState::Blocked);
