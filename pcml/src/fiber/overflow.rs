@@ -7,7 +7,12 @@
 //! installed before (Rust's own, which reports overflows of OS thread stacks).
 //!
 //! # Invariants
-//! - `GUARD` holds the running fiber's guard page on a worker thread, `(0, 0)` otherwise.
+//! - `WORKER` points at a worker thread's record of its running fiber's guard page (null on
+//!   other threads). While the worker loop or a task runs, the record may still name the
+//!   guard page of the fiber that last ran there (suspended, its stack mapped): the worker
+//!   does not clear it at each switch, only when a fiber ends. No code runs on that stack
+//!   meanwhile; a stray access to the page would be reported as that fiber's overflow (and
+//!   abort, as the default handler would).
 //! - The handler only reads thread-locals that need no initialisation and calls
 //!   async-signal-safe functions (`write`, `abort`, `sigaction`).
 
@@ -18,7 +23,8 @@ use std::sync::Once;
 
 thread_local! {
     /// Set on a worker thread: where its running fiber's guard page starts (the worker's
-    /// `Context::guard`, 0 when no fiber runs), and its runtime's fiber stack size.
+    /// `Context::guard`: 0 before any fiber ran and after one ended, else the page of the
+    /// fiber that runs or last ran), and its runtime's fiber stack size.
     static WORKER: Cell<(*const Cell<usize>, usize)> = const { Cell::new((std::ptr::null(), 0)) };
 }
 

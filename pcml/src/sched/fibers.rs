@@ -22,9 +22,15 @@ use crate::fiber::{Coroutine, Site};
 use crate::sched::waitfor::WaitObject;
 use crate::sched::worker::Current;
 
+/// A started fiber's state, as its proc's worker keeps it. The running fiber (the slot that
+/// the proc's `current` names) keeps the state it was resumed in, `Ready`, until it
+/// suspends: the worker's resume does not store a `Running` state, nor a yield `Ready` again
+/// (two of a yield's stores). The wake-ups tell the running fiber from a queued one by its
+/// token, non-zero only while it blocks or is blocked (`worker`'s invariants), and a dump by
+/// `current`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FiberState {
-    Running,
+    /// Running, in the ready queue or waiting behind owed turns.
     Ready,
     Blocked,
 }

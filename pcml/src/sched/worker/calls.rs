@@ -76,6 +76,11 @@ pub(crate) fn block_fiber<P: FnOnce(Blocker)>(
 /// caller is not a fiber.
 pub(crate) fn fiber_stack_left() -> Option<usize> {
     let ctx = context()?;
+    // `guard` may still name the last suspended fiber's page while the worker or a task
+    // runs (`resume_fiber`): `current` says whether a fiber runs.
+    if !matches!(ctx.current.get(), Current::Fiber { .. }) {
+        return None;
+    }
     let guard = ctx.guard.get();
     if guard == 0 {
         return None;

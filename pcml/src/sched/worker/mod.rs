@@ -61,8 +61,8 @@
 //!   timer, yield, spend the budget, push work).
 //!
 //! # Invariants
-//! - A started fiber is in exactly one of: running (its coroutine taken out of its slot), its
-//!   proc's `ready` queue (state `Ready`), waiting behind turns owed to its proc (state
+//! - A started fiber is in exactly one of: running (state `Ready`, the slot `current` names),
+//!   its proc's `ready` queue (state `Ready`), waiting behind turns owed to its proc (state
 //!   `Ready`, in `owed`), or blocked (state `Blocked`, coroutine in its slot).
 //! - A fiber's `token` is non-zero only while it is blocking or blocked; the first wake-up that
 //!   carries it sets it to zero, so a repeated or stale wake-up does nothing.
@@ -489,7 +489,8 @@ pub(crate) struct Context {
     inbox_buf: RefCell<Vec<InboxMsg>>,
     /// Injector turns left before the oldest new work is run first (see `turn`).
     oldest_turn: Cell<u32>,
-    /// Set when a fiber yields: the next pick takes new work before ready fibers.
+    /// Set when a fiber yields while new work may be queued (`new_maybe`): the next pick
+    /// takes new work before ready fibers.
     prefer_new: Cell<bool>,
     /// Set by every push of new work onto the held slot (`own_held` or this proc's shared
     /// one), `own`, `local` or `placed` ([`Context::note_new`]); cleared by `has_new_work`
@@ -518,7 +519,9 @@ pub(crate) struct Context {
     inline_top: Cell<*const calls::InlineRun>,
     /// The running fiber's yielder; restored by the fiber itself after each suspension.
     yielder: Cell<*const Yielder>,
-    /// The start of the running fiber's guard page (0: none), for the overflow handler.
+    /// The start of the running fiber's guard page, for the overflow handler: the last
+    /// fiber's while the loop or a task runs (not cleared at a switch; `current` says whether
+    /// a fiber runs), 0 before any ran and once one ended.
     pub(crate) guard: Cell<usize>,
     /// Set while the worker drops its fibers at shutdown.
     shutting_down: Cell<bool>,

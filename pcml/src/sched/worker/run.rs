@@ -64,8 +64,8 @@ impl Context {
     /// Takes one turn: runs the next thing, or returns `false` if this proc found no work.
     ///
     /// Ready fibers and new work (placed fibers, the local deque) take turns, so neither
-    /// starves the other; after a yield new work goes first, so the yielder is behind
-    /// everything runnable; due deferred tasks join the new work; tasks that yielded run when
+    /// starves the other; after a yield new work queued by then goes first, so the yielder
+    /// is behind everything runnable; due deferred tasks join the new work; tasks that yielded run when
     /// neither has anything; every 64th turn an overdue deferred task, the oldest new work
     /// (every fourth such turn, if more is queued above it), yielded tasks, then the injector
     /// go first.
@@ -114,7 +114,9 @@ impl Context {
         // The ready queue's emptiness first: with no ready fiber (tasks only) the branch on
         // the turn's parity below is never reached, and this one always goes the same way.
         // (Tested first, the parity alternated at every turn: a mispredicted branch a poll
-        // under callgrind's branch simulation.)
+        // under callgrind's branch simulation.) Written with `new_maybe` tested first, the
+        // pick still branched on the parity first (the compiler orders the pure tests), and a
+        // yield took 2 instructions more.
         if !self.ready.is_empty() && ((!prefer_new && tick % 2 == 0) || !self.has_new_work()) {
             // The hot path of ping-pong and yield loops: no `Work` value, no new-work probe.
             // SAFETY: not empty, just tested; `has_new_work` only reads other queues.
@@ -451,7 +453,8 @@ impl Context {
         // SAFETY: a started fiber keeps its slot until it ends (the removal below, after its
         // last resume), and the callers name only such slots (above).
         let e = unsafe { self.fibers.get_unchecked(slot) };
-        debug_assert_ne!(e.state.get(), FiberState::Running);
+        // Ready, and stays so while it runs (see `FiberState`).
+        debug_assert_eq!(e.state.get(), FiberState::Ready);
         // The stores other threads read first, both through `me`: the metrics' count and the
         // watchdog's name of the running thread, relaxed hints whose order against this
         // proc's private stores below nobody can observe (the fiber's and the wake-ups'
@@ -462,7 +465,6 @@ impl Context {
         metrics::bump(&me.metrics.resumes);
         // Relaxed: as in `show_running`.
         me.watch.running.store(e.id.as_u64(), Ordering::Relaxed);
-        e.state.set(FiberState::Running);
         debug_assert!(matches!(e.current, Current::Fiber { slot: s, inlined: 0, .. } if s == slot));
         self.current.set(e.current);
         self.guard.set(e.guard.0);
@@ -479,25 +481,39 @@ impl Context {
         // Read back from the slot rather than kept across the switch: `slot` kept was a
         // store (its spill) on every resume.
         let slot = e.key;
-        self.guard.set(0);
+        // `guard` keeps naming the suspended fiber's guard page until the next resume (or
+        // its end, below) rewrites it: nothing the worker runs meanwhile touches that page,
+        // and the readers that ask whether a fiber runs look at `current` first (the
+        // overflow handler only words its message from it). Clearing it was a store of
+        // every switch.
         self.current.set(Current::Scheduler);
         match result {
             CoroutineResult::Yield(Suspend::Yield) => {
-                e.state.set(FiberState::Ready);
+                // Still `Ready` (`FiberState`).
                 self.ready.push_back(slot);
-                self.prefer_new.set(true);
+                // The next pick prefers new work only if there may be some (`new_maybe`):
+                // without any, the flag would change no pick, and its store and the next
+                // turn's clearing store were two of a yield's stores. New work that comes in
+                // before that pick (a fiber placed through the inbox, a task a due timer
+                // wakes) takes its turn at the pick after, by the parity, as it does after
+                // any other turn.
+                if self.new_maybe.get() {
+                    self.prefer_new.set(true);
+                }
             }
             CoroutineResult::Yield(Suspend::Block) => {
                 // Cleared only when set: a store saved on the common block.
                 if e.wake_pending.get() {
                     e.wake_pending.set(false);
-                    e.state.set(FiberState::Ready);
+                    // Still `Ready` (`FiberState`).
                     self.ready.push_back(slot);
                 } else {
                     e.state.set(FiberState::Blocked);
                 }
             }
             CoroutineResult::Return(()) => {
+                // The stack goes back to the pool (and may be unmapped): no guard page names it.
+                self.guard.set(0);
                 // SAFETY: worker loop, no fiber running; `e` is not used after this.
                 let (co, _, _) = unsafe { self.fibers.remove(slot) };
                 self.stacks.borrow_mut().give(co.into_stack());

@@ -203,9 +203,9 @@ impl Context {
                 e.state.set(FiberState::Ready);
                 self.ready.push_back(slot);
             }
-            // Between publishing its blocker and suspending: requeued at once.
-            FiberState::Running => e.wake_pending.set(true),
-            FiberState::Ready => {}
+            // Between publishing its blocker and suspending (a non-zero token and `Ready`:
+            // running, see `FiberState`): requeued at once.
+            FiberState::Ready => e.wake_pending.set(true),
         }
     }
 
@@ -225,10 +225,10 @@ impl Context {
                 e.state.set(FiberState::Ready);
                 self.ready.push_back(slot);
             }
-            // Woken before it finished suspending: the worker requeues it at once.
-            FiberState::Running => e.wake_pending.set(true),
-            // Already runnable (cannot happen with a fresh token, but harmless).
-            FiberState::Ready => {}
+            // Woken before it finished suspending (its token is fresh, so `Ready` means it
+            // runs: see `FiberState`; a queued fiber's token is 0): the worker requeues it at
+            // once.
+            FiberState::Ready => e.wake_pending.set(true),
         }
     }
 
@@ -454,9 +454,15 @@ impl Context {
         }
         let mut threads = Vec::new();
         let mut edges = Vec::new();
+        // The fiber that asked for the dump, if one did, runs (its state is `Ready`; see
+        // `FiberState`).
+        let running = match self.current.get() {
+            Current::Fiber { slot, .. } => Some(slot),
+            _ => None,
+        };
         self.fibers.for_each(|slot, e| {
             let state = match e.state.get() {
-                FiberState::Running => ThreadState::Running,
+                FiberState::Ready if running == Some(slot) => ThreadState::Running,
                 FiberState::Ready => ThreadState::Runnable,
                 FiberState::Blocked => ThreadState::Blocked,
             };
