@@ -65,10 +65,10 @@ impl Context {
     ///
     /// Ready fibers and new work (placed fibers, the local deque) take turns, so neither
     /// starves the other; after a yield new work queued by then goes first, so the yielder
-    /// is behind everything runnable; due deferred tasks join the new work; tasks that yielded run when
-    /// neither has anything; every 64th turn an overdue deferred task, the oldest new work
-    /// (every fourth such turn, if more is queued above it), yielded tasks, then the injector
-    /// go first.
+    /// is behind everything runnable; due deferred tasks join the new work; tasks that
+    /// yielded run when neither has anything; every 64th turn an overdue deferred task, the
+    /// oldest new work (every fourth such turn, if more is queued above it), yielded tasks,
+    /// then the injector go first.
     #[inline(always)]
     pub(super) fn turn(&self) -> bool {
         self.step::<false>() == Step::Ran
