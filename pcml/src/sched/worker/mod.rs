@@ -124,6 +124,9 @@ const SPIN: Duration = Duration::from_micros(100);
 /// idle machine here (ping-pong across 2 procs: 0.76 M against 3.4 M msgs/s), so the hot phase
 /// covers ordinary hand-off latencies.
 const SPIN_HOT: Duration = Duration::from_micros(50);
+/// How many looks at its own queues alone an idle proc takes, one `spin_loop` pause apart,
+/// before it counts itself among the searchers and looks further (see `idle`): about 2 us.
+const QUICK_LOOKS: u32 = 64;
 /// How long an idle proc looks for work when `spin_limit` others already spin (see `idle`).
 const SPIN_OVER_LIMIT: Duration = Duration::from_micros(10);
 /// How an idle proc's recent spins fared, as adaptive mutexes learn how long to spin from
