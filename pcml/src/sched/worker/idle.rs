@@ -41,7 +41,7 @@ impl Context {
         // of microseconds (a ping-pong's reply) then finds this proc where it left it, and the
         // reply pays neither the two read-modify-writes of the shared searcher count, whose
         // line the other proc's own idle spells take away, nor a look at other procs' queues.
-        if !skip && self.quick_look() {
+        if !skip && Self::quick_look(std::slice::from_ref(self)) {
             self.spin_history.set(history.record(true));
             return;
         }
@@ -99,11 +99,11 @@ impl Context {
         }
     }
 
-    /// Whether work of this proc's own arrives within `QUICK_LOOKS` looks, one pause apart.
+    /// Whether work of these procs' own arrives within `QUICK_LOOKS` looks, one pause apart.
     #[inline]
-    fn quick_look(&self) -> bool {
+    fn quick_look(ctxs: &[Context]) -> bool {
         for _ in 0..QUICK_LOOKS {
-            if self.has_work_here() {
+            if ctxs.iter().any(Context::has_work_here) {
                 return true;
             }
             crate::loom::spin_loop();
@@ -137,6 +137,10 @@ impl Context {
             head.enter();
             head.io_dispatch(|| sh.poll_io_now());
             Self::sleep_all(ctxs);
+            return;
+        }
+        // As in `idle`: first a short look at the carrier's own procs alone.
+        if Self::quick_look(ctxs) {
             return;
         }
         // As in `idle`: one carrier counts once among the searchers.
