@@ -534,7 +534,12 @@
 //!   VM's two cores): ping-pong 903-907 k msgs/s against 657-660 k, parallel ping-pong
 //!   2.21-2.26 M against 1.87-4.45 M, primes-1000 300-307 ms against 317-331 ms; the
 //!   scheduler-placed rows unchanged. `examples/pingpong2 200000 placed 2` at 70 ns a line:
-//!   343-379 ns a message against 553-616 ns.
+//!   343-379 ns a message against 553-616 ns. A carrier of several procs takes the same look
+//!   at its own procs: on 4 and 8 procs (`--procs 4,8`, 2 alternations) the paper-placed
+//!   ping-pong read 2.38-2.78 M msgs/s against 0.66-1.79 M. Beside one busy loop, where the
+//!   crowding test parks a proc before any look, the paper-placed rows kept their figures
+//!   (spawn 184-185 k/s, ping-pong 244 k msgs/s), the parallel ping-pong 825-827 k msgs/s
+//!   against 870-872 k (`--co-runner 1`, 2 alternations).
 //!   A proc back from a park that timed out (the held-slot watcher, or a
 //!   timer that fired nothing for it) parks again at once if it found nothing: nobody
 //!   handed it work, so none is on its way (a carrier whose procs all found nothing, the
