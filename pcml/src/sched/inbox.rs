@@ -61,6 +61,37 @@ impl<T> Slots<T> {
         // `append` keeps the spill vector's buffer here for the next overflow.
         out.append(&mut self.spill);
     }
+
+    /// Moves the messages of the `len` held that `take` selects to `out`, in order, and closes
+    /// up the others, in order; returns how many are left. Allocates nothing unless messages
+    /// have spilled.
+    fn take_selected(
+        &mut self,
+        len: usize,
+        mut take: impl FnMut(&T) -> bool,
+        out: &mut Vec<T>,
+    ) -> usize {
+        let mut kept = 0;
+        for i in 0..len.min(INLINE) {
+            if let Some(item) = self.inline[i].take() {
+                if take(&item) {
+                    out.push(item);
+                } else {
+                    self.inline[kept] = Some(item);
+                    kept += 1;
+                }
+            }
+        }
+        for item in std::mem::take(&mut self.spill) {
+            if take(&item) {
+                out.push(item);
+            } else {
+                self.put(kept, item);
+                kept += 1;
+            }
+        }
+        kept
+    }
 }
 
 impl<T> std::fmt::Debug for Inbox<T> {
@@ -110,23 +141,13 @@ impl<T> Inbox<T> {
 
     /// Moves the messages that `take` selects into `out` (the owner only; the others stay, in
     /// order).
-    pub(crate) fn take_if(&self, mut take: impl FnMut(&T) -> bool, out: &mut Vec<T>) {
+    pub(crate) fn take_if(&self, take: impl FnMut(&T) -> bool, out: &mut Vec<T>) {
         if self.is_empty() {
             return;
         }
         let mut items = self.lock();
-        let mut all = Vec::new();
         // Relaxed: under the lock, which orders it with every push.
-        items.take_all(self.len.load(Ordering::Relaxed), &mut all);
-        let mut kept = 0;
-        for item in all {
-            if take(&item) {
-                out.push(item);
-            } else {
-                items.put(kept, item);
-                kept += 1;
-            }
-        }
+        let kept = items.take_selected(self.len.load(Ordering::Relaxed), take, out);
         // Relaxed: under the lock, which orders it with every push.
         self.len.store(kept, Ordering::Relaxed);
     }
