@@ -696,8 +696,41 @@
 //!   noise (5.1-21 us a message against 6.0-16 us). Looking
 //!   at `/proc/loadavg` every 5 ms instead of every 500 us (fewer system calls on the idle
 //!   path) moved the same figures within their noise (3.75-4.43 us against 3.95-4.57 us
-//!   under `chrt -f 1`). Only fewer OS threads make a hop cheaper on such a machine
-//!   ([`Builder::carrier_threads`], above), at the price of the second core.
+//!   under `chrt -f 1`). Short of fewer OS threads ([`Builder::carrier_threads`], above, at
+//!   the price of the second core), what is left to save is the number of those switches,
+//!   next.
+//! - **On a crowded machine, a wake-up of a sleeping proc leaves when its waker's turn
+//!   ends.** Unparked at once, the sleeping proc's thread is put on its waker's core (the
+//!   kernel's wake-affine placement, above) and, having slept, preempts the waker there: it
+//!   runs the one fiber woken, whose reply finds the waker's fiber not yet blocked, and parks
+//!   again; every message of a ping-pong so cost two switches of OS threads, and the paper's
+//!   parallel ping-pong (eight pairs, each split across the procs) woke the other proc for
+//!   each message instead of once for the eight its proc had ready. So a fiber's wake-up sent
+//!   to another proc's inbox (`Context::send_wake`) while that proc sleeps and the machine is
+//!   crowded (`crowd`) is pushed at once but its unpark is owed (a bit per proc,
+//!   `ProcWatch::unparks_owed`): the proc pays what it owes when it runs out of work (before
+//!   it spins or parks, so nothing can sleep on an owed wake-up), at its next timer turn
+//!   (every 32 turns, so a long queue holds it back for at most that many), and, if a
+//!   fiber holds the proc's thread without a sync point, the watchdog pays it at its next
+//!   look (the test `a_wake_up_across_procs_leaves_while_its_sender_computes`). On a quiet
+//!   machine nothing changes: the unpark leaves with the push. Measured on the 2-core
+//!   machine beside `yes > /dev/null` in a session of its own (load 3.6, helpers' builds
+//!   running too), the unchanged build and this one alternated 3 times:
+//!   `PCML_PROCS=2 examples/parpp 30000` 0.77-0.82 M msgs/s against 1.81-2.08 M (parks
+//!   125 k against 35 k a run of 480 k resumes), `pingpong2 50000 placed 2 1` 4.21-4.23 us
+//!   a message against 2.64-2.68 us (parks a message 1.0 against 0.56), `cross_spawn 10000
+//!   2` (5.4-6.2 us a child against 5.4-5.4), `primes placed 1000 2` (187-196 ms against
+//!   182-201) and `primes spawn 1000 2` (73-78 ms against 75-76) within their noise; in the
+//!   bench's procs run (`--only spawn,pingpong,parpingpong,primes --procs 1,2 --co-runner 1
+//!   --no-peers --runs 3 --rounds 1`, two alternations, load 2.5-4.8) the paper-placed
+//!   parallel ping-pong beside the busy loop 2.11 M and 1.03 M msgs/s against 829 k and
+//!   412 k, the ping-pong 382 k and 186 k against 234 k and 160 k, and the
+//!   scheduler-placed rows within their noise. Where the count of ready threads calls the
+//!   machine crowded but the procs have cores anyway (run under `chrt -f 1`, above, which
+//!   puts them ahead of the other programs the count includes), the held-back unpark costs
+//!   the overlap of the two procs' turns: `parpp 30000` there ran 3.07-3.13 M msgs/s
+//!   against 3.46-4.19 M (4 alternations, load 4.3), while `pingpong2` ran 0.95-1.01 us a
+//!   message against 5.1-6.5 us (one run of 4 at 9.2 us).
 //!
 //! ## Fair choice across procs
 //!

@@ -154,6 +154,16 @@ pub(crate) struct ProcWatch {
     /// CPU since the proc's last turn) when the watchdog last looked, rather than waiting for
     /// a core. Written by the watchdog only; false while the proc is not marked.
     pub(crate) computes: AtomicBool,
+    /// Procs (bit `i` for proc `i`, procs below 64) whose inbox this proc filled while they
+    /// slept on a crowded machine, and which it has not unparked yet: it does at its next
+    /// timer turn or when it runs out of work, and the watchdog does for a hogged proc (see
+    /// the `sched` docs, "On a crowded machine, a wake-up of a sleeping proc leaves when its
+    /// waker's turn ends"). Set by the proc; taken (swapped out) by the proc or the watchdog,
+    /// either of which then unparks those procs. Relaxed throughout: a bit only says an unpark is owed. The messages were
+    /// pushed, and the push's fence paired with the sleeper's, before the bit was set; the
+    /// unpark that pays it is what the sleeper waits for, and one paid twice (taken by one
+    /// side while the other set it again) only wakes a proc that finds nothing new.
+    pub(crate) unparks_owed: AtomicU64,
 }
 
 impl ProcWatch {
@@ -427,6 +437,9 @@ fn look(shared: &Shared, seen: &mut [Seen]) -> (bool, bool) {
             }
             continue;
         }
+        // A proc that holds its thread pays no owed unpark until it takes a turn: the
+        // watchdog pays them for it.
+        shared.pay_unparks(p);
         if s.hogged {
             // Still hogged: let a sleeping proc look at what it left waiting.
             if p.has_queued() || p.held.is_full() || p.timers_due(now) {

@@ -130,3 +130,93 @@ fn accepts_and_timeouts_beside_busy_threads() {
         assert_eq!(ids, (0..20).collect::<Vec<u8>>());
     });
 }
+
+/// A fiber that wakes a fiber of another proc and then computes, never reaching a sync
+/// point, does not hold the wake-up back until it stops: the woken fiber runs meanwhile
+/// (beside busy threads a sleeping proc's unpark may wait for its waker's next turn, which
+/// a computing fiber does not take; the watchdog then sends it).
+#[test]
+fn a_wake_up_across_procs_leaves_while_its_sender_computes() {
+    crowded(|| {
+        let seen = Runtime::builder()
+            .procs(2)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                let ch: Chan<u32> = Chan::new();
+                let rx = ch.clone();
+                let flag = Arc::new(AtomicBool::new(false));
+                let set = flag.clone();
+                // Let the receiver's proc go to sleep before the send.
+                let receiver = pcml::spawn_on(1, move || {
+                    let v = rx.recv();
+                    set.store(true, Ordering::Release);
+                    v
+                });
+                pcml::time::sleep(Duration::from_millis(5));
+                let sender = pcml::spawn_on(0, move || {
+                    ch.send(41);
+                    // No sync point, no budget: the proc is held until the flag is seen.
+                    let start = std::time::Instant::now();
+                    while !flag.load(Ordering::Acquire) {
+                        if start.elapsed() > Duration::from_secs(30) {
+                            return false;
+                        }
+                        std::hint::spin_loop();
+                    }
+                    true
+                });
+                let seen = sender.join().unwrap();
+                assert_eq!(receiver.join().unwrap(), 41);
+                seen
+            })
+            .unwrap();
+        assert!(
+            seen,
+            "the receiver on the other proc never ran while its sender computed"
+        );
+    });
+}
+
+/// The paper's parallel ping-pong (pairs split across the procs, every message a wake-up of
+/// the other proc) beside busy threads: every reply arrives, in order.
+#[test]
+fn pairs_split_across_procs_finish_beside_busy_threads() {
+    crowded(|| {
+        let sums = Runtime::builder()
+            .procs(2)
+            .build()
+            .unwrap()
+            .block_on(|| {
+                let pairs: Vec<_> = (0..8usize)
+                    .map(|i| {
+                        let (ping, pong) = (Chan::<u64>::new(), Chan::<u64>::new());
+                        let (ping_rx, pong_tx) = (ping.clone(), pong.clone());
+                        let ponger = pcml::spawn_on((i + 1) % 2, move || {
+                            for _ in 0..2_000 {
+                                let v = ping_rx.recv();
+                                pong_tx.send(v + 1);
+                            }
+                        });
+                        pcml::spawn_on(i % 2, move || {
+                            let mut sum = 0;
+                            for k in 0..2_000u64 {
+                                ping.send(k);
+                                let r = pong.recv();
+                                assert_eq!(r, k + 1, "a reply out of order");
+                                sum += r;
+                            }
+                            ponger.join().unwrap();
+                            sum
+                        })
+                    })
+                    .collect();
+                pairs
+                    .into_iter()
+                    .map(|h| h.join().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap();
+        assert_eq!(sums, vec![2_000 * 2_001 / 2; 8]);
+    });
+}

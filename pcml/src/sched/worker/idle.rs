@@ -8,6 +8,8 @@ impl Context {
     pub(super) fn idle(&self) {
         let sh = &*self.shared;
         let me = &sh.procs[self.index];
+        // Out of work: the wake-ups this proc held back leave now, before it spins or parks.
+        self.pay_unparks();
         // A turn for the watchdog: an idle proc is not running a thread.
         let turns = &me.watch.turns;
         let tick = turns.load(Ordering::Relaxed).wrapping_add(1);
@@ -120,6 +122,8 @@ impl Context {
         let sh = &*head.shared;
         let mut timed_out = true;
         for ctx in ctxs {
+            // As in `idle`: held-back wake-ups leave first.
+            ctx.pay_unparks();
             ctx.end_io_batch();
             // A turn for the watchdog: an idle proc is not running a thread.
             let turns = &ctx.me().watch.turns;

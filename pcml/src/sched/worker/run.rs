@@ -97,6 +97,7 @@ impl Context {
             }
             self.fire_due_timers();
             self.check_owed();
+            self.pay_unparks();
             // Ready I/O every `IO_EVERY`th turn, unless an idle proc waits for it in the
             // poller (`sched::io`).
             if tick % IO_EVERY == 0 {

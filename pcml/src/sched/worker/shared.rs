@@ -353,6 +353,21 @@ impl Shared {
         }
     }
 
+    /// Unparks the procs whose unpark proc `p` owes (`ProcWatch::unparks_owed`), if any.
+    #[inline]
+    pub(crate) fn pay_unparks(&self, p: &ProcShared) {
+        // Relaxed: see the field. A load first: nothing is owed but on a crowded machine.
+        if p.watch.unparks_owed.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut owed = p.watch.unparks_owed.swap(0, Ordering::Relaxed);
+        while owed != 0 {
+            let i = owed.trailing_zeros() as usize;
+            owed &= owed - 1;
+            self.unpark(&self.procs[i]);
+        }
+    }
+
     /// Sends `msg` to proc `proc`'s inbox and wakes the proc if it sleeps.
     #[inline]
     pub(crate) fn send_to(&self, proc: usize, msg: InboxMsg) {

@@ -82,11 +82,46 @@ pub(super) fn wake_fiber_elsewhere(runtime: u64, proc: usize, slot: usize, token
             ctx.me().inbox.push(msg);
             return;
         }
-        ctx.shared.send_to(proc, InboxMsg::Wake { slot, token });
+        ctx.send_wake(proc, InboxMsg::Wake { slot, token });
         return;
     }
     if let Some(shared) = crate::sched::registry::lookup(runtime) {
         shared.send_to(proc, InboxMsg::Wake { slot, token });
+    }
+}
+
+impl Context {
+    /// Sends a fiber's wake-up to proc `proc`'s inbox. If that proc sleeps on a crowded
+    /// machine, it is not unparked now but owed an unpark (`ProcWatch::unparks_owed`), paid
+    /// at this proc's next timer turn, when this proc runs out of work, or by the watchdog if
+    /// this proc holds its thread: unparked at once, it would take this proc's core and run
+    /// the one wake-up (see the `sched` docs, "On a crowded machine, a wake-up of a sleeping
+    /// proc leaves when its waker's turn ends").
+    #[inline]
+    pub(super) fn send_wake(&self, proc: usize, msg: InboxMsg) {
+        let sh = &*self.shared;
+        let p = &sh.procs[proc];
+        p.inbox.push(msg);
+        // SeqCst fence: the pusher's half of the Dekker pair with the sleeper's fence in
+        // `idle`, as in `Shared::send_all_to`.
+        fence(Ordering::SeqCst);
+        if p.sleeping.load(Ordering::Relaxed) {
+            if proc < 64 && p.carrier != self.me().carrier && sh.crowding.is_crowded() {
+                // Relaxed: see the field.
+                self.me()
+                    .watch
+                    .unparks_owed
+                    .fetch_or(1 << proc, Ordering::Relaxed);
+            } else {
+                sh.unpark(p);
+            }
+        }
+    }
+
+    /// Pays the unparks this proc owes (see [`send_wake`](Self::send_wake)).
+    #[inline]
+    pub(super) fn pay_unparks(&self) {
+        self.shared.pay_unparks(self.me());
     }
 }
 
