@@ -227,6 +227,27 @@
 //!   unchanged (26.0, 20.2, 17.3 M against 24.9, 22.2, 17.1 M), so its busy/quiet ratio
 //!   now reads 0.58x, 0.54x and 0.48x (Go's own 1.01x, 0.86x, 0.88x, from a 2-proc
 //!   figure of 6-7 M); the spawn, ping-pong and primes rows within their noise.
+//!
+//!   A sequence most of which earlier threads queued, a few spawns each, is not a burst
+//!   but a tree unfolding: each node spawns its children and waits for their sums, the
+//!   proc runs the newest spawn first, and the queue grows by a few at every node. Dealt,
+//!   its newest part is its smallest subtrees, whose sums each cross back to a parent on
+//!   the dealer's proc, and the receiver, soon idle again, was dealt the next few: the
+//!   bench's skynet of fibers (729 leaves, 3-ary, each node `spawn`s its children, which
+//!   send their sums up a channel) ran 70-80 such deals a run on each proc, 300-700
+//!   wake-ups across procs, and took twice as long on 2 procs as on 1. So only a sequence
+//!   at least half of which the last thread spawned is dealt; a tree is left to the idle
+//!   procs' steals, which take the oldest spawns, its largest subtrees. Measured on the
+//!   shared 2-core machine (load 5-6, other programs building) with the bench (`--only
+//!   skynet,actor-skynet,bitonic,spawn,parpingpong,primes,pingpong --procs 1,2 --no-peers
+//!   --runs 3 --rounds 1`, two alternations): skynet 729/3 of fibers on 2 procs 0.627 and
+//!   0.751 ms against 1.04 and 1.52 ms (1 proc about 0.5 ms), Krook's skynet of fiber
+//!   actors on 2 procs 0.767 and 0.780 ms against 1.73 and 1.11 ms, bitonic's fiber
+//!   actors 0.682 and 0.690 ms against 0.940 and 0.634 ms, primes-1000 scheduler-placed
+//!   86.1 ms both against 124 and 94.8 ms, the other rows within their noise;
+//!   `examples/skynet_fibers 729 3 2 30` (one runtime, 30 trees), 3 alternations: medians
+//!   326-474 us against 424-433 us (1 proc 439-447 us), 3-4 steals a tree where it ran
+//!   faster than 1 proc.
 //! - **Beside a busy process a dealt burst runs at the speed of one proc.** With one busy
 //!   loop on a 2-core machine, three threads ready to run could each have 2/3 of a core
 //!   if the kernel shared the cores by thread, and the two halves of a burst of independent

@@ -476,6 +476,9 @@ pub(crate) struct Context {
     /// (`new_work`), which first splits the burst with idle procs if it is one
     /// (`deal_burst`).
     burst: Cell<bool>,
+    /// Fibers the running thread queued on the deque since the last look for new work
+    /// (`queue_new_notify`); read and cleared by `deal_burst`.
+    burst_spawns: Cell<usize>,
     fibers: FiberTable,
     /// Fibers spawned here while `SPILL_FROM` started fibers or more lived here, the proc
     /// their current block goes to, the blocks dealt so far (the turn: a block kept here by
@@ -667,6 +670,7 @@ impl Context {
             refused_since: Cell::new(None),
             held_joined: Cell::new(false),
             burst: Cell::new(false),
+            burst_spawns: Cell::new(0),
             ready_mark: Cell::new(usize::MAX),
             owed: RefCell::new(Owed::new(shared_procs)),
             fibers: FiberTable::new(),

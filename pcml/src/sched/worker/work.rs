@@ -79,6 +79,7 @@ impl Context {
     fn queue_new_notify(&self, f: NewFiber) {
         self.queue_new(f);
         self.burst.set(true);
+        self.burst_spawns.set(self.burst_spawns.get() + 1);
         self.shared.notify_idle();
     }
 
@@ -131,14 +132,26 @@ impl Context {
     /// this proc keeps the oldest. Parts are of an even length: fibers spawned two by two (a
     /// ponger and its pinger) stay two by two, since the newest spawn ends a pair. Nothing
     /// is dealt from a part that holds a task (tasks migrate, and stealing spreads them),
-    /// runs short, or differs in its spawn sites from the spawns below it (`repeats_below`).
+    /// runs short, or differs in its spawn sites from the spawns below it (`repeats_below`),
+    /// nor from a sequence less than half of which the last thread spawned (a tree
+    /// unfolding, left to steals).
     #[cold]
     #[inline(never)]
     fn deal_burst(&self) {
         self.burst.set(false);
+        let own = self.burst_spawns.replace(0);
         let sh = &*self.shared;
         let n = self.local.len() + usize::from(self.has_held() || self.held_joined.get());
         if n < BURST_MIN {
+            return;
+        }
+        // Most of the sequence was queued by earlier threads, a few spawns each: a tree
+        // unfolding (each node spawns its children, then waits for them). Its newest spawns
+        // are its smallest subtrees, each of whose sums would cross back to its parent, and
+        // dealing them again at every turn an idle proc showed up made a 2-proc fiber
+        // skynet twice as slow as 1 proc; an idle proc's steal takes the oldest, the largest
+        // subtrees, instead (see "A burst of spawns is split" in the `sched` docs).
+        if 2 * own < n {
             return;
         }
         let carrier = self.me().carrier;
