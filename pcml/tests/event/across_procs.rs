@@ -366,3 +366,137 @@ fn nack_fires_when_a_sync_is_abandoned_by_a_timeout() {
         });
     }
 }
+
+/// A fiber aborted while blocked in a choice with nacks: its nacks fire (the sync is
+/// abandoned), seen from a fiber on another proc.
+#[test]
+fn abort_of_a_fiber_blocked_in_a_choice_fires_its_nacks() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let nacked = Chan::<usize>::new();
+            let started = Chan::<()>::new();
+            let victim = {
+                let (nacked, started) = (nacked.clone(), started.clone());
+                pcml::spawn_on(procs - 1, move || {
+                    let evs = (0..3).map(|i| {
+                        let nacked = nacked.clone();
+                        with_nack(move |nack| {
+                            pcml::spawn(move || {
+                                nack.sync();
+                                nacked.send(i);
+                            });
+                            never::<()>()
+                        })
+                    });
+                    let started = started.clone();
+                    select(evs.chain([guard(move || {
+                        started.send(());
+                        never()
+                    })]));
+                })
+            };
+            started.recv();
+            victim.abort();
+            assert!(victim.join().unwrap_err().is_cancelled());
+            let mut got: Vec<usize> = (0..3)
+                .map(|_| {
+                    nacked
+                        .recv_evt()
+                        .sync_timeout(Duration::from_secs(30))
+                        .expect("a nack of an aborted sync did not fire")
+                })
+                .collect();
+            got.sort_unstable();
+            assert_eq!(got, [0, 1, 2]);
+        });
+    }
+}
+
+/// Async tasks spawned from every proc choose (`select_async!`) between channels fed by
+/// fibers on other procs: every message is taken once, and the tasks' nacks fire for the
+/// losers only.
+#[test]
+fn tasks_choosing_across_procs_take_every_message_once() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let (a_tx, a_rx) = pcml::chan::bounded::<u64>(2);
+            let (b_tx, b_rx) = pcml::chan::channel::<u64>();
+            for (i, tx) in [a_tx, b_tx].into_iter().enumerate() {
+                pcml::spawn_on((i + 1) % procs, move || {
+                    for v in 0..500 {
+                        tx.send(i as u64 * 1000 + v).unwrap();
+                    }
+                });
+            }
+            let tasks: Vec<_> = (0..procs)
+                .map(|p| {
+                    let (a, b) = (a_rx.clone(), b_rx.clone());
+                    pcml::spawn_on(p, move || {
+                        pcml::spawn_task(async move {
+                            let mut got = Vec::new();
+                            let (mut a_open, mut b_open) = (true, true);
+                            while a_open || b_open {
+                                pcml::select_async! {
+                                    recv(a) -> v => match v {
+                                        Ok(v) => got.push(v),
+                                        Err(_) => a_open = false,
+                                    },
+                                    recv(b) -> v => match v {
+                                        Ok(v) => got.push(v),
+                                        Err(_) => b_open = false,
+                                    },
+                                    default(Duration::from_secs(30)) => panic!("stuck"),
+                                }
+                            }
+                            got
+                        })
+                    })
+                    .join()
+                    .unwrap()
+                })
+                .collect();
+            drop((a_rx, b_rx));
+            let mut all: Vec<u64> = tasks.into_iter().flat_map(|t| t.join().unwrap()).collect();
+            all.sort_unstable();
+            let want: Vec<u64> = (0..2u64)
+                .flat_map(|i| (0..500).map(move |v| i * 1000 + v))
+                .collect();
+            assert_eq!(all, want);
+        });
+    }
+}
+
+/// A `select!` sending on a channel that a receiver on another proc closes: the send arm
+/// sees the close and gets its message back; nothing sent before the close is lost.
+#[test]
+fn select_send_arm_sees_a_close_from_another_proc() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let (tx, rx) = pcml::chan::bounded::<u32>(4);
+            let receiver = pcml::spawn_on(procs - 1, move || {
+                let got: Vec<u32> = (0..50).map(|_| rx.recv().unwrap()).collect();
+                rx.close();
+                got.len() + rx.iter().count()
+            });
+            let other = Chan::<u32>::new();
+            let mut sent = 0;
+            let back;
+            let mut i = 0;
+            loop {
+                pcml::select! {
+                    send(tx, i) -> r => match r {
+                        Ok(()) => sent += 1,
+                        Err(e) => {
+                            back = e.into_inner();
+                            break;
+                        }
+                    },
+                    recv(other) -> _ => unreachable!(),
+                }
+                i += 1;
+            }
+            assert_eq!(back, i);
+            assert_eq!(receiver.join().unwrap(), sent as usize);
+        });
+    }
+}
