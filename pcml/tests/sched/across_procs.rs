@@ -397,3 +397,65 @@ fn spawns_from_every_proc_onto_every_proc_run_once() {
         });
     }
 }
+
+/// An OS thread blocked on a channel whose senders live in fibers and tasks blocked on every
+/// proc: when the runtime ends, their stacks and futures are dropped with the senders, and the
+/// OS thread's receive ends.
+#[test]
+fn shutdown_drops_senders_held_by_blocked_threads_and_wakes_an_outside_receiver() {
+    for procs in PROCS {
+        bounded(move || {
+            let (tx, rx) = pcml::chan::channel::<u32>();
+            let outside = std::thread::spawn(move || rx.recv());
+            rt(procs)
+                .block_on(move || {
+                    let started = Chan::<()>::new();
+                    for p in 0..procs {
+                        let (tx1, tx2, s1, s2) =
+                            (tx.clone(), tx.clone(), started.clone(), started.clone());
+                        pcml::spawn_on(p, move || {
+                            let _tx = tx1;
+                            s1.send(());
+                            pcml::never::<()>().sync();
+                        });
+                        pcml::spawn_on(p, move || {
+                            pcml::spawn_task(async move {
+                                let _tx = tx2;
+                                s2.send_async(()).await;
+                                pcml::never::<()>().await;
+                            })
+                        });
+                    }
+                    drop(tx);
+                    for _ in 0..2 * procs {
+                        started.recv();
+                    }
+                })
+                .unwrap();
+            assert_eq!(outside.join().unwrap(), Err(pcml::chan::RecvError));
+        });
+    }
+}
+
+/// A runtime run from a `spawn_blocking` job of another runtime (not from a proc) works.
+#[test]
+fn a_runtime_inside_a_blocking_job_of_another() {
+    bounded(|| {
+        let v = rt(2)
+            .block_on(|| {
+                pcml::spawn_blocking(|| {
+                    rt(4)
+                        .block_on(|| {
+                            let hs: Vec<_> =
+                                (0..4).map(|p| pcml::spawn_on(p, move || p * 2)).collect();
+                            hs.into_iter().map(|h| h.join().unwrap()).sum::<usize>()
+                        })
+                        .unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+            .unwrap();
+        assert_eq!(v, 12);
+    });
+}
