@@ -519,3 +519,133 @@ fn choice_over_channels_fed_from_other_procs() {
         });
     }
 }
+
+/// A message counted by its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Every message is dropped exactly once, whether received on another proc, given back by a
+/// failed send, or left buffered when the last handles go (crossbeam's `drops`).
+#[test]
+fn every_message_is_dropped_exactly_once() {
+    for procs in PROCS {
+        for cap in [0usize, 1, 5, 100] {
+            bounded_run(procs, move || {
+                let drops = Arc::new(AtomicUsize::new(0));
+                let (tx, rx) = bounded::<Counted>(cap);
+                let senders: Vec<_> = (0..3)
+                    .map(|s| {
+                        let (tx, drops) = (tx.clone(), drops.clone());
+                        pcml::spawn_on(s % procs, move || {
+                            let mut made = 0;
+                            for _ in 0..200 {
+                                made += 1;
+                                // Full and timed out, or closed: dropping the error drops it.
+                                let _ = tx
+                                    .send_timeout(Counted(drops.clone()), Duration::from_millis(1));
+                            }
+                            made
+                        })
+                    })
+                    .collect();
+                let receiver = pcml::spawn_on(procs - 1, move || {
+                    for _ in 0..150 {
+                        if rx.recv_timeout(Duration::from_millis(1)).is_err() {
+                            break;
+                        }
+                    }
+                    // Dropping `rx` leaves what is buffered to the channel's drop.
+                });
+                drop(tx);
+                let made: usize = senders.into_iter().map(|h| h.join().unwrap()).sum();
+                receiver.join().unwrap();
+                assert_eq!(drops.load(Ordering::SeqCst), made, "capacity {cap}");
+            });
+        }
+    }
+}
+
+/// A send that returned `Ok` on one proc is visible to `try_recv` and to a `select!`
+/// with `default` on another proc at once (Go's non-blocking receive race).
+#[test]
+fn a_completed_send_is_seen_by_a_nonblocking_receive_elsewhere() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            for i in 0..300u32 {
+                let (tx, rx) = bounded::<u32>(1);
+                pcml::spawn_on((i as usize % (procs - 1)) + 1, move || tx.send(i).unwrap())
+                    .join()
+                    .unwrap();
+                if i % 2 == 0 {
+                    assert_eq!(rx.try_recv(), Ok(i));
+                } else {
+                    let got = pcml::select! {
+                        recv(rx) -> v => v.ok(),
+                        default => None,
+                    };
+                    assert_eq!(got, Some(i));
+                }
+                assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+            }
+        });
+    }
+}
+
+/// One channel in two arms of one choice, fed from another proc: each message is taken once.
+#[test]
+fn a_channel_twice_in_one_choice() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let ch = Chan::<u32>::new();
+            let c2 = ch.clone();
+            pcml::spawn_on(procs - 1, move || (0..500).for_each(|i| c2.send(i)));
+            let mut arms = [0usize; 3];
+            let mut got = Vec::new();
+            for _ in 0..500 {
+                let (arm, v) = select([
+                    ch.recv_evt().wrap(|v| (0, v)),
+                    ch.recv_evt().wrap(|v| (1, v)),
+                    ch.recv_evt().wrap(|v| (2, v)),
+                ]);
+                arms[arm] += 1;
+                got.push(v);
+            }
+            assert_eq!(got, (0..500).collect::<Vec<_>>());
+            assert!(arms.iter().all(|&n| n > 0), "an arm never won: {arms:?}");
+        });
+    }
+}
+
+/// `len` of a bounded channel never exceeds its capacity while senders and receivers on
+/// other procs race.
+#[test]
+fn bounded_len_stays_within_capacity() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let (tx, rx) = bounded::<u32>(3);
+            let s = {
+                let tx = tx.clone();
+                pcml::spawn_on(1, move || (0..2000).for_each(|i| tx.send(i).unwrap()))
+            };
+            let r = {
+                let rx = rx.clone();
+                pcml::spawn_on(procs - 1, move || {
+                    (0..2000).for_each(|_| assert!(rx.recv().is_ok()))
+                })
+            };
+            while !s.is_finished() || !r.is_finished() {
+                assert!(rx.len() <= 3, "len {} of a channel of 3", rx.len());
+                assert!(tx.len() <= 3);
+                pcml::yield_now();
+            }
+            s.join().unwrap();
+            r.join().unwrap();
+            assert_eq!(rx.len(), 0);
+        });
+    }
+}
