@@ -649,3 +649,106 @@ fn bounded_len_stays_within_capacity() {
         });
     }
 }
+
+/// Waits until the thread `id` is blocked (as a dump shows it).
+fn wait_blocked(id: pcml::ThreadId) {
+    let mut spins = 0;
+    while !pcml::dump()
+        .unwrap()
+        .threads()
+        .iter()
+        .any(|t| t.id() == Some(id) && t.state() == pcml::ThreadState::Blocked)
+    {
+        pcml::yield_now();
+        spins += 1;
+        assert!(spins < 100_000, "{id:?} never blocked");
+    }
+}
+
+/// On a rendezvous channel, the non-blocking operations and zero or past timeouts complete
+/// with a partner already blocked on another proc (as crossbeam's do), and fail without one.
+#[test]
+fn nonblocking_operations_meet_a_partner_blocked_on_another_proc() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let (tx, rx) = channel::<u32>();
+            assert!(tx.try_send(0).unwrap_err().is_full());
+            assert!(tx.send_timeout(0, Duration::ZERO).unwrap_err().is_timeout());
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+
+            let r = {
+                let rx = rx.clone();
+                pcml::spawn_on(procs - 1, move || rx.recv())
+            };
+            wait_blocked(r.id());
+            tx.try_send(1).unwrap();
+            assert_eq!(r.join().unwrap(), Ok(1));
+
+            let r = {
+                let rx = rx.clone();
+                pcml::spawn_on(1, move || rx.recv())
+            };
+            wait_blocked(r.id());
+            tx.send_timeout(2, Duration::ZERO).unwrap();
+            assert_eq!(r.join().unwrap(), Ok(2));
+
+            let r = {
+                let rx = rx.clone();
+                pcml::spawn_on(procs - 1, move || rx.recv())
+            };
+            wait_blocked(r.id());
+            let past = std::time::Instant::now() - Duration::from_secs(1);
+            tx.send_deadline(3, past).unwrap();
+            assert_eq!(r.join().unwrap(), Ok(3));
+
+            let s = {
+                let tx = tx.clone();
+                pcml::spawn_on(procs - 1, move || tx.send(4))
+            };
+            wait_blocked(s.id());
+            assert_eq!(rx.try_recv(), Ok(4));
+            s.join().unwrap().unwrap();
+
+            let s = {
+                let tx = tx.clone();
+                pcml::spawn_on(1, move || tx.send(5))
+            };
+            wait_blocked(s.id());
+            assert_eq!(rx.recv_timeout(Duration::ZERO), Ok(5));
+            s.join().unwrap().unwrap();
+            assert_eq!(rx.recv_deadline(past), Err(RecvTimeoutError::Timeout));
+        });
+    }
+}
+
+/// Timers made on one proc and waited on from another, and a ticker shared by fibers on
+/// every proc: each tick is taken by one of them.
+#[test]
+fn timers_made_on_one_proc_are_waited_on_from_others() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let a = pcml::time::after(Duration::from_millis(3));
+            let deadline = a.deadline();
+            let h = pcml::spawn_on(procs - 1, move || a.recv());
+            let fired = h.join().unwrap();
+            assert!(fired >= deadline);
+            assert!(std::time::Instant::now() >= deadline);
+
+            let t = Arc::new(pcml::time::tick(Duration::from_millis(1)));
+            let taken = Arc::new(AtomicUsize::new(0));
+            let hs: Vec<_> = (0..procs)
+                .map(|p| {
+                    let (t, taken) = (t.clone(), taken.clone());
+                    pcml::spawn_on(p, move || {
+                        for _ in 0..5 {
+                            t.recv();
+                            taken.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                })
+                .collect();
+            hs.into_iter().for_each(|h| h.join().unwrap());
+            assert_eq!(taken.load(Ordering::SeqCst), 5 * procs);
+        });
+    }
+}
