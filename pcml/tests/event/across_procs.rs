@@ -500,3 +500,32 @@ fn select_send_arm_sees_a_close_from_another_proc() {
         });
     }
 }
+
+/// A sync abandoned because a later guard panics fires the nacks of the branches already
+/// made, and the panic comes back through the join on another proc.
+#[test]
+fn a_panicking_guard_abandons_the_sync_and_fires_earlier_nacks() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let slot: Arc<Mutex<Option<Event<()>>>> = Arc::default();
+            let s = slot.clone();
+            let ch = Chan::<u32>::new();
+            let c2 = ch.clone();
+            let h = pcml::spawn_on(procs - 1, move || {
+                select([
+                    with_nack(move |nack| {
+                        *s.lock().unwrap() = Some(nack);
+                        c2.recv_evt()
+                    }),
+                    guard(|| panic!("guard failed")),
+                ])
+            });
+            let e = h.join().unwrap_err();
+            assert_eq!(e.panic_message(), Some("guard failed"));
+            let nack = slot.lock().unwrap().take().expect("the with_nack ran");
+            assert_eq!(nack.sync_timeout(Duration::from_secs(30)), Some(()));
+            // The abandoned receive took nothing: a send finds no partner.
+            assert!(ch.send_evt(1).poll().is_none());
+        });
+    }
+}
