@@ -15,8 +15,8 @@
 //! debts are forgotten: their late `Paid` messages carry an older epoch and are ignored.
 //!
 //! # Invariants
-//! - `total` (mirrored in the worker's `OWED` thread-local, which a choice reads) is the sum
-//!   of `by_proc`.
+//! - `total` (mirrored in the `OWED` thread-local of the thread that has entered the proc,
+//!   which a choice reads) is the sum of `by_proc`.
 //! - `behind` is not empty only while `total` is not zero, or until the worker releases it
 //!   (`take_behind`); `since` is `Some` exactly when `behind` is not empty.
 //! - Everything here is touched only by the owning proc's worker thread.

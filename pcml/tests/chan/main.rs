@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod across_procs;
 mod basic;
 mod bounded_basic;
 mod close;

@@ -3,6 +3,7 @@
 //! One test binary per area (linking is most of a test build); each module is one
 //! topic.
 
+mod across_procs;
 mod basic;
 mod classics;
 mod custom;

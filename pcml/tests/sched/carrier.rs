@@ -267,3 +267,63 @@ fn procs_beside_a_busy_proc_on_its_thread_get_their_timers_and_wake_ups() {
         assert_eq!((slept, woken), (1, 1), "{procs} procs on {threads} threads");
     }
 }
+
+/// A turn owed to one proc of a thread does not hold back the fibers of another proc of that
+/// thread. Proc 0's choice takes the offer of `remote`, a fiber of proc 1 (so proc 1 owes
+/// proc 0 a turn, see the `sched` docs, "Fair choice across procs"); `remote`, run for that
+/// turn, makes a choice that wakes `local`, another fiber of proc 1, which owes nothing to
+/// anyone and must run at proc 1's next turn. On one thread the turns come in a fixed
+/// rotation, so `local` runs long before proc 0's fiber has yielded 100,000 times (once it
+/// waited for the 500 ms limit on owed turns, through millions of yields).
+#[test]
+fn a_turn_owed_to_one_proc_of_a_thread_does_not_hold_back_its_neighbours_fibers() {
+    for round in 0..20 {
+        rt(2, 1)
+            .block_on(move || {
+                let (a, a2) = (Chan::<u32>::new(), Chan::<u32>::new());
+                let (b, b2) = (Chan::<u32>::new(), Chan::<u32>::new());
+                let ran = Arc::new(AtomicUsize::new(0));
+                let local = {
+                    let (b, ran) = (b.clone(), ran.clone());
+                    pcml::spawn_on(1, move || {
+                        assert_eq!(b.recv(), 2);
+                        ran.store(1, Ordering::SeqCst);
+                    })
+                };
+                let remote = {
+                    let (a, b, b2) = (a.clone(), b.clone(), b2.clone());
+                    pcml::spawn_on(1, move || {
+                        a.send(1);
+                        pcml::event::select([b.send_evt(2), b2.send_evt(2)]);
+                    })
+                };
+                // Both fibers of proc 1 block (`local` on `b`, `remote` on `a`).
+                let blocked = |id| {
+                    pcml::dump()
+                        .unwrap()
+                        .threads()
+                        .iter()
+                        .any(|t| t.id() == Some(id) && t.state() == pcml::ThreadState::Blocked)
+                };
+                let mut spins = 0;
+                while !blocked(remote.id()) || !blocked(local.id()) {
+                    pcml::yield_now();
+                    spins += 1;
+                    assert!(spins < 100_000, "proc 1's fibers never blocked");
+                }
+                assert_eq!(pcml::event::select([a.recv_evt(), a2.recv_evt()]), 1);
+                let mut yields = 0;
+                while ran.load(Ordering::SeqCst) == 0 {
+                    pcml::yield_now();
+                    yields += 1;
+                    assert!(
+                        yields < 100_000,
+                        "round {round}: proc 1's `local` was held back by a turn owed to proc 0"
+                    );
+                }
+                remote.join().unwrap();
+                local.join().unwrap();
+            })
+            .unwrap();
+    }
+}

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod across_procs;
 mod carrier;
 mod crowded;
 mod held;

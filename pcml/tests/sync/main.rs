@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod across_procs;
 mod lock_barrier;
 mod lock_mutex;
 mod lock_semaphore;

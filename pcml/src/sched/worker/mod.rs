@@ -705,6 +705,9 @@ impl Context {
     fn enter(&self) {
         CONTEXT.with(|c| c.set(self));
         overflow::point_at(&self.guard);
+        // The thread's mirror of the owed turns is this proc's, not those of the proc of the
+        // same carrier that ran before it.
+        self.mirror_owed();
     }
 }
 

@@ -129,8 +129,9 @@ thread_local! {
     /// Set while this thread commits a branch of a choice of several branches
     /// (`begin_choice_commit`).
     static CHOOSING: Cell<bool> = const { Cell::new(false) };
-    /// On a proc's worker thread: `Owed::total` of its context, which a choice reads without
-    /// looking the context up.
+    /// On a proc's worker thread: `Owed::total` of the context it has entered, which a
+    /// choice reads without looking the context up. A carrier of several procs sets it anew
+    /// each time it enters one of them (`Context::mirror_owed`).
     static OWED: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -413,7 +414,9 @@ impl Context {
     /// on, while partners of other procs owed this proc their turn: they wait behind until
     /// those have run (see `owed`).
     pub(super) fn hold_back_woken(&self, ready_before: usize) {
-        if self.ready.len() <= ready_before {
+        if self.ready.len() <= ready_before || self.owed.borrow().total() == 0 {
+            // Nothing woken here; or nothing owed to this proc, so no payment would release
+            // them before `OWED_CAP`.
             return;
         }
         let woken = self.ready.split_off(ready_before);
@@ -430,6 +433,14 @@ impl Context {
                 .pending
                 .fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    /// Sets the thread's `OWED` to this proc's owed turns: when the thread enters this proc.
+    /// On a carrier of several procs, another proc's count left there would make a choice
+    /// here hold its woken fibers behind while nothing is owed to this proc, until the
+    /// `OWED_CAP` of `owed`, or take no turn that this proc is owed.
+    pub(super) fn mirror_owed(&self) {
+        OWED.set(self.owed.borrow().total());
     }
 
     /// A fiber of proc `by` woken by a choice here has run (`InboxMsg::Paid`).
