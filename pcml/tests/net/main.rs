@@ -6,4 +6,5 @@
 mod chat;
 mod echo;
 mod events;
+mod streams;
 mod udp_fd;
