@@ -443,3 +443,127 @@ fn tokio_lines_copy_and_shutdown_over_pcml_streams() {
         done.store(true, Ordering::Release);
     }
 }
+
+#[test]
+fn a_half_closed_stream_still_carries_the_other_direction() {
+    const LEN: usize = 1 << 20;
+    for procs in PROCS {
+        let done = watchdog("half-closed");
+        run_on(procs, || {
+            let (a, b) = pair();
+            // b says it is done writing; a reads the end of file, then sends a megabyte back.
+            b.shutdown(Shutdown::Write).unwrap();
+            let t = pcml::spawn_task(async move {
+                let mut buf = [0; 8];
+                assert_eq!(a.read_async(&mut buf).await.unwrap(), 0);
+                let data: Vec<u8> = (0..LEN).map(pattern).collect();
+                a.write_all_async(&data).await.unwrap();
+                drop(a);
+            });
+            let mut got = Vec::new();
+            let mut buf = vec![0; 64 * 1024];
+            loop {
+                let n = b.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            t.join().unwrap();
+            assert_eq!(got.len(), LEN);
+            assert!(got.iter().enumerate().all(|(i, &x)| x == pattern(i)));
+        });
+        done.store(true, Ordering::Release);
+    }
+}
+
+/// Fills `s`'s send path (the peer reads nothing) until a write would block.
+fn fill(s: &TcpStream) -> usize {
+    let chunk = vec![0u8; 64 * 1024];
+    let mut total = 0;
+    loop {
+        match s.try_write(&chunk) {
+            Ok(n) => total += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return total,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn a_write_blocked_on_a_full_stream_fails_when_the_peer_goes() {
+    for procs in PROCS {
+        let done = watchdog("blocked write, peer gone");
+        run_on(procs, || {
+            // A fiber's write.
+            let (a, b) = pair();
+            fill(&a);
+            let w = pcml::spawn(move || a.write_all(&vec![1; 1 << 20]));
+            pcml::time::sleep(Duration::from_millis(5));
+            drop(b);
+            let e = w.join().unwrap().unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset),
+                "{e}"
+            );
+            // A task's.
+            let (a, b) = pair();
+            fill(&a);
+            let w = pcml::spawn_task(async move { a.write_all_async(&vec![1; 1 << 20]).await });
+            pcml::time::sleep(Duration::from_millis(5));
+            drop(b);
+            let e = w.join().unwrap().unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset),
+                "{e}"
+            );
+        });
+        done.store(true, Ordering::Release);
+    }
+}
+
+#[test]
+fn shutting_down_a_stream_ends_a_blocked_write_and_blocked_task_reads() {
+    use futures_io::AsyncRead;
+    for procs in PROCS {
+        let done = watchdog("shutdown under blocked ops");
+        run_on(procs, || {
+            // A write blocked on a full stream, ended by shutting the write half.
+            let (a, _b) = pair();
+            let a = Arc::new(a);
+            fill(&a);
+            let a2 = a.clone();
+            let w = pcml::spawn(move || a2.write_all(&vec![1; 1 << 20]));
+            pcml::time::sleep(Duration::from_millis(5));
+            a.shutdown(Shutdown::Write).unwrap();
+            let e = w.join().unwrap().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
+            // A task's read, a read event's await and a trait read, ended by shutting the
+            // read half.
+            for kind in 0..3 {
+                let (_a, b) = pair();
+                let b = Arc::new(b);
+                let b2 = b.clone();
+                let r = pcml::spawn_task(async move {
+                    let mut buf = [0; 8];
+                    match kind {
+                        0 => b2.read_async(&mut buf).await.unwrap(),
+                        1 => b2.read_evt(8).await.unwrap().len(),
+                        _ => {
+                            let mut s = &*b2;
+                            std::future::poll_fn(|cx| {
+                                std::pin::Pin::new(&mut s).poll_read(cx, &mut buf)
+                            })
+                            .await
+                            .unwrap()
+                        }
+                    }
+                });
+                pcml::time::sleep(Duration::from_millis(5));
+                b.shutdown(Shutdown::Read).unwrap();
+                assert_eq!(r.join().unwrap(), 0, "read {kind} sees end of file");
+            }
+        });
+        done.store(true, Ordering::Release);
+    }
+}
