@@ -567,3 +567,42 @@ fn shutting_down_a_stream_ends_a_blocked_write_and_blocked_task_reads() {
         done.store(true, Ordering::Release);
     }
 }
+
+#[cfg(feature = "tokio")]
+#[test]
+fn async_operations_on_sockets_outliving_their_runtime_fail_instead_of_hanging() {
+    use tokio::io::AsyncReadExt;
+    let done = watchdog("sockets after their runtime");
+    // `a` has filled its send path to `_a_peer`, which reads nothing; `b`'s peer sends
+    // nothing.
+    let (l, a, _a_peer, b, _b_peer, u) = run_on(2, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (a, a_peer) = pair();
+        fill(&a);
+        let (b, b_peer) = pair();
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        (l, a, a_peer, b, b_peer, u)
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut buf = [0; 8];
+        let e = b.read_async(&mut buf).await.unwrap_err();
+        assert!(e.to_string().contains("shut down"), "read_async: {e}");
+        let e = AsyncReadExt::read(&mut &b, &mut buf).await.unwrap_err();
+        assert!(e.to_string().contains("shut down"), "AsyncRead: {e}");
+        let e = b.read_evt(8).await.unwrap_err();
+        assert!(e.to_string().contains("shut down"), "read_evt: {e}");
+        let e = a.write_all_async(&[0; 1 << 20]).await.unwrap_err();
+        assert!(e.to_string().contains("shut down"), "write_all_async: {e}");
+        let e = l.accept_async().await.unwrap_err();
+        assert!(e.to_string().contains("stopped"), "accept_async: {e}");
+        let e = u.recv_from_async(&mut buf).await.unwrap_err();
+        assert!(e.to_string().contains("shut down"), "recv_from_async: {e}");
+        // Readiness events are enabled (a hint), and the operation after them fails.
+        a.writable_evt().await;
+        b.readable_evt().await;
+    });
+    done.store(true, Ordering::Release);
+}
