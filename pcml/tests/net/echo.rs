@@ -406,7 +406,7 @@ fn tokio_without_a_handle_panics_with_tokios_message() {
 #[cfg(feature = "tokio")]
 #[path = "../../examples/support/hyper_server.rs"]
 #[allow(dead_code)] // its tokio half
-mod hyper_server;
+pub(crate) mod hyper_server;
 
 #[cfg(feature = "tokio")]
 #[test]

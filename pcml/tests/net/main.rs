@@ -6,4 +6,7 @@
 mod chat;
 mod echo;
 mod events;
+#[cfg(feature = "tokio")]
+mod http;
+mod streams;
 mod udp_fd;

@@ -19,5 +19,6 @@ mod shutdown;
 mod spawn;
 mod stack;
 mod steal;
+mod task_abort;
 mod task_order;
 mod task_waker;
