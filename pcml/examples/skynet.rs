@@ -20,19 +20,25 @@ use std::pin::Pin;
 
 use pcml::chan::Chan;
 
-fn chan_node(num: u64, size: u64, out: Chan<u64>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+fn chan_node(
+    num: u64,
+    size: u64,
+    branch: u64,
+    out: Chan<u64>,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move {
         if size == 1 {
             out.send_evt(num).await;
             return;
         }
-        let step = size / 10;
         let ch = Chan::new();
-        for i in 0..10 {
-            pcml::spawn_task(chan_node(num + i * step, step, ch.clone()));
+        let mut kids = 0;
+        for (lo, n) in slices(num, size, branch) {
+            pcml::spawn_task(chan_node(lo, n, branch, ch.clone()));
+            kids += 1;
         }
         let mut sum = 0;
-        for _ in 0..10 {
+        for _ in 0..kids {
             sum += ch.recv_evt().await;
         }
         out.send_evt(sum).await;
@@ -155,7 +161,7 @@ fn main() {
                         let t = std::time::Instant::now();
                         let sum = if chan {
                             let root = Chan::new();
-                            pcml::spawn_task(chan_node(0, leaves, root.clone()));
+                            pcml::spawn_task(chan_node(0, leaves, branch, root.clone()));
                             root.recv()
                         } else {
                             pcml::spawn_task(node(0, leaves, branch)).join().unwrap()
