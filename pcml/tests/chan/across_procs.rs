@@ -752,3 +752,37 @@ fn timers_made_on_one_proc_are_waited_on_from_others() {
         });
     }
 }
+
+/// Plain `Chan` operations blocked on other procs when the channel is closed do not wait for
+/// ever: they panic with a message that points to the halves, and the runtime goes on.
+#[test]
+fn plain_operations_blocked_on_other_procs_end_at_a_close() {
+    for procs in PROCS {
+        bounded_run(procs, move || {
+            let ch = Chan::<u32>::new();
+            let mut hs = Vec::new();
+            for p in 0..procs {
+                let c = ch.clone();
+                hs.push(pcml::spawn_on(p, move || {
+                    c.recv();
+                }));
+                let c = ch.clone();
+                hs.push(pcml::spawn_on(p, move || {
+                    select([c.recv_evt(), pcml::never()]);
+                }));
+            }
+            for h in &hs {
+                wait_blocked(h.id());
+            }
+            pcml::spawn_on(procs - 1, move || assert!(ch.close()))
+                .join()
+                .unwrap();
+            for h in hs {
+                let e = h.join().unwrap_err();
+                let msg = e.panic_message().unwrap_or_default().to_string();
+                assert!(msg.contains("closed"), "{msg}");
+            }
+            assert_eq!(pcml::spawn_on(procs - 1, || 1).join().unwrap(), 1);
+        });
+    }
+}
