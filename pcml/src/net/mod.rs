@@ -614,6 +614,21 @@ impl TcpStream {
         }
     }
 
+    /// One attempt of a plain read: buffered bytes first, else one `recv`. Every read calls
+    /// it inside `try_io`'s window (after the readiness generation is read), so bytes that a
+    /// read event gives back to the buffer from the I/O driver's thread while this read looks
+    /// (see `read::StreamInner::serve`) are either found here or announced with a new
+    /// generation, which keeps the `WouldBlock` of the `recv` from clearing the readiness: a
+    /// read never goes to wait for the socket with bytes left in the buffer.
+    #[inline]
+    fn read_once(&self, s: &mio::net::TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(n) = self.take_buffered(buf) {
+            return Ok(n);
+        }
+        let len = buf.len();
+        read_stream(self.inner.io.sio(), len, || sys::recv(s, buf))
+    }
+
     /// An event that reads: enabled once bytes are available (or end of file, or an error),
     /// it yields up to `max` of them (none at end of file). Unlike
     /// [`readable_evt`](Self::readable_evt) it is never spurious, and if it loses a choice
@@ -950,13 +965,7 @@ impl TcpStream {
     /// });
     /// ```
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(n) = self.take_buffered(buf) {
-            return Ok(n);
-        }
-        let (sio, len) = (self.inner.io.sio(), buf.len());
-        blocking_io(&self.inner.io, Dir::Read, |s| {
-            read_stream(sio, len, || sys::recv(s, buf))
-        })
+        blocking_io(&self.inner.io, Dir::Read, |s| self.read_once(s, buf))
     }
 
     /// Reads exactly `buf.len()` bytes, blocking as [`read`](Self::read).
@@ -1046,13 +1055,7 @@ impl TcpStream {
     /// assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
     /// ```
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(n) = self.take_buffered(buf) {
-            return Ok(n);
-        }
-        let (sio, len) = (self.inner.io.sio(), buf.len());
-        try_io(&self.inner.io, Dir::Read, |s| {
-            read_stream(sio, len, || sys::recv(s, buf))
-        })
+        try_io(&self.inner.io, Dir::Read, |s| self.read_once(s, buf))
     }
 
     /// One non-blocking write: `WouldBlock` if the send buffer is full.
@@ -1089,11 +1092,11 @@ impl TcpStream {
     /// assert!(n > 0);
     /// ```
     pub async fn read_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        // Buffered bytes before any wait for the socket, which they may have drained.
         if let Some(n) = self.take_buffered(buf) {
             return Ok(n);
         }
-        let len = buf.len();
-        async_read_stream(&self.inner.io, len, |s| sys::recv(s, buf)).await
+        async_read_stream(&self.inner.io, |s| self.read_once(s, buf)).await
     }
 
     /// [`write`](Self::write) for async code.
@@ -1228,11 +1231,11 @@ impl Write for TcpStream {
 /// as in tokio's sockets).
 impl TcpStream {
     fn poll_read_buf(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        // Buffered bytes before any wait for the socket, which they may have drained.
         if let Some(n) = self.take_buffered(buf) {
             return Poll::Ready(Ok(n));
         }
-        let len = buf.len();
-        poll_read_stream(&self.inner.io, len, cx, |s| sys::recv(s, buf))
+        poll_read_stream(&self.inner.io, cx, |s| self.read_once(s, buf))
     }
 
     fn poll_write_buf(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {

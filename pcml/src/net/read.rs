@@ -16,6 +16,11 @@
 //! - The buffer, the end-of-file and error flags and the queue change only under the stream's
 //!   read lock; the driver's hook takes it too, so a queued offer is never missed by an edge.
 //! - `buffered` is true whenever the buffer holds bytes (set and cleared under the lock).
+//! - Bytes given back to the buffer by the driver's hook (for an event whose sync completed
+//!   elsewhere) are announced as a read readiness (`ScheduledIo::announce`), and plain reads
+//!   look at the buffer inside the readiness generation window: no plain read waits for the
+//!   socket while bytes are buffered.
+//! - Lock order: the stream's read lock, then its readiness locks (`io::readiness`).
 //! - The buffer grows only while a queued or running event needs more: to at most `limit` plus
 //!   one read chunk for a line, `n` for an exact read, one chunk otherwise.
 
@@ -249,18 +254,30 @@ impl StreamInner {
 
     /// Serves queued read events in order while their conditions can be met. Read lock held.
     fn serve(&self, q: &mut ReadQueue) {
+        let mut gave_back = false;
         while let Some((_, (offer, want))) = q.receivers.take_match(None) {
             let Some(v) = self.get_now(q, want) else {
                 // Nothing more to read now: it stays first in line.
                 q.receivers.push_front((offer, want));
-                return;
+                break;
             };
             if let Some(commit) = offer.w.synch_spinning() {
                 *waiters::lock(&offer.slot) = Some(v);
                 commit.publish();
             } else {
-                // Its sync completed elsewhere meanwhile: keep what was read for it.
+                // Its sync completed elsewhere meanwhile (a choice it lost, a cancelled task):
+                // keep what was read for it.
                 give_back(q, v);
+                gave_back = true;
+            }
+        }
+        if gave_back {
+            // The event's owner may have gone on already (a join of the cancelled task
+            // returned) and a plain read started, found the buffer empty, and gone to wait
+            // for the socket that `get_now` drained: tell it the bytes are here.
+            self.set_buffered(q);
+            if !q.buffered().is_empty() || q.eof || q.err.is_some() {
+                self.io.sio().announce(Dir::Read);
             }
         }
     }
