@@ -615,18 +615,24 @@ impl TcpStream {
     }
 
     /// One attempt of a plain read: buffered bytes first, else one `recv`. Every read calls
-    /// it inside `try_io`'s window (after the readiness generation is read), so bytes that a
-    /// read event gives back to the buffer from the I/O driver's thread while this read looks
-    /// (see `read::StreamInner::serve`) are either found here or announced with a new
-    /// generation, which keeps the `WouldBlock` of the `recv` from clearing the readiness: a
-    /// read never goes to wait for the socket with bytes left in the buffer.
+    /// it inside `try_io`'s window (after the readiness generation is read). On a stream that
+    /// has used read events, the attempt holds the read lock, as the I/O driver's read hook
+    /// does while it reads for a queued event (`read::StreamInner::serve`): a hook that took
+    /// an event's offer just before its sync was cancelled (a task aborted, whose join has
+    /// returned) may still read the socket for it, and the plain read then waits for the
+    /// lock and finds those bytes buffered, instead of reading the next ones first or
+    /// waiting for a socket that the hook drained. A stream that never used a read event
+    /// takes no lock.
     #[inline]
     fn read_once(&self, s: &mio::net::TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(n) = self.take_buffered(buf) {
-            return Ok(n);
-        }
+        let sio = self.inner.io.sio();
         let len = buf.len();
-        read_stream(self.inner.io.sio(), len, || sys::recv(s, buf))
+        match self.inner.rx.get() {
+            None => read_stream(sio, len, || sys::recv(s, buf)),
+            Some(rx) => self
+                .inner
+                .read_locked(rx, buf, |b| read_stream(sio, len, || sys::recv(s, b))),
+        }
     }
 
     /// An event that reads: enabled once bytes are available (or end of file, or an error),

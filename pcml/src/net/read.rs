@@ -16,6 +16,10 @@
 //! - The buffer, the end-of-file and error flags and the queue change only under the stream's
 //!   read lock; the driver's hook takes it too, so a queued offer is never missed by an edge.
 //! - `buffered` is true whenever the buffer holds bytes (set and cleared under the lock).
+//! - Once a stream has a read queue, plain reads make their attempt (buffer, else `recv`)
+//!   under the read lock, as the hook reads under it: a hook that took an offer just before
+//!   its sync was cancelled cannot read the socket between a plain read's look at the buffer
+//!   and its `recv` (which read the next bytes first, or waited for a drained socket).
 //! - Bytes given back to the buffer by the driver's hook (for an event whose sync completed
 //!   elsewhere) are announced as a read readiness (`ScheduledIo::announce`), and plain reads
 //!   look at the buffer inside the readiness generation window: no plain read waits for the
@@ -280,6 +284,27 @@ impl StreamInner {
                 self.io.sio().announce(Dir::Read);
             }
         }
+    }
+
+    /// A plain read's attempt on a stream with a read queue (see `TcpStream::read_once`):
+    /// the buffered bytes, else `recv` into `out`, under the read lock, so that it never runs
+    /// beside the driver's hook reading the socket for an event.
+    pub(super) fn read_locked(
+        &self,
+        rx: &std::sync::Mutex<ReadQueue>,
+        out: &mut [u8],
+        recv: impl FnOnce(&mut [u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        let mut q = lock(rx);
+        let have = q.buffered();
+        if !have.is_empty() {
+            let n = have.len().min(out.len());
+            out[..n].copy_from_slice(&have[..n]);
+            q.take(n);
+            self.set_buffered(&q);
+            return Ok(n);
+        }
+        recv(out)
     }
 
     /// Plain reads take buffered bytes first: `Some(n)` if there were any. Call only after
