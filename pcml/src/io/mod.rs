@@ -281,12 +281,12 @@ fn parked_until_ready(sio: &ScheduledIo, dir: Dir) -> impl Future<Output = bool>
     })
 }
 
-/// [`async_io`] for a read of a stream into a buffer of `len` bytes: waits for readiness
-/// *before* the system call when the last read showed the socket drained (a `WouldBlock`, or
-/// a short read: [`read_stream`]), where `async_io` would try the call first and see it fail.
+/// [`async_io`] for a read of a stream (`read` is one attempt, which calls [`read_stream`]):
+/// waits for readiness *before* the system call when the last read showed the socket drained
+/// (a `WouldBlock`, or a short read: [`read_stream`]), where `async_io` would try the call
+/// first and see it fail.
 pub(crate) async fn async_read_stream<S: Source>(
     reg: &Registered<S>,
-    len: usize,
     mut read: impl FnMut(&S) -> io::Result<usize>,
 ) -> io::Result<usize> {
     let sio = reg.sio();
@@ -295,26 +295,25 @@ pub(crate) async fn async_read_stream<S: Source>(
         if !parked_until_ready(sio, Dir::Read).await {
             ready_evt(sio, Dir::Read).await;
         }
-        match attempt(reg, Dir::Read, |s| read_stream(sio, len, || read(s))) {
+        match attempt(reg, Dir::Read, &mut read) {
             Attempt::Done(r) => return r,
             Attempt::Wait => {}
         }
     }
 }
 
-/// [`poll_io`] for a read of a stream into a buffer of `len` bytes (`AsyncRead`), waiting
-/// for readiness before the system call as [`async_read_stream`] does.
+/// [`poll_io`] for a read of a stream (`AsyncRead`; `read` is one attempt, which calls
+/// [`read_stream`]), waiting for readiness before the system call as [`async_read_stream`]
+/// does.
 pub(crate) fn poll_read_stream<S: Source>(
     reg: &Registered<S>,
-    len: usize,
     cx: &mut std::task::Context<'_>,
-    mut read: impl FnMut(&S) -> io::Result<usize>,
+    read: impl FnMut(&S) -> io::Result<usize>,
 ) -> std::task::Poll<io::Result<usize>> {
-    let sio = reg.sio();
-    if sio.park_task_unless_ready(Dir::Read, cx.waker()) {
+    if reg.sio().park_task_unless_ready(Dir::Read, cx.waker()) {
         return std::task::Poll::Pending;
     }
-    poll_io(reg, Dir::Read, cx, |s| read_stream(sio, len, || read(s)))
+    poll_io(reg, Dir::Read, cx, read)
 }
 
 /// One poll of an operation, for `AsyncRead`/`AsyncWrite`: runs `f` until it does not say

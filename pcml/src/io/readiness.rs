@@ -180,6 +180,25 @@ impl ScheduledIo {
         }
     }
 
+    /// Marks `d` ready and wakes its waiters as an edge does, without the read hook: bytes
+    /// came to a stream's read buffer by another way than the socket (a read event that lost
+    /// gave them back on the driver's thread, see `net::read`), so a plain read that is
+    /// waiting for the socket, which those bytes have drained, looks again and finds them.
+    /// The generation moves on too, so a read that checked the buffer before the bytes came
+    /// does not clear this readiness with its `WouldBlock`.
+    pub(crate) fn announce(&self, d: Dir) {
+        let waiters = {
+            let mut st = lock(self.dir(d));
+            self.bump(d, READY);
+            (
+                take_queue(&mut st.waiters.q),
+                st.task.take(),
+                st.awaiting.take(),
+            )
+        };
+        wake_all(waiters);
+    }
+
     /// Makes both directions ready for good and wakes their waiters (deregistration, driver
     /// stop, or a listener closed by its owner).
     pub(crate) fn close(&self) {

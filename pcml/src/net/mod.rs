@@ -614,6 +614,27 @@ impl TcpStream {
         }
     }
 
+    /// One attempt of a plain read: buffered bytes first, else one `recv`. Every read calls
+    /// it inside `try_io`'s window (after the readiness generation is read). On a stream that
+    /// has used read events, the attempt holds the read lock, as the I/O driver's read hook
+    /// does while it reads for a queued event (`read::StreamInner::serve`): a hook that took
+    /// an event's offer just before its sync was cancelled (a task aborted, whose join has
+    /// returned) may still read the socket for it, and the plain read then waits for the
+    /// lock and finds those bytes buffered, instead of reading the next ones first or
+    /// waiting for a socket that the hook drained. A stream that never used a read event
+    /// takes no lock.
+    #[inline]
+    fn read_once(&self, s: &mio::net::TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+        let sio = self.inner.io.sio();
+        let len = buf.len();
+        match self.inner.rx.get() {
+            None => read_stream(sio, len, || sys::recv(s, buf)),
+            Some(rx) => self
+                .inner
+                .read_locked(rx, buf, |b| read_stream(sio, len, || sys::recv(s, b))),
+        }
+    }
+
     /// An event that reads: enabled once bytes are available (or end of file, or an error),
     /// it yields up to `max` of them (none at end of file). Unlike
     /// [`readable_evt`](Self::readable_evt) it is never spurious, and if it loses a choice
@@ -950,13 +971,7 @@ impl TcpStream {
     /// });
     /// ```
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(n) = self.take_buffered(buf) {
-            return Ok(n);
-        }
-        let (sio, len) = (self.inner.io.sio(), buf.len());
-        blocking_io(&self.inner.io, Dir::Read, |s| {
-            read_stream(sio, len, || sys::recv(s, buf))
-        })
+        blocking_io(&self.inner.io, Dir::Read, |s| self.read_once(s, buf))
     }
 
     /// Reads exactly `buf.len()` bytes, blocking as [`read`](Self::read).
@@ -1046,13 +1061,7 @@ impl TcpStream {
     /// assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
     /// ```
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(n) = self.take_buffered(buf) {
-            return Ok(n);
-        }
-        let (sio, len) = (self.inner.io.sio(), buf.len());
-        try_io(&self.inner.io, Dir::Read, |s| {
-            read_stream(sio, len, || sys::recv(s, buf))
-        })
+        try_io(&self.inner.io, Dir::Read, |s| self.read_once(s, buf))
     }
 
     /// One non-blocking write: `WouldBlock` if the send buffer is full.
@@ -1089,11 +1098,11 @@ impl TcpStream {
     /// assert!(n > 0);
     /// ```
     pub async fn read_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        // Buffered bytes before any wait for the socket, which they may have drained.
         if let Some(n) = self.take_buffered(buf) {
             return Ok(n);
         }
-        let len = buf.len();
-        async_read_stream(&self.inner.io, len, |s| sys::recv(s, buf)).await
+        async_read_stream(&self.inner.io, |s| self.read_once(s, buf)).await
     }
 
     /// [`write`](Self::write) for async code.
@@ -1228,11 +1237,11 @@ impl Write for TcpStream {
 /// as in tokio's sockets).
 impl TcpStream {
     fn poll_read_buf(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        // Buffered bytes before any wait for the socket, which they may have drained.
         if let Some(n) = self.take_buffered(buf) {
             return Poll::Ready(Ok(n));
         }
-        let len = buf.len();
-        poll_read_stream(&self.inner.io, len, cx, |s| sys::recv(s, buf))
+        poll_read_stream(&self.inner.io, cx, |s| self.read_once(s, buf))
     }
 
     fn poll_write_buf(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {

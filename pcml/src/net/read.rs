@@ -16,6 +16,15 @@
 //! - The buffer, the end-of-file and error flags and the queue change only under the stream's
 //!   read lock; the driver's hook takes it too, so a queued offer is never missed by an edge.
 //! - `buffered` is true whenever the buffer holds bytes (set and cleared under the lock).
+//! - Once a stream has a read queue, plain reads make their attempt (buffer, else `recv`)
+//!   under the read lock, as the hook reads under it: a hook that took an offer just before
+//!   its sync was cancelled cannot read the socket between a plain read's look at the buffer
+//!   and its `recv` (which read the next bytes first, or waited for a drained socket).
+//! - Bytes given back to the buffer by the driver's hook (for an event whose sync completed
+//!   elsewhere) are announced as a read readiness (`ScheduledIo::announce`), and plain reads
+//!   look at the buffer inside the readiness generation window: no plain read waits for the
+//!   socket while bytes are buffered.
+//! - Lock order: the stream's read lock, then its readiness locks (`io::readiness`).
 //! - The buffer grows only while a queued or running event needs more: to at most `limit` plus
 //!   one read chunk for a line, `n` for an exact read, one chunk otherwise.
 
@@ -249,20 +258,53 @@ impl StreamInner {
 
     /// Serves queued read events in order while their conditions can be met. Read lock held.
     fn serve(&self, q: &mut ReadQueue) {
+        let mut gave_back = false;
         while let Some((_, (offer, want))) = q.receivers.take_match(None) {
             let Some(v) = self.get_now(q, want) else {
                 // Nothing more to read now: it stays first in line.
                 q.receivers.push_front((offer, want));
-                return;
+                break;
             };
             if let Some(commit) = offer.w.synch_spinning() {
                 *waiters::lock(&offer.slot) = Some(v);
                 commit.publish();
             } else {
-                // Its sync completed elsewhere meanwhile: keep what was read for it.
+                // Its sync completed elsewhere meanwhile (a choice it lost, a cancelled task):
+                // keep what was read for it.
                 give_back(q, v);
+                gave_back = true;
             }
         }
+        if gave_back {
+            // The event's owner may have gone on already (a join of the cancelled task
+            // returned) and a plain read started, found the buffer empty, and gone to wait
+            // for the socket that `get_now` drained: tell it the bytes are here.
+            self.set_buffered(q);
+            if !q.buffered().is_empty() || q.eof || q.err.is_some() {
+                self.io.sio().announce(Dir::Read);
+            }
+        }
+    }
+
+    /// A plain read's attempt on a stream with a read queue (see `TcpStream::read_once`):
+    /// the buffered bytes, else `recv` into `out`, under the read lock, so that it never runs
+    /// beside the driver's hook reading the socket for an event.
+    pub(super) fn read_locked(
+        &self,
+        rx: &std::sync::Mutex<ReadQueue>,
+        out: &mut [u8],
+        recv: impl FnOnce(&mut [u8]) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        let mut q = lock(rx);
+        let have = q.buffered();
+        if !have.is_empty() {
+            let n = have.len().min(out.len());
+            out[..n].copy_from_slice(&have[..n]);
+            q.take(n);
+            self.set_buffered(&q);
+            return Ok(n);
+        }
+        recv(out)
     }
 
     /// Plain reads take buffered bytes first: `Some(n)` if there were any. Call only after

@@ -26,8 +26,10 @@ fn run_on<T: Send + 'static>(procs: usize, f: impl FnOnce() -> T + Send + 'stati
         .unwrap()
 }
 
-/// Aborts the process (failing the test instead of hanging it) unless `done` is set in 30 s.
+/// Aborts the process (failing the test instead of hanging it) unless `done` is set in 30 s,
+/// after a dump of every runtime (`SIGQUIT`) to say who waited on what.
 fn watchdog(what: &'static str) -> Arc<AtomicBool> {
+    pcml::sched::dump_on_sigquit().unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     std::thread::spawn(move || {
@@ -37,7 +39,12 @@ fn watchdog(what: &'static str) -> Arc<AtomicBool> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        eprintln!("watchdog: {what} hung");
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "watchdog: {what} hung; runtimes:");
+        let _ = std::process::Command::new("kill")
+            .args(["-QUIT", &std::process::id().to_string()])
+            .status();
+        std::thread::sleep(Duration::from_secs(3));
         std::process::abort();
     });
     done
@@ -605,4 +612,68 @@ fn async_operations_on_sockets_outliving_their_runtime_fail_instead_of_hanging()
         b.readable_evt().await;
     });
     done.store(true, Ordering::Release);
+}
+
+/// A read event whose task is aborted while the I/O driver is reading for it: the bytes it
+/// read come back to the stream, and a plain read that starts once the abort is joined gets
+/// them (it used to find the bytes put back unannounced and wait for the socket for ever).
+#[test]
+fn bytes_read_for_an_aborted_tasks_read_event_reach_the_next_plain_read() {
+    for procs in [2, 4] {
+        let done = watchdog("read after an aborted read event");
+        run_on(procs, || {
+            for round in 0..200 {
+                let (a, b) = pair();
+                let b = Arc::new(b);
+                let b2 = b.clone();
+                let reader = pcml::spawn_task(async move { b2.read_exact_evt(4).await });
+                a.write_all(b"ab").unwrap();
+                if round % 2 == 0 {
+                    pcml::yield_now();
+                }
+                reader.abort();
+                a.write_all(b"cd").unwrap();
+                match reader.join() {
+                    Ok(r) => assert_eq!(r.unwrap(), b"abcd"),
+                    Err(e) => {
+                        assert!(e.is_cancelled());
+                        let mut buf = [0; 4];
+                        match round % 3 {
+                            0 => b.read_exact(&mut buf).unwrap(),
+                            1 => {
+                                let b3 = b.clone();
+                                buf = pcml::spawn_task(async move {
+                                    let mut buf = [0; 4];
+                                    let mut n = 0;
+                                    while n < 4 {
+                                        n += b3.read_async(&mut buf[n..]).await.unwrap();
+                                    }
+                                    buf
+                                })
+                                .join()
+                                .unwrap();
+                            }
+                            _ => {
+                                let mut n = 0;
+                                while n < 4 {
+                                    n += pcml::select([
+                                        b.readable_evt().wrap(|()| 0),
+                                        timeout_evt(Duration::from_secs(20))
+                                            .wrap(|()| panic!("readable_evt never came")),
+                                    ]);
+                                    match b.try_read(&mut buf[n..]) {
+                                        Ok(k) => n += k,
+                                        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                                        Err(e) => panic!("{e}"),
+                                    }
+                                }
+                            }
+                        }
+                        assert_eq!(&buf, b"abcd", "round {round}");
+                    }
+                }
+            }
+        });
+        done.store(true, Ordering::Release);
+    }
 }

@@ -19,8 +19,10 @@ use pcml::net::{TcpListener, TcpStream};
 
 const PROCS: [usize; 3] = [1, 2, 4];
 
-/// Panics (failing the test instead of hanging it) unless `done` is set within 30 s.
+/// Aborts the process (failing the test instead of hanging it) unless `done` is set within
+/// 30 s, after a dump of every runtime (`SIGQUIT`) to say who waited on what.
 fn watchdog(what: &'static str) -> Arc<AtomicBool> {
+    pcml::sched::dump_on_sigquit().unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     std::thread::spawn(move || {
@@ -30,7 +32,12 @@ fn watchdog(what: &'static str) -> Arc<AtomicBool> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        eprintln!("watchdog: {what} hung");
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "watchdog: {what} hung; runtimes:");
+        let _ = std::process::Command::new("kill")
+            .args(["-QUIT", &std::process::id().to_string()])
+            .status();
+        std::thread::sleep(Duration::from_secs(3));
         std::process::abort();
     });
     done
@@ -332,7 +339,10 @@ fn a_future_woken_from_an_os_thread_and_wakers_kept_past_the_end() {
         // ... and after it ended, from another thread.
         std::thread::spawn(move || {
             for w in kept.lock().unwrap().drain(..) {
-                w.clone().wake();
+                // A clone made after the end, then the waker itself by value.
+                let c = w.clone();
+                c.wake_by_ref();
+                drop(c);
                 w.wake();
             }
         })
@@ -373,6 +383,60 @@ fn an_event_raced_against_a_future_in_tokio_select() {
             ch.send(7);
             assert_eq!(h.join().unwrap(), 7);
             assert!(ch.send_evt(8).poll().is_none());
+        })
+        .unwrap();
+        done.store(true, Ordering::Release);
+    }
+}
+
+#[test]
+fn abort_of_a_task_in_accept_or_a_read_event_loses_no_connection_and_no_byte() {
+    for procs in PROCS {
+        let done = watchdog("abort in accept / read event");
+        run_on_procs(procs, move || {
+            for _ in 0..10 {
+                let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+                let addr = l.local_addr().unwrap();
+                let l2 = l.clone();
+                let acceptor = pcml::spawn_task(async move { l2.accept_async().await });
+                let reader_src = l.clone();
+                pcml::time::sleep(Duration::from_millis(1));
+                // The connection arrives about when the acceptor is aborted.
+                let a = TcpStream::connect(addr).unwrap();
+                acceptor.abort();
+                let got = match acceptor.join() {
+                    // It accepted first.
+                    Ok(c) => c.unwrap().0,
+                    // Cancelled: the connection is still there for the next accept.
+                    Err(e) => {
+                        assert!(e.is_cancelled());
+                        reader_src
+                            .accept_evt()
+                            .sync_timeout(Duration::from_secs(20))
+                            .expect("the connection was lost with the aborted accept")
+                            .unwrap()
+                            .0
+                    }
+                };
+                // A task waits in a read event; bytes come about when it is aborted.
+                let got = Arc::new(got);
+                let g = got.clone();
+                let reader = pcml::spawn_task(async move { g.read_exact_evt(4).await });
+                pcml::time::sleep(Duration::from_millis(1));
+                a.write_all(b"ab").unwrap();
+                reader.abort();
+                a.write_all(b"cd").unwrap();
+                match reader.join() {
+                    // It finished first: it has them all.
+                    Ok(r) => assert_eq!(r.unwrap(), b"abcd"),
+                    Err(e) => {
+                        assert!(e.is_cancelled());
+                        let mut buf = [0; 4];
+                        got.read_exact(&mut buf).unwrap();
+                        assert_eq!(&buf, b"abcd");
+                    }
+                }
+            }
         })
         .unwrap();
         done.store(true, Ordering::Release);
