@@ -108,3 +108,48 @@ pub fn output_text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Runs `main` on a runtime of `procs` procs in an OS thread, failing (instead of hanging)
+/// if it has not returned within 60 s.
+pub fn bounded_run<T: Send + 'static>(
+    procs: usize,
+    main: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = pcml::Runtime::builder()
+            .procs(procs)
+            .build()
+            .unwrap()
+            .block_on(main);
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(r) => r.unwrap(),
+        Err(_) => panic!("the runtime of {procs} procs did not finish within 60 s"),
+    }
+}
+
+/// Aborts the process (failing the test instead of hanging it) unless `done` is set in 30 s,
+/// after a dump of every runtime (`SIGQUIT`) to say who waited on what.
+pub fn watchdog(what: &'static str) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    pcml::sched::dump_on_sigquit().unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        for _ in 0..3000 {
+            if d.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "watchdog: {what} hung; runtimes:");
+        let _ = std::process::Command::new("kill")
+            .args(["-QUIT", &std::process::id().to_string()])
+            .status();
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        std::process::abort();
+    });
+    done
+}

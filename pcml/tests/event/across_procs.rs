@@ -7,30 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::bounded_run;
 use pcml::chan::Chan;
 use pcml::event::{Event, always, choose, guard, never, select, with_nack};
 use pcml::time::timeout_evt;
 use pcml::{BoundedChan, Mailbox};
 
 const PROCS: [usize; 3] = [2, 4, 8];
-
-/// Runs `main` on a runtime of `procs` procs in an OS thread, failing (instead of hanging)
-/// if it has not returned within 60 s.
-fn bounded_run<T: Send + 'static>(procs: usize, main: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let r = pcml::Runtime::builder()
-            .procs(procs)
-            .build()
-            .unwrap()
-            .block_on(main);
-        let _ = tx.send(r);
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(r) => r.unwrap(),
-        Err(_) => panic!("the runtime of {procs} procs did not finish within 60 s"),
-    }
-}
 
 /// The nacks of one sync's branches, by branch.
 type Nacks = Arc<Mutex<Vec<(char, Event<()>)>>>;

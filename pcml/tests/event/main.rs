@@ -6,6 +6,8 @@
 mod across_procs;
 mod basic;
 mod classics;
+#[path = "../common/mod.rs"]
+mod common;
 mod custom;
 mod runtime;
 mod shared;

@@ -19,23 +19,7 @@ use pcml::chan::Chan;
 use pcml::net::TcpListener;
 
 use super::echo::hyper_server::{HyperIo, PcmlTimer};
-
-/// Aborts the process (failing the test instead of hanging it) unless `done` is set in 30 s.
-fn watchdog(what: &'static str) -> Arc<AtomicBool> {
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    std::thread::spawn(move || {
-        for _ in 0..3000 {
-            if d.load(Ordering::Acquire) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        eprintln!("watchdog: {what} hung");
-        std::process::abort();
-    });
-    done
-}
+use crate::common::watchdog;
 
 /// Answers with the length of the request's body and its bytes' sum, read as it streams in.
 async fn measure(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {

@@ -4,6 +4,8 @@
 //! topic.
 
 mod chat;
+#[path = "../common/mod.rs"]
+mod common;
 mod echo;
 mod events;
 #[cfg(feature = "tokio")]

@@ -9,9 +9,10 @@ use std::future::IntoFuture;
 use std::io::ErrorKind;
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use crate::common::watchdog;
 use pcml::net::{TcpListener, TcpStream, UdpSocket};
 use pcml::time::timeout_evt;
 
@@ -24,30 +25,6 @@ fn run_on<T: Send + 'static>(procs: usize, f: impl FnOnce() -> T + Send + 'stati
         .unwrap()
         .block_on(f)
         .unwrap()
-}
-
-/// Aborts the process (failing the test instead of hanging it) unless `done` is set in 30 s,
-/// after a dump of every runtime (`SIGQUIT`) to say who waited on what.
-fn watchdog(what: &'static str) -> Arc<AtomicBool> {
-    pcml::sched::dump_on_sigquit().unwrap();
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    std::thread::spawn(move || {
-        for _ in 0..3000 {
-            if d.load(Ordering::Acquire) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "watchdog: {what} hung; runtimes:");
-        let _ = std::process::Command::new("kill")
-            .args(["-QUIT", &std::process::id().to_string()])
-            .status();
-        std::thread::sleep(Duration::from_secs(3));
-        std::process::abort();
-    });
-    done
 }
 
 fn pair() -> (TcpStream, TcpStream) {

@@ -13,35 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use crate::common::watchdog;
 use common::run_on_procs;
 use pcml::chan::Chan;
 use pcml::net::{TcpListener, TcpStream};
 
 const PROCS: [usize; 3] = [1, 2, 4];
-
-/// Aborts the process (failing the test instead of hanging it) unless `done` is set within
-/// 30 s, after a dump of every runtime (`SIGQUIT`) to say who waited on what.
-fn watchdog(what: &'static str) -> Arc<AtomicBool> {
-    pcml::sched::dump_on_sigquit().unwrap();
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    std::thread::spawn(move || {
-        for _ in 0..3000 {
-            if d.load(Ordering::Acquire) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "watchdog: {what} hung; runtimes:");
-        let _ = std::process::Command::new("kill")
-            .args(["-QUIT", &std::process::id().to_string()])
-            .status();
-        std::thread::sleep(Duration::from_secs(3));
-        std::process::abort();
-    });
-    done
-}
 
 /// Dropped with the future that owns it: counts the drops.
 struct Held(Arc<AtomicUsize>);

@@ -4,30 +4,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
+use crate::common::bounded_run;
 use pcml::event::select;
 use pcml::{Barrier, CVar, IVar, MVar, Mutex, Semaphore};
 
 const PROCS: [usize; 3] = [2, 4, 8];
-
-/// Runs `main` on a runtime of `procs` procs in an OS thread, failing (instead of hanging)
-/// if it has not returned within 60 s.
-fn bounded_run<T: Send + 'static>(procs: usize, main: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let r = pcml::Runtime::builder()
-            .procs(procs)
-            .build()
-            .unwrap()
-            .block_on(main);
-        let _ = tx.send(r);
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(r) => r.unwrap(),
-        Err(_) => panic!("the runtime of {procs} procs did not finish within 60 s"),
-    }
-}
 
 /// Readers blocked on every proc (plain, in a choice, and a task) all see the one put that
 /// won among putters on every proc.
